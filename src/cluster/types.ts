@@ -1,0 +1,78 @@
+/**
+ * Where Kubernetes objects come from. Two sources implement it: the Kubernetes API (informers)
+ * and a folder of manifests (the local, embedded mode). Everything above `cluster/` sees only
+ * this interface, so the engine and the API cannot tell them apart.
+ */
+
+/** The object kinds the adapter reads. */
+export type Kind =
+  | "HorizontalPodAutoscaler"
+  | "Pod"
+  | "Deployment"
+  | "StatefulSet"
+  | "Rollout"
+  | "Ingress"
+  | "RouteGroup"
+  | "ScalingSchedule"
+  | "ClusterScalingSchedule";
+
+/** A Kubernetes object as read (JSON). Validate what you use at the point of use. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+    [key: string]: unknown;
+  };
+  spec?: any;
+  status?: any;
+}
+
+/** What happened to an object. */
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED";
+
+/** Called for every change of one kind; `old` is the previous version on MODIFIED/DELETED. */
+export type WatchHandler = (type: WatchEventType, obj: KubeObject, old?: KubeObject) => void;
+
+/** A read-only, always up-to-date view of the cluster (no LIST per call: served from caches). */
+export interface ClusterView {
+  /**
+   * Make sure `kind` is watched; resolves after its initial sync. Idempotent. A kind whose CRD
+   * is not installed resolves too (its lists stay empty) and is retried in the background.
+   */
+  ensure(kind: Kind): Promise<void>;
+  /** Objects of a kind, in one namespace or all (cluster-scoped kinds ignore the namespace). */
+  list(kind: Kind, namespace?: string): KubeObject[];
+  /** One object, or undefined. */
+  get(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined;
+  /** Subscribe to changes of a kind (also ensures it). Returns the unsubscribe function. */
+  watch(kind: Kind, handler: WatchHandler): () => void;
+  /** Stops every watch. */
+  close(): Promise<void>;
+}
+
+/** A Normal or Warning event on an object. */
+export interface ObjectEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+/** The writes the adapter makes. The file source applies them in memory and logs them. */
+export interface ClusterWriter {
+  /** Replace `status` of an object through its status subresource. */
+  updateStatus(kind: Kind, namespace: string | undefined, name: string, status: unknown): Promise<void>;
+  /** Read `spec.replicas`/`status.replicas` through the scale subresource. */
+  getScale(kind: Kind, namespace: string, name: string): Promise<{ specReplicas: number; statusReplicas: number }>;
+  /** Set `spec.replicas` through the scale subresource. */
+  setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void>;
+  /** Record an event about an object. */
+  emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void>;
+}

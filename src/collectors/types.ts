@@ -1,0 +1,46 @@
+/**
+ * One small interface for every backend (KEDA calls them scalers). A collector turns one metric
+ * plan into samples; it does I/O only through what it is handed.
+ */
+import type { ClusterView } from "../cluster/types.ts";
+import type { MetricPlan } from "../core/types.ts";
+import type { Sample } from "../store/types.ts";
+
+/** What a collection may use. Time and I/O come in; nothing global is touched. */
+export interface CollectContext {
+  /** Aborted when the collection times out or the plan is stopped. */
+  signal: AbortSignal;
+  /** The clock, ms since the epoch. */
+  now(): number;
+  fetch: typeof fetch;
+  cluster: ClusterView;
+}
+
+/** The outcome of one collection. */
+export interface CollectResult {
+  samples: Sample[];
+  /** Partial failures that did not fail the whole collection (a pod that did not answer). */
+  warnings?: string[];
+}
+
+/** A running plan's collector. Throws (with a message naming the metric and value) on failure. */
+export interface Collector {
+  /** Identity of the backend query: plans with equal keys share one collection per interval. */
+  readonly queryKey: string;
+  collect(ctx: CollectContext): Promise<CollectResult>;
+}
+
+/** Options every factory receives: the flags' values it needs, and the plan. */
+export interface CollectorFactoryOptions {
+  plan: MetricPlan;
+  /** Parsed serve flags (see src/cli/flags.ts). */
+  flags: Record<string, unknown>;
+}
+
+/** Builds collectors of one type; registered by `type` in src/collectors/registry.ts. */
+export interface CollectorFactory {
+  /** The collector type as written in annotations and plans (`json-path`, `prometheus`, ...). */
+  readonly type: string;
+  /** Throws a clear error if the plan's config is unusable. */
+  create(options: CollectorFactoryOptions): Collector;
+}

@@ -1,0 +1,69 @@
+/**
+ * Shared vocabulary of the pure core: the Kubernetes shapes we read and the metric plan that
+ * joins the core to the engine, the store and the API. Plain interfaces only; the zod schemas
+ * that validate objects at the edge live beside the code that parses them.
+ */
+
+/** metav1.LabelSelectorRequirement. */
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+  values?: string[];
+}
+
+/** metav1.LabelSelector: both parts must match (AND). */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+/** autoscaling/v2 CrossVersionObjectReference. */
+export interface ObjectReference {
+  apiVersion?: string;
+  kind: string;
+  name: string;
+}
+
+/** autoscaling/v2 MetricTarget. Quantities stay strings here; parse with `parseQuantity`. */
+export interface MetricTarget {
+  type: "Value" | "AverageValue" | "Utilization";
+  value?: string;
+  averageValue?: string;
+  averageUtilization?: number;
+}
+
+/** The metric source types that this adapter serves. */
+export type MetricType = "Pods" | "Object" | "External";
+
+/** Identifies one HPA. */
+export interface HpaRef {
+  namespace: string;
+  name: string;
+}
+
+/**
+ * One `spec.metrics[]` entry of one HPA, resolved against its annotations: what to collect,
+ * how often, and from where. `error` is set (and `collector` may be null) when the entry
+ * cannot be collected; the message says what to add or change.
+ */
+export interface MetricPlan {
+  hpa: HpaRef;
+  /** Position of the entry in `spec.metrics`. */
+  index: number;
+  metricType: MetricType;
+  metricName: string;
+  /** `metric.selector` of the entry, if any. */
+  metricSelector: LabelSelector | null;
+  target: MetricTarget;
+  /** Object metrics only: `describedObject`. */
+  describedObject: ObjectReference | null;
+  scaleTargetRef: ObjectReference;
+  /** Collector type (`json-path`, `prometheus`, `scaling-schedule`, ...) or null if unknown. */
+  collector: string | null;
+  intervalSeconds: number;
+  perReplica: boolean;
+  minPodReadyAgeSeconds: number;
+  /** Selector matchLabels (External, Object) overridden by annotations; reserved keys removed. */
+  config: Record<string, string>;
+  error: string | null;
+}
