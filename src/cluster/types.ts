@@ -68,9 +68,18 @@ export interface ObjectEvent {
 /** The writes the adapter makes. The file source applies them in memory and logs them. */
 export interface ClusterWriter {
   /** Replace `status` of an object through its status subresource. */
-  updateStatus(kind: Kind, namespace: string | undefined, name: string, status: unknown): Promise<void>;
+  updateStatus(
+    kind: Kind,
+    namespace: string | undefined,
+    name: string,
+    status: unknown,
+  ): Promise<void>;
   /** Read `spec.replicas`/`status.replicas` through the scale subresource. */
-  getScale(kind: Kind, namespace: string, name: string): Promise<{ specReplicas: number; statusReplicas: number }>;
+  getScale(
+    kind: Kind,
+    namespace: string,
+    name: string,
+  ): Promise<{ specReplicas: number; statusReplicas: number }>;
   /** Set `spec.replicas` through the scale subresource. */
   setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void>;
   /** Record an event about an object. */

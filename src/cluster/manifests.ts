@@ -1,0 +1,104 @@
+/**
+ * Reads Kubernetes manifests: YAML (multi-document) or JSON files, or folders of them.
+ *
+ * js-yaml is used directly (it is what @kubernetes/client-node's loader wraps): that loader
+ * turns documents into typed model classes (timestamps become Date objects, unknown kinds are
+ * mangled) and throws on an empty document, while we want the plain JSON shape the API serves.
+ */
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { loadAll } from "js-yaml";
+import type { KubeObject } from "./types.ts";
+
+/** A manifest object and the file it came from. */
+export interface ManifestObject {
+  object: KubeObject;
+  source: string;
+}
+
+/** The result of reading manifests: what was read, and what could not be (per file). */
+export interface ManifestReadResult {
+  objects: ManifestObject[];
+  errors: string[];
+}
+
+/**
+ * Parse one YAML/JSON text into Kubernetes objects. `List` objects (kind ending in `List`) are
+ * flattened; empty documents are skipped. Throws with the source name on a syntax error or a
+ * document that is not an object with `metadata.name`.
+ */
+export function parseManifests(text: string, source: string): KubeObject[] {
+  let docs: unknown[];
+  try {
+    docs = loadAll(text) as unknown[];
+  } catch (e) {
+    throw new Error(`${source}: invalid YAML: ${(e as Error).message.split("\n")[0]}`);
+  }
+  const out: KubeObject[] = [];
+  const visit = (doc: unknown, where: string): void => {
+    if (doc === null || doc === undefined) return;
+    if (typeof doc !== "object" || Array.isArray(doc)) {
+      throw new Error(`${where}: expected a Kubernetes object, got ${JSON.stringify(doc)}`);
+    }
+    const obj = doc as Record<string, unknown>;
+    if (typeof obj.kind === "string" && obj.kind.endsWith("List") && Array.isArray(obj.items)) {
+      obj.items.forEach((item, i) => visit(item, `${where} item ${i}`));
+      return;
+    }
+    const meta = obj.metadata as Record<string, unknown> | undefined;
+    if (!meta || typeof meta.name !== "string" || meta.name === "") {
+      throw new Error(`${where}: ${obj.kind ?? "object"} has no metadata.name`);
+    }
+    out.push(obj as unknown as KubeObject);
+  };
+  docs.forEach((doc, i) => visit(doc, docs.length > 1 ? `${source} document ${i + 1}` : source));
+  return out;
+}
+
+/** Files below a path that look like manifests (.yaml, .yml, .json), sorted; a file is itself. */
+export async function manifestFiles(path: string): Promise<string[]> {
+  const info = await stat(path);
+  if (!info.isDirectory()) return [path];
+  const out: string[] = [];
+  for (const entry of (await readdir(path)).sort()) {
+    if (entry.startsWith(".")) continue;
+    const p = join(path, entry);
+    const s = await stat(p);
+    if (s.isDirectory()) out.push(...await manifestFiles(p));
+    else if (/\.(ya?ml|json)$/i.test(entry)) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * Read every manifest below the given files or folders. A file that cannot be read or parsed
+ * is reported in `errors` and the others are still returned.
+ */
+export async function readManifests(paths: string[]): Promise<ManifestReadResult> {
+  const objects: ManifestObject[] = [];
+  const errors: string[] = [];
+  for (const path of paths) {
+    let files: string[];
+    try {
+      files = await manifestFiles(path);
+    } catch (e) {
+      errors.push(
+        `${path}: ${
+          (e as NodeJS.ErrnoException).code === "ENOENT"
+            ? "no such file or directory"
+            : (e as Error).message
+        }`,
+      );
+      continue;
+    }
+    for (const file of files) {
+      try {
+        const text = await readFile(file, "utf8");
+        for (const object of parseManifests(text, file)) objects.push({ object, source: file });
+      } catch (e) {
+        errors.push((e as Error).message);
+      }
+    }
+  }
+  return { objects, errors };
+}
