@@ -1,0 +1,674 @@
+/**
+ * Command-line flags, spelled and defaulted as kube-metrics-adapter (and the Kubernetes generic
+ * API server it embeds) spell them, so existing Deployments and Helm values keep working.
+ * The definitions are data: the README's flag reference is generated from them.
+ */
+import { parseDuration } from "../core/duration.ts";
+import { UsageError } from "./command.ts";
+
+/** How a flag's value is read. Durations are Go durations, stored in seconds. */
+export type FlagType =
+  | "string"
+  | "bool"
+  | "int"
+  | "float"
+  | "duration"
+  | "stringArray"
+  | "stringSlice";
+
+/** One flag. */
+export interface FlagDef {
+  name: string;
+  type: FlagType;
+  default: string | number | boolean | string[] | null;
+  help: string;
+  /** Other spellings accepted (without dashes). */
+  aliases?: string[];
+  /** Section in the flag reference. */
+  group: string;
+}
+
+/** Parsed values keyed by flag name (kebab-case, the canonical name). */
+export type FlagValues = Record<string, string | number | boolean | string[] | null>;
+
+function def(
+  group: string,
+  name: string,
+  type: FlagType,
+  dflt: FlagDef["default"],
+  help: string,
+  aliases?: string[],
+): FlagDef {
+  return { group, name, type, default: dflt, help, ...(aliases ? { aliases } : {}) };
+}
+
+const SERVING = "Serving";
+const AUTH = "Authentication and authorization";
+const CLUSTER = "Cluster";
+const ENGINE = "Collection";
+const BACKENDS = "Backends";
+const SCHEDULES = "Scaling schedules";
+const LOGGING = "Logging";
+
+/** Every flag of `serve`. */
+export const SERVE_FLAGS: readonly FlagDef[] = [
+  def(SERVING, "bind-address", "string", "0.0.0.0", "address to serve the metrics APIs on (HTTPS)"),
+  def(SERVING, "secure-port", "int", 443, "port to serve the metrics APIs on (HTTPS)"),
+  def(
+    SERVING,
+    "cert-dir",
+    "string",
+    "apiserver.local.config/certificates",
+    "directory for the self-signed certificate generated when --tls-cert-file is not given",
+  ),
+  def(
+    SERVING,
+    "tls-cert-file",
+    "string",
+    null,
+    "x509 certificate (PEM) for HTTPS, intermediates after the leaf",
+  ),
+  def(
+    SERVING,
+    "tls-private-key-file",
+    "string",
+    null,
+    "private key (PEM) matching --tls-cert-file",
+  ),
+  def(
+    SERVING,
+    "tls-min-version",
+    "string",
+    null,
+    "minimum TLS version (VersionTLS12, VersionTLS13)",
+  ),
+  def(
+    SERVING,
+    "tls-cipher-suites",
+    "stringSlice",
+    [],
+    "accepted for compatibility; the runtime's default cipher suites are used",
+  ),
+  def(
+    SERVING,
+    "metrics-address",
+    "string",
+    ":7979",
+    "address (host:port) of the plain-HTTP endpoint serving the adapter's own Prometheus metrics",
+  ),
+  def(
+    SERVING,
+    "enable-custom-metrics-api",
+    "bool",
+    true,
+    "serve custom.metrics.k8s.io (v1beta1 and v1beta2)",
+  ),
+  def(
+    SERVING,
+    "enable-external-metrics-api",
+    "bool",
+    true,
+    "serve external.metrics.k8s.io (v1beta1)",
+  ),
+  def(SERVING, "profiling", "bool", true, "accepted for compatibility"),
+  def(SERVING, "contention-profiling", "bool", false, "accepted for compatibility"),
+  def(
+    SERVING,
+    "manifests",
+    "stringArray",
+    [],
+    "serve from YAML/JSON manifests (files or folders) instead of a cluster: the local, embedded mode (repeatable)",
+  ),
+  def(
+    SERVING,
+    "demo",
+    "bool",
+    false,
+    "serve the embedded demo (examples/demo) and its demo endpoint; implies --manifests examples/demo",
+  ),
+
+  def(
+    AUTH,
+    "client-ca-file",
+    "string",
+    null,
+    "CA bundle that verifies client certificates (identity from the CN and O)",
+  ),
+  def(
+    AUTH,
+    "requestheader-client-ca-file",
+    "string",
+    null,
+    "CA bundle that verifies the aggregator's front-proxy client certificate",
+  ),
+  def(
+    AUTH,
+    "requestheader-allowed-names",
+    "stringSlice",
+    [],
+    "common names allowed for the front-proxy client certificate (empty: any name the CA signed)",
+  ),
+  def(
+    AUTH,
+    "requestheader-username-headers",
+    "stringSlice",
+    ["x-remote-user"],
+    "request headers that carry the user name",
+  ),
+  def(
+    AUTH,
+    "requestheader-group-headers",
+    "stringSlice",
+    ["x-remote-group"],
+    "request headers that carry the groups",
+  ),
+  def(
+    AUTH,
+    "requestheader-extra-headers-prefix",
+    "stringSlice",
+    ["x-remote-extra-"],
+    "request header prefixes that carry extra user attributes",
+  ),
+  def(
+    AUTH,
+    "requestheader-uid-headers",
+    "stringSlice",
+    [],
+    "request headers that carry the user UID",
+  ),
+  def(
+    AUTH,
+    "authentication-kubeconfig",
+    "string",
+    null,
+    "kubeconfig for TokenReview (default: the cluster client)",
+  ),
+  def(
+    AUTH,
+    "authentication-skip-lookup",
+    "bool",
+    false,
+    "do not read the extension-apiserver-authentication ConfigMap",
+  ),
+  def(
+    AUTH,
+    "authentication-tolerate-lookup-failure",
+    "bool",
+    false,
+    "start even when the extension-apiserver-authentication ConfigMap cannot be read",
+  ),
+  def(
+    AUTH,
+    "authentication-token-webhook-cache-ttl",
+    "duration",
+    10,
+    "how long TokenReview results are cached",
+  ),
+  def(
+    AUTH,
+    "authorization-kubeconfig",
+    "string",
+    null,
+    "kubeconfig for SubjectAccessReview (default: the cluster client)",
+  ),
+  def(
+    AUTH,
+    "authorization-always-allow-paths",
+    "stringSlice",
+    ["/healthz", "/readyz", "/livez"],
+    "paths served without authorization",
+  ),
+  def(
+    AUTH,
+    "authorization-webhook-cache-authorized-ttl",
+    "duration",
+    10,
+    "how long an allowed SubjectAccessReview is cached",
+  ),
+  def(
+    AUTH,
+    "authorization-webhook-cache-unauthorized-ttl",
+    "duration",
+    10,
+    "how long a denied SubjectAccessReview is cached",
+  ),
+
+  def(
+    CLUSTER,
+    "kubeconfig",
+    "string",
+    null,
+    "kubeconfig of the cluster to watch (default: in-cluster config)",
+    ["lister-kubeconfig"],
+  ),
+  def(CLUSTER, "kube-client-qps", "float", 50, "queries per second to the Kubernetes API"),
+  def(CLUSTER, "kube-client-burst", "int", 100, "burst of queries to the Kubernetes API"),
+  def(
+    CLUSTER,
+    "leader-elect",
+    "bool",
+    true,
+    "elect one writer (status updates, events, scaling adjustments) among replicas through a Lease",
+  ),
+  def(
+    CLUSTER,
+    "leader-elect-resource-name",
+    "string",
+    "hpa-metrics-adapter",
+    "name of the Lease used for leader election",
+  ),
+  def(
+    CLUSTER,
+    "leader-elect-resource-namespace",
+    "string",
+    null,
+    "namespace of the Lease (default: the pod's namespace, else kube-system)",
+  ),
+  def(
+    CLUSTER,
+    "leader-elect-lease-duration",
+    "duration",
+    15,
+    "how long a leader's Lease is valid without renewal",
+  ),
+  def(
+    CLUSTER,
+    "leader-elect-renew-deadline",
+    "duration",
+    10,
+    "how long the leader keeps trying to renew before it steps down",
+  ),
+  def(
+    CLUSTER,
+    "leader-elect-retry-period",
+    "duration",
+    2,
+    "how often candidates try to acquire or renew the Lease",
+  ),
+
+  def(
+    ENGINE,
+    "default-collection-interval",
+    "duration",
+    60,
+    "collection interval of metrics without an interval annotation",
+  ),
+  def(
+    ENGINE,
+    "metrics-ttl",
+    "duration",
+    900,
+    "how long a collected value may be served; an older value is never served",
+  ),
+  def(
+    ENGINE,
+    "garbage-collector-interval",
+    "duration",
+    600,
+    "how often expired values are removed from memory",
+  ),
+  def(
+    ENGINE,
+    "disregard-incompatible-hpas",
+    "bool",
+    false,
+    "emit no event for HPAs whose metrics this adapter cannot collect (they belong to another adapter)",
+  ),
+  def(
+    ENGINE,
+    "max-concurrent-collections",
+    "int",
+    64,
+    "collections running at once, over all HPAs",
+  ),
+  def(
+    ENGINE,
+    "max-concurrent-pod-requests",
+    "int",
+    32,
+    "requests to pods running at once within one Pods-metric collection",
+  ),
+  def(
+    ENGINE,
+    "collection-timeout",
+    "duration",
+    15,
+    "upper bound of one collection (a collector's own timeout may be shorter)",
+  ),
+  def(
+    ENGINE,
+    "horizontal-pod-autoscaler-tolerance",
+    "float",
+    0.1,
+    "the HPA controller's tolerance, used by the scaling schedule adjuster",
+  ),
+  def(
+    ENGINE,
+    "allow-annotation-tokens",
+    "bool",
+    false,
+    "accept backend tokens in HPA annotations (by default tokens come from flags or files only)",
+  ),
+  def(
+    ENGINE,
+    "allow-link-local-targets",
+    "bool",
+    false,
+    "let HPA annotations name link-local addresses (cloud metadata endpoints are refused by default)",
+  ),
+  def(ENGINE, "max-response-bytes", "int", 10485760, "largest backend response read, in bytes"),
+
+  def(BACKENDS, "prometheus-server", "string", null, "URL of the Prometheus server to query"),
+  def(
+    BACKENDS,
+    "prometheus-server-token-file",
+    "string",
+    null,
+    "file with a bearer token for --prometheus-server (re-read when it changes)",
+  ),
+  def(
+    BACKENDS,
+    "additional-prometheus-server",
+    "stringArray",
+    [],
+    "another Prometheus server as alias=url, usable with prometheus-server-alias (repeatable)",
+  ),
+  def(
+    BACKENDS,
+    "additional-prometheus-server-token-file",
+    "stringArray",
+    [],
+    "bearer token file for an additional server as alias=path (repeatable)",
+  ),
+  def(BACKENDS, "prometheus-query-timeout", "duration", 10, "timeout of one Prometheus query"),
+  def(
+    BACKENDS,
+    "skipper-ingress-metrics",
+    "bool",
+    false,
+    "collect requests-per-second of Ingresses from Skipper's metrics in Prometheus",
+  ),
+  def(
+    BACKENDS,
+    "skipper-routegroup-metrics",
+    "bool",
+    false,
+    "collect requests-per-second of RouteGroups from Skipper's metrics in Prometheus",
+  ),
+  def(
+    BACKENDS,
+    "skipper-backends-annotation",
+    "stringArray",
+    [],
+    "annotation holding backend weights (JSON) for Skipper metrics (repeatable)",
+  ),
+  def(
+    BACKENDS,
+    "external-rps-metrics",
+    "bool",
+    false,
+    "enable the External requests-per-second collector (per hostname)",
+  ),
+  def(
+    BACKENDS,
+    "external-rps-metric-name",
+    "string",
+    "skipper_serve_host_duration_seconds_count",
+    "Prometheus metric counting requests per hostname",
+  ),
+  def(
+    BACKENDS,
+    "influxdb-address",
+    "string",
+    null,
+    "address of the InfluxDB 2.x server to query (e.g. http://localhost:8086)",
+  ),
+  def(BACKENDS, "influxdb-token", "string", null, "token for the InfluxDB 2.x server"),
+  def(BACKENDS, "influxdb-org", "string", null, "organization of the InfluxDB 2.x server"),
+  def(BACKENDS, "aws-external-metrics", "bool", false, "enable AWS SQS queue-length metrics"),
+  def(
+    BACKENDS,
+    "aws-region",
+    "stringSlice",
+    [],
+    "AWS regions that SQS metrics may name (repeatable or comma-separated)",
+  ),
+  def(
+    BACKENDS,
+    "aws-endpoint-url",
+    "string",
+    null,
+    "SQS endpoint URL (an emulator or a VPC endpoint); AWS_ENDPOINT_URL works too",
+  ),
+  def(BACKENDS, "zmon-kariosdb-endpoint", "string", null, "URL of ZMON's KairosDB endpoint"),
+  def(
+    BACKENDS,
+    "zmon-token-name",
+    "string",
+    "zmon",
+    "name of the token file (in --credentials-dir) used for ZMON",
+  ),
+  def(BACKENDS, "nakadi-endpoint", "string", null, "URL of the Nakadi API"),
+  def(
+    BACKENDS,
+    "nakadi-token-name",
+    "string",
+    "nakadi",
+    "name of the token file (in --credentials-dir) used for Nakadi",
+  ),
+  def(BACKENDS, "token", "string", null, "static OAuth2 token for ZMON and Nakadi"),
+  def(
+    BACKENDS,
+    "credentials-dir",
+    "string",
+    "/meta/credentials",
+    "folder with token files (NAME-token-secret)",
+  ),
+
+  def(
+    SCHEDULES,
+    "scaling-schedule",
+    "bool",
+    false,
+    "enable ScalingSchedule and ClusterScalingSchedule metrics and their status controller",
+  ),
+  def(
+    SCHEDULES,
+    "scaling-schedule-default-scaling-window",
+    "duration",
+    600,
+    "ramp-up and ramp-down window of schedules that set none",
+  ),
+  def(SCHEDULES, "scaling-schedule-ramp-steps", "int", 10, "steps of a ramp"),
+  def(
+    SCHEDULES,
+    "scaling-schedule-default-time-zone",
+    "string",
+    "Europe/Berlin",
+    "time zone of schedules that name none",
+  ),
+
+  def(LOGGING, "log-format", "string", "text", "text or json (one JSON object per line)"),
+  def(
+    LOGGING,
+    "v",
+    "int",
+    0,
+    "verbosity: 0 changes and errors, 2 every collection, 4 every request",
+  ),
+];
+
+/** Flags of the offline commands (`plan`): serve's collector switches decide what is enabled. */
+export const COLLECTOR_SWITCH_FLAGS: readonly string[] = [
+  "prometheus-server",
+  "skipper-ingress-metrics",
+  "skipper-routegroup-metrics",
+  "external-rps-metrics",
+  "influxdb-address",
+  "aws-external-metrics",
+  "zmon-kariosdb-endpoint",
+  "nakadi-endpoint",
+  "scaling-schedule",
+];
+
+/** The defaults of a set of flags. */
+export function flagDefaults(defs: readonly FlagDef[]): FlagValues {
+  const out: FlagValues = {};
+  for (const d of defs) out[d.name] = Array.isArray(d.default) ? [...d.default] : d.default;
+  return out;
+}
+
+/** The result of parsing a command line. */
+export interface ParsedArgs {
+  values: FlagValues;
+  /** Names of the flags given on the command line (canonical names). */
+  given: Set<string>;
+  positionals: string[];
+}
+
+function convert(d: FlagDef, raw: string): string | number | boolean {
+  switch (d.type) {
+    case "bool":
+      if (raw === "true" || raw === "1") return true;
+      if (raw === "false" || raw === "0") return false;
+      throw new UsageError(`invalid value "${raw}" for --${d.name}: want true or false`);
+    case "int": {
+      if (!/^[+-]?\d+$/.test(raw)) {
+        throw new UsageError(`invalid value "${raw}" for --${d.name}: want an integer`);
+      }
+      return Number(raw);
+    }
+    case "float": {
+      const n = Number(raw);
+      if (raw.trim() === "" || !Number.isFinite(n)) {
+        throw new UsageError(`invalid value "${raw}" for --${d.name}: want a number`);
+      }
+      return n;
+    }
+    case "duration":
+      try {
+        return parseDuration(raw);
+      } catch {
+        throw new UsageError(
+          `invalid value "${raw}" for --${d.name}: want a duration like 30s, 5m, 1h`,
+        );
+      }
+    default:
+      return raw;
+  }
+}
+
+/**
+ * Parse `--name value`, `--name=value`, `-name=value` and bare boolean flags (`--flag`,
+ * `--flag=false`) against `defs`. Repeated stringArray/stringSlice flags accumulate (slices also
+ * split on commas); other repeated flags keep the last value. `--` ends the flags. Unknown flags
+ * and missing values throw `UsageError`.
+ */
+export function parseArgs(argv: readonly string[], defs: readonly FlagDef[]): ParsedArgs {
+  const byName = new Map<string, FlagDef>();
+  for (const d of defs) {
+    byName.set(d.name, d);
+    for (const a of d.aliases ?? []) byName.set(a, d);
+  }
+  const values = flagDefaults(defs);
+  const given = new Set<string>();
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--") {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") {
+      positionals.push(arg);
+      continue;
+    }
+    const body = arg.replace(/^--?/, "");
+    const eq = body.indexOf("=");
+    const name = eq >= 0 ? body.slice(0, eq) : body;
+    const d = byName.get(name);
+    if (!d) throw new UsageError(`unknown flag ${arg.split("=")[0]}`);
+    let raw: string;
+    if (eq >= 0) raw = body.slice(eq + 1);
+    else if (d.type === "bool") raw = "true";
+    else {
+      if (i + 1 >= argv.length) throw new UsageError(`flag --${d.name} needs a value`);
+      raw = argv[++i];
+    }
+    if (d.type === "stringArray" || d.type === "stringSlice") {
+      const parts = d.type === "stringSlice"
+        ? raw.split(",").map((s) => s.trim()).filter(Boolean)
+        : [raw];
+      const prev = given.has(d.name) ? (values[d.name] as string[]) : [];
+      values[d.name] = [...prev, ...parts];
+    } else {
+      values[d.name] = convert(d, raw);
+    }
+    given.add(d.name);
+  }
+  return { values, given, positionals };
+}
+
+/** Read a string flag (null when unset). */
+export function stringFlag(values: FlagValues, name: string): string | null {
+  const v = values[name];
+  return typeof v === "string" && v !== "" ? v : null;
+}
+
+/** Read a numeric flag (int, float or duration in seconds). */
+export function numberFlag(values: FlagValues, name: string): number {
+  const v = values[name];
+  if (typeof v !== "number") throw new Error(`flag --${name} is not numeric`);
+  return v;
+}
+
+/** Read a boolean flag. */
+export function boolFlag(values: FlagValues, name: string): boolean {
+  return values[name] === true;
+}
+
+/** Read a list flag. */
+export function listFlag(values: FlagValues, name: string): string[] {
+  const v = values[name];
+  return Array.isArray(v) ? v : [];
+}
+
+/** Which collector types the flags enable (`plan` reports metrics whose collector is disabled). */
+export function enabledCollectors(values: FlagValues): Set<string> {
+  const on = new Set<string>(["json-path"]);
+  if (
+    stringFlag(values, "prometheus-server") ||
+    listFlag(values, "additional-prometheus-server").length
+  ) {
+    on.add("prometheus");
+    if (
+      boolFlag(values, "skipper-ingress-metrics") || boolFlag(values, "skipper-routegroup-metrics")
+    ) {
+      on.add("skipper");
+    }
+    if (boolFlag(values, "external-rps-metrics")) on.add("requests-per-second");
+  }
+  if (stringFlag(values, "influxdb-address")) on.add("influxdb");
+  if (boolFlag(values, "aws-external-metrics")) on.add("sqs-queue-length");
+  if (stringFlag(values, "zmon-kariosdb-endpoint")) on.add("zmon");
+  if (stringFlag(values, "nakadi-endpoint")) on.add("nakadi");
+  if (boolFlag(values, "scaling-schedule")) {
+    on.add("scaling-schedule");
+    on.add("cluster-scaling-schedule");
+  }
+  return on;
+}
+
+/** Every collector type this adapter knows (what `plan` assumes without collector flags). */
+export const ALL_COLLECTORS: readonly string[] = [
+  "json-path",
+  "prometheus",
+  "skipper",
+  "requests-per-second",
+  "influxdb",
+  "sqs-queue-length",
+  "zmon",
+  "nakadi",
+  "scaling-schedule",
+  "cluster-scaling-schedule",
+];
