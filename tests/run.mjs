@@ -78,8 +78,16 @@ const parsers = {
     return pass && fail ? { passed: +pass[1], failed: +fail[1] } : null;
   },
   deno(out) {
-    const m = strip(out).match(/^(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/m);
-    return m ? { passed: +m[1], failed: +m[2] } : null;
+    // Deno counts describe() blocks as tests and it() as steps: prefer the step counts.
+    const m = strip(out).match(
+      /^(?:ok|FAILED) \| (\d+) passed(?: \((\d+) steps?\))? \| (\d+) failed(?: \((\d+) steps?\))?/m,
+    );
+    if (!m) return null;
+    const failedSteps = m[4] !== undefined ? +m[4] : 0;
+    return {
+      passed: m[2] !== undefined ? +m[2] : +m[1],
+      failed: Math.max(+m[3], failedSteps),
+    };
   },
   bun(out) {
     const s = strip(out);

@@ -1,0 +1,64 @@
+/**
+ * The command table of the binary and the dispatcher that runs one command line. Runtime-blind:
+ * `src/main.ts` hands it the arguments and the process's streams.
+ */
+import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { versionCommand } from "./version.ts";
+
+/** Every command, in the order `help` lists them. */
+export const COMMANDS: Command[] = [versionCommand];
+
+function usageText(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length), 4);
+  const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return [
+    "usage: hpa-metrics-adapter <command> [flags]",
+    "",
+    "commands:",
+    ...lines,
+    `  ${"help".padEnd(width)}  show this help, or a command's usage (help COMMAND)`,
+    "",
+  ].join("\n");
+}
+
+/** Runs one command line; returns the exit code (0 ok, 1 failure, 2 usage error). */
+export async function runCommandLine(argv: string[], io: CommandIO): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    const topic = name === "help" ? rest[0] : undefined;
+    if (topic !== undefined) {
+      const cmd = COMMANDS.find((c) => c.name === topic);
+      if (!cmd) {
+        io.stderr(`error: unknown command "${topic}"\n${usageText()}`);
+        return 2;
+      }
+      io.stdout(`${cmd.summary}\n\nusage: ${cmd.usage}\n`);
+      return 0;
+    }
+    if (name === undefined) {
+      io.stderr(usageText());
+      return 2;
+    }
+    io.stdout(usageText());
+    return 0;
+  }
+  const cmd = COMMANDS.find((c) => c.name === name);
+  if (!cmd) {
+    io.stderr(`error: unknown command "${name}"\n${usageText()}`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    io.stdout(`${cmd.summary}\n\nusage: ${cmd.usage}\n`);
+    return 0;
+  }
+  try {
+    return await cmd.run(rest, io);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.stderr(`error: ${e.message}\nusage: ${cmd.usage}\n`);
+      return 2;
+    }
+    io.stderr(`error: ${(e as Error).message}\n`);
+    return 1;
+  }
+}

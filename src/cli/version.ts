@@ -1,0 +1,28 @@
+/** `version`: prints the adapter's version and the runtime it runs on. */
+import type { Command } from "./command.ts";
+
+/** The adapter's version (kept equal to package.json's by a test). */
+export const VERSION = "0.1.0";
+
+/** Name and version of the JavaScript runtime this process runs on. */
+export function runtimeName(): string {
+  const g = globalThis as { Deno?: { version: { deno: string } }; Bun?: { version: string } };
+  if (g.Deno) return `deno ${g.Deno.version.deno}`;
+  if (g.Bun) return `bun ${g.Bun.version}`;
+  return `node ${process.versions.node}`;
+}
+
+/** The `version` command. */
+export const versionCommand: Command = {
+  name: "version",
+  summary: "print the version",
+  usage: "hpa-metrics-adapter version",
+  run(args, io) {
+    if (args.length > 0) {
+      io.stderr(`error: version takes no arguments\nusage: ${versionCommand.usage}\n`);
+      return Promise.resolve(2);
+    }
+    io.stdout(`hpa-metrics-adapter ${VERSION} (${runtimeName()})\n`);
+    return Promise.resolve(0);
+  },
+};
