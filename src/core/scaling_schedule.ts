@@ -36,8 +36,7 @@ const ISO_DAY: Record<ScheduleDay, number> = {
 };
 
 const HH_MM = /^([01][0-9]|2[0-3]):([0-5][0-9])$/;
-const RFC3339 =
-  /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
 
 /** True when Temporal (the runtime's time zone database) knows the IANA zone name. */
 export function isValidTimeZone(name: string): boolean {
@@ -93,20 +92,22 @@ export const scheduleSchema = z.object({
   durationMinutes: z.int().min(0).optional(),
   value: z.int(),
 }).superRefine((s, ctx) => {
-  if (s.type === "Repeating" && s.period === undefined) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["period"],
-      message: "required for a Repeating schedule",
-    });
-  }
-  if (s.type === "OneTime" && s.date === undefined) {
-    ctx.addIssue({ code: "custom", path: ["date"], message: "required for a OneTime schedule" });
-  }
-}, {
-  // Report a missing period or date together with the schedule's other problems.
-  when: (payload) => typeof payload.value === "object" && payload.value !== null,
+  const missing = missingField(s);
+  if (missing) ctx.addIssue({ code: "custom", path: [missing.field], message: missing.message });
 });
+
+/** The field a schedule's type requires and lacks (`period` or `date`), if any. */
+function missingField(s: unknown): { field: string; message: string } | null {
+  if (typeof s !== "object" || s === null) return null;
+  const o = s as Record<string, unknown>;
+  if (o.type === "Repeating" && o.period === undefined) {
+    return { field: "period", message: "required for a Repeating schedule" };
+  }
+  if (o.type === "OneTime" && o.date === undefined) {
+    return { field: "date", message: "required for a OneTime schedule" };
+  }
+  return null;
+}
 
 /** One schedule of a ScalingSchedule. */
 export type Schedule = z.infer<typeof scheduleSchema>;
@@ -164,15 +165,21 @@ function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+const EXPECTED: Record<string, string> = {
+  int: "an integer",
+  number: "a number",
+  string: "a string",
+  boolean: "true or false",
+  object: "an object",
+  array: "a list",
+};
+
 function issueMessage(issue: z.core.$ZodIssue): string {
   const input = (issue as { input?: unknown }).input;
   switch (issue.code) {
     case "invalid_type":
       if (input === undefined) return "required";
-      if (issue.expected === "int") return `want an integer, got ${describe(input)}`;
-      return `want ${issue.expected === "array" ? "a list" : issue.expected}, got ${
-        describe(input)
-      }`;
+      return `want ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(input)}`;
     case "too_small":
       if (issue.origin === "string") return "must not be empty";
       return `must not be negative, got ${describe(input)}`;
@@ -226,10 +233,27 @@ export function parseScalingSchedule(obj: unknown): ScalingScheduleObject {
   }
   const result = schema.safeParse(obj, { reportInput: true });
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) =>
-    `${formatPath(issue.path)}: ${issueMessage(issue)}`
-  );
-  throw new Error(`invalid ${objectLabel(o, o.kind)}: ${problems.join("; ")}`);
+  const problems = result.error.issues.map((issue) => ({
+    path: issue.path,
+    text: `${formatPath(issue.path)}: ${issueMessage(issue)}`,
+  }));
+  // zod skips the refinement of a schedule with other errors: report a missing period or date
+  // in the same message anyway, so one round of fixes is enough.
+  const schedules = (o.spec as Record<string, unknown> | undefined)?.schedules;
+  if (Array.isArray(schedules)) {
+    schedules.forEach((s, i) => {
+      const missing = missingField(s);
+      if (!missing) return;
+      const path = ["spec", "schedules", i, missing.field];
+      const text = `${formatPath(path)}: ${missing.message}`;
+      if (!problems.some((p) => p.text === text)) problems.push({ path, text });
+    });
+  }
+  // Group the problems by schedule, in order (a stable sort on the schedule index).
+  const scheduleIndex = (path: readonly PropertyKey[]): number =>
+    path[0] === "spec" && path[1] === "schedules" && typeof path[2] === "number" ? path[2] : -1;
+  problems.sort((a, b) => scheduleIndex(a.path) - scheduleIndex(b.path));
+  throw new Error(`invalid ${objectLabel(o, o.kind)}: ${problems.map((p) => p.text).join("; ")}`);
 }
 
 /** How schedules are evaluated: the adapter's defaults (its flags). */
