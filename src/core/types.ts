@@ -66,4 +66,9 @@ export interface MetricPlan {
   /** Selector matchLabels (External, Object) overridden by annotations; reserved keys removed. */
   config: Record<string, string>;
   error: string | null;
+  /**
+   * Problems that do not stop collection (malformed `metric-config.` keys on the HPA, deprecated
+   * forms, annotations that name a metric the HPA does not have). Absent or empty when none.
+   */
+  warnings?: string[];
 }

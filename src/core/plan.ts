@@ -1,0 +1,586 @@
+/**
+ * Metric plans: one HPA's `spec.metrics[]` resolved against its `metric-config.*` annotations
+ * into what to collect, with which collector, how often, or a clear error saying what to add or
+ * change. The collector is chosen as kube-metrics-adapter chooses it:
+ *
+ * - External: by `matchLabels.type`, else by the (legacy) metric name (`prometheus-query`,
+ *   `flux-query`, `http`, `zmon-check`, or a collector type used as the name), else by the
+ *   collector named in `metric-config.external.<metric>.<collector>/...` (an addition).
+ * - Object: by `describedObject.kind` (`Ingress`/`RouteGroup` requests-per-second -> skipper,
+ *   `ScalingSchedule`, `ClusterScalingSchedule`), else the `prometheus` annotation, on any kind
+ *   (the original could not read Object metrics of kinds that had a collector of their own).
+ * - Pods: the `json-path` annotation.
+ *
+ * Resource and ContainerResource metrics are served by metrics-server and produce no plan.
+ */
+import { parseHpa } from "./hpa.ts";
+import type { Hpa, HpaLabelSelector, HpaMetricTarget, HpaObjectReference } from "./hpa.ts";
+import {
+  annotationKey,
+  annotationTypeSegment,
+  type MetricAnnotations,
+  parseMetricAnnotations,
+  RESERVED_CONFIG_KEYS,
+} from "./annotations.ts";
+import type {
+  HpaRef,
+  LabelSelector,
+  MetricPlan,
+  MetricTarget,
+  MetricType,
+  ObjectReference,
+} from "./types.ts";
+
+/** Options of `planHpa`. */
+export interface PlanOptions {
+  /** Interval of metrics without an `interval` annotation (`--default-collection-interval`); 60. */
+  defaultIntervalSeconds?: number;
+  /** Collector types that are enabled; undefined means all of them. */
+  enabledCollectors?: ReadonlySet<string>;
+}
+
+/** External collector types, sorted (what `matchLabels.type` may say). */
+export const EXTERNAL_COLLECTORS: readonly string[] = [
+  "influxdb",
+  "json-path",
+  "nakadi",
+  "prometheus",
+  "requests-per-second",
+  "sqs-queue-length",
+  "zmon",
+];
+
+/** Names that select an External collector: the types and their legacy spellings. */
+const EXTERNAL_ALIASES: Readonly<Record<string, string>> = {
+  "influxdb": "influxdb",
+  "flux-query": "influxdb",
+  "json-path": "json-path",
+  "http": "json-path",
+  "nakadi": "nakadi",
+  "prometheus": "prometheus",
+  "prometheus-query": "prometheus",
+  "requests-per-second": "requests-per-second",
+  "sqs-queue-length": "sqs-queue-length",
+  "zmon": "zmon",
+  "zmon-check": "zmon",
+};
+
+const OBJECT_KIND_COLLECTORS: Readonly<Record<string, string>> = {
+  ScalingSchedule: "scaling-schedule",
+  ClusterScalingSchedule: "cluster-scaling-schedule",
+};
+
+const SKIPPER_KINDS = new Set(["Ingress", "RouteGroup"]);
+const RPS_METRIC = "requests-per-second";
+
+function enableHint(collector: string, kind: string | undefined): string {
+  switch (collector) {
+    case "prometheus":
+      return "--prometheus-server";
+    case "skipper":
+      return kind === "RouteGroup"
+        ? "--prometheus-server and --skipper-routegroup-metrics"
+        : "--prometheus-server and --skipper-ingress-metrics";
+    case "requests-per-second":
+      return "--prometheus-server and --external-rps-metrics";
+    case "influxdb":
+      return "--influxdb-address";
+    case "sqs-queue-length":
+      return "--aws-external-metrics";
+    case "zmon":
+      return "--zmon-kariosdb-endpoint";
+    case "nakadi":
+      return "--nakadi-endpoint";
+    case "scaling-schedule":
+    case "cluster-scaling-schedule":
+      return "--scaling-schedule";
+    default:
+      return "its flags";
+  }
+}
+
+/** The parts of a metric entry the collector choice looks at. */
+interface Entry {
+  metricType: MetricType;
+  metricName: string;
+  selector: HpaLabelSelector | undefined;
+  describedObject: HpaObjectReference | undefined;
+  annotations: MetricAnnotations | undefined;
+}
+
+/** What the choice decided: a collector, or an error; warnings either way. */
+interface Choice {
+  collector: string | null;
+  error?: string;
+  warnings: string[];
+  /** The collector segment to suggest in annotation hints. */
+  annotationCollector: string;
+}
+
+function annotationPrefix(e: Entry, collector: string): string {
+  return `metric-config.${annotationTypeSegment(e.metricType)}.${e.metricName}.${collector}`;
+}
+
+function isEnabled(collector: string, options: PlanOptions): boolean {
+  return options.enabledCollectors === undefined || options.enabledCollectors.has(collector);
+}
+
+function chooseExternal(e: Entry): Choice {
+  const warnings: string[] = [];
+  const annotated = e.annotations?.collectors.length === 1 ? e.annotations.collectors[0] : null;
+  const annotatedType = annotated === null ? null : EXTERNAL_ALIASES[annotated] ?? null;
+  const typeLabel = e.selector?.matchLabels?.type;
+  const choices = EXTERNAL_COLLECTORS.join(", ");
+  let collector: string;
+  if (typeLabel !== undefined) {
+    const t = EXTERNAL_ALIASES[typeLabel];
+    if (t === undefined) {
+      return {
+        collector: null,
+        error:
+          `External metric \`${e.metricName}\` has unknown type "${typeLabel}"; set matchLabels.type to one of: ${choices}`,
+        warnings,
+        annotationCollector: annotated ?? typeLabel,
+      };
+    }
+    collector = t;
+  } else if (EXTERNAL_ALIASES[e.metricName] !== undefined) {
+    collector = EXTERNAL_ALIASES[e.metricName];
+    warnings.push(
+      `External metric \`${e.metricName}\` selects its collector by metric name (deprecated); set matchLabels.type: ${collector}`,
+    );
+  } else if (annotatedType !== null) {
+    collector = annotatedType;
+  } else if (annotated !== null) {
+    return {
+      collector: null,
+      error:
+        `External metric \`${e.metricName}\` names unknown collector \`${annotated}\` in its annotations; use one of: ${choices}`,
+      warnings,
+      annotationCollector: annotated,
+    };
+  } else {
+    return {
+      collector: null,
+      error:
+        `External metric \`${e.metricName}\` has no \`type\` label; set matchLabels.type to one of: ${choices}`,
+      warnings,
+      annotationCollector: "<collector>",
+    };
+  }
+  if (annotated !== null && annotatedType !== collector) {
+    warnings.push(
+      `annotations ${
+        annotationPrefix(e, annotated)
+      }/... name collector \`${annotated}\` but the metric is collected by \`${collector}\`; their config is still applied`,
+    );
+  }
+  return { collector, warnings, annotationCollector: annotated ?? collector };
+}
+
+function isRpsMetric(name: string): boolean {
+  return name === RPS_METRIC || name.startsWith(`${RPS_METRIC},`);
+}
+
+function chooseObject(e: Entry, options: PlanOptions): Choice {
+  const warnings: string[] = [];
+  const kind = e.describedObject?.kind ?? "";
+  const ref = `${kind}/${e.describedObject?.name ?? ""}`;
+  const annotated = e.annotations?.collectors.length === 1 ? e.annotations.collectors[0] : null;
+  let byKind: string | null = OBJECT_KIND_COLLECTORS[kind] ?? null;
+  if (SKIPPER_KINDS.has(kind) && isRpsMetric(e.metricName)) byKind = "skipper";
+  if (byKind !== null) {
+    // As the original: a kind's own collector wins, and only when it is not running does an
+    // annotated prometheus query take over.
+    if (
+      !isEnabled(byKind, options) && annotated === "prometheus" && isEnabled("prometheus", options)
+    ) {
+      return { collector: "prometheus", warnings, annotationCollector: annotated };
+    }
+    if (annotated !== null && annotated !== byKind) {
+      warnings.push(
+        `annotations ${
+          annotationPrefix(e, annotated)
+        }/... name collector \`${annotated}\` but ${kind} metric \`${e.metricName}\` is collected by \`${byKind}\`; their config is still applied`,
+      );
+    }
+    return { collector: byKind, warnings, annotationCollector: annotated ?? byKind };
+  }
+  if (annotated === "prometheus") {
+    return { collector: "prometheus", warnings, annotationCollector: annotated };
+  }
+  if (annotated !== null) {
+    let why = "it cannot collect Object metrics";
+    if (annotated === "skipper") {
+      why = "skipper serves only requests-per-second of Ingress and RouteGroup objects";
+    } else if (Object.values(OBJECT_KIND_COLLECTORS).includes(annotated)) {
+      why = `${annotated} serves only ${
+        Object.keys(OBJECT_KIND_COLLECTORS).find((k) => OBJECT_KIND_COLLECTORS[k] === annotated)
+      } objects`;
+    }
+    return {
+      collector: null,
+      error:
+        `Object metric \`${e.metricName}\` on ${ref} names collector \`${annotated}\`, but ${why}; use annotation ${
+          annotationPrefix(e, "prometheus")
+        }/query`,
+      warnings,
+      annotationCollector: annotated,
+    };
+  }
+  const skipperNote = SKIPPER_KINDS.has(kind)
+    ? ` (skipper serves only ${RPS_METRIC} of ${kind} objects)`
+    : "";
+  return {
+    collector: null,
+    error:
+      `Object metric \`${e.metricName}\` on ${ref} has no collector${skipperNote}; add annotation ${
+        annotationPrefix(e, "prometheus")
+      }/query`,
+    warnings,
+    annotationCollector: "prometheus",
+  };
+}
+
+function choosePods(e: Entry): Choice {
+  const annotated = e.annotations?.collectors.length === 1 ? e.annotations.collectors[0] : null;
+  if (annotated === "json-path") {
+    return { collector: "json-path", warnings: [], annotationCollector: annotated };
+  }
+  if (annotated !== null) {
+    return {
+      collector: null,
+      error:
+        `Pods metric \`${e.metricName}\` names collector \`${annotated}\`, but only json-path collects Pods metrics; use annotations ${
+          annotationPrefix(e, "json-path")
+        }/json-key and .../port`,
+      warnings: [],
+      annotationCollector: annotated,
+    };
+  }
+  return {
+    collector: null,
+    error: `Pods metric \`${e.metricName}\` needs annotation ${
+      annotationPrefix(e, "json-path")
+    }/json-key (and ${annotationPrefix(e, "json-path")}/port)`,
+    warnings: [],
+    annotationCollector: "json-path",
+  };
+}
+
+const AGGREGATORS = ["avg", "max", "min", "sum"];
+const HOSTNAME_RE = /^[a-zA-Z0-9.-]+$/;
+const GO_DURATION_RE = /^[+-]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$|^0$/;
+
+/**
+ * Cheap, pure checks of a collector's required config. Mutates `config` only to resolve the
+ * legacy `query-name` form into `query`. Returns the problems found.
+ */
+function checkConfig(
+  collector: string,
+  e: Entry,
+  config: Record<string, string>,
+  annotationCollector: string,
+): string[] {
+  const errors: string[] = [];
+  const what = `${e.metricType} metric \`${e.metricName}\``;
+  const anno = (key: string): string => `${annotationPrefix(e, annotationCollector)}/${key}`;
+  const jsonPathChecks = (): void => {
+    const hasKey = config["json-key"] !== undefined && config["json-key"] !== "";
+    const hasEval = config["json-eval"] !== undefined && config["json-eval"] !== "";
+    if (!hasKey && !hasEval) {
+      errors.push(`${what} needs annotation ${anno("json-key")} (or json-eval)`);
+    }
+    if (hasKey && hasEval) {
+      errors.push(
+        `${what} sets both json-key and json-eval; keep one (they are mutually exclusive)`,
+      );
+    }
+    const agg = config.aggregator;
+    if (agg !== undefined && !AGGREGATORS.includes(agg)) {
+      errors.push(`invalid aggregator "${agg}" for ${what}: want one of ${AGGREGATORS.join(", ")}`);
+    }
+    for (const key of ["request-timeout", "connect-timeout"]) {
+      const v = config[key];
+      if (v !== undefined && !GO_DURATION_RE.test(v.trim())) {
+        errors.push(`invalid ${key} "${v}" for ${what}: want a Go duration like 2s or 500ms`);
+      }
+    }
+  };
+  const queryChecks = (): void => {
+    if (config.query !== undefined) return;
+    const queryName = config["query-name"];
+    if (e.metricType === "External" && queryName !== undefined) {
+      const q = config[queryName];
+      if (q === undefined) {
+        errors.push(
+          `${what} has query-name "${queryName}" but no annotation ${
+            anno(queryName)
+          } holding the query`,
+        );
+      } else config.query = q;
+      return;
+    }
+    errors.push(`${what} needs annotation ${anno("query")}`);
+  };
+  switch (collector) {
+    case "json-path":
+      jsonPathChecks();
+      if (e.metricType === "Pods") {
+        const port = config.port;
+        if (port === undefined) errors.push(`${what} needs annotation ${anno("port")}`);
+        else if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
+          errors.push(`invalid port "${port}" for ${what}: want a number from 1 to 65535`);
+        }
+        const scheme = config.scheme;
+        if (scheme !== undefined && scheme !== "http" && scheme !== "https") {
+          errors.push(`invalid scheme "${scheme}" for ${what}: want http or https`);
+        }
+      } else {
+        const endpoint = config.endpoint;
+        if (endpoint === undefined) errors.push(`${what} needs annotation ${anno("endpoint")}`);
+        else if (!/^https?:\/\/[^/\s]+/.test(endpoint)) {
+          errors.push(
+            `invalid endpoint "${endpoint}" for ${what}: want an http:// or https:// URL`,
+          );
+        }
+      }
+      break;
+    case "prometheus":
+    case "influxdb":
+      queryChecks();
+      break;
+    case "sqs-queue-length":
+      for (const key of ["queue-name", "region"]) {
+        if (!config[key]) errors.push(`${what} needs matchLabels.${key}`);
+      }
+      break;
+    case "zmon":
+      if (!config["check-id"]) errors.push(`${what} needs matchLabels.check-id`);
+      break;
+    case "nakadi": {
+      const t = config["metric-type"];
+      if (t === undefined) {
+        errors.push(
+          `${what} needs matchLabels.metric-type (consumer-lag-seconds or unconsumed-events)`,
+        );
+      } else if (t !== "consumer-lag-seconds" && t !== "unconsumed-events") {
+        errors.push(
+          `invalid metric-type "${t}" for ${what}: want consumer-lag-seconds or unconsumed-events`,
+        );
+      }
+      const filter = ["owning-application", "event-types", "consumer-group"];
+      if (!config["subscription-id"] && filter.some((k) => !config[k])) {
+        errors.push(`${what} needs matchLabels.subscription-id or all of ${filter.join(", ")}`);
+      }
+      break;
+    }
+    case "requests-per-second": {
+      const hostnames = config.hostnames;
+      if (!hostnames) errors.push(`${what} needs annotation ${anno("hostnames")}`);
+      else {
+        for (const h of hostnames.split(",")) {
+          if (!HOSTNAME_RE.test(h)) {
+            errors.push(
+              `invalid hostname "${h}" for ${what}: want letters, digits, dots and dashes`,
+            );
+          }
+        }
+      }
+      const weight = config.weight;
+      if (weight !== undefined && (weight.trim() === "" || !Number.isFinite(Number(weight)))) {
+        errors.push(`invalid weight "${weight}" for ${what}: want a number (percent)`);
+      }
+      break;
+    }
+  }
+  return errors;
+}
+
+function copySelector(s: HpaLabelSelector | undefined): LabelSelector | null {
+  if (s === undefined) return null;
+  const out: LabelSelector = {};
+  if (s.matchLabels !== undefined) out.matchLabels = { ...s.matchLabels };
+  if (s.matchExpressions !== undefined) {
+    out.matchExpressions = s.matchExpressions.map((r) =>
+      r.values === undefined
+        ? { key: r.key, operator: r.operator }
+        : { key: r.key, operator: r.operator, values: [...r.values] }
+    );
+  }
+  return out;
+}
+
+function copyTarget(t: HpaMetricTarget): MetricTarget {
+  const out: MetricTarget = { type: t.type };
+  if (t.value !== undefined) out.value = t.value;
+  if (t.averageValue !== undefined) out.averageValue = t.averageValue;
+  if (t.averageUtilization !== undefined) out.averageUtilization = t.averageUtilization;
+  return out;
+}
+
+function copyRef(r: HpaObjectReference): ObjectReference {
+  return r.apiVersion === undefined
+    ? { kind: r.kind, name: r.name }
+    : { apiVersion: r.apiVersion, kind: r.kind, name: r.name };
+}
+
+function sortedRecord(r: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(r).sort()) out[k] = r[k];
+  return out;
+}
+
+/**
+ * Plan every Pods, Object and External entry of an HPA's `spec.metrics`, in order. A metric
+ * that cannot be collected gets a plan with `error` set (and `collector` null when none could
+ * be chosen); problems that do not stop collection are `warnings`.
+ *
+ * Throws `InvalidHpaError` (from `parseHpa`) when the object is not a valid HPA: there is
+ * nothing to plan then, and the message names the HPA and the bad fields.
+ *
+ * @example
+ * ```ts
+ * const [plan] = planHpa(hpaObject, { enabledCollectors: new Set(["json-path"]) });
+ * plan.error ?? plan.collector; // "json-path" or what to fix
+ * ```
+ */
+export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
+  const parsed: Hpa = parseHpa(hpa);
+  const ref: HpaRef = {
+    namespace: parsed.metadata.namespace ?? "default",
+    name: parsed.metadata.name,
+  };
+  const defaultInterval = options.defaultIntervalSeconds ?? 60;
+  const annotations = parseMetricAnnotations(parsed.metadata.annotations);
+  const hpaWarnings = [...annotations.warnings];
+  const used = new Set<string>();
+  const plans: MetricPlan[] = [];
+  const scaleTargetRef = copyRef(parsed.spec.scaleTargetRef);
+
+  (parsed.spec.metrics ?? []).forEach((metric, index) => {
+    let source;
+    let metricType: MetricType;
+    let describedObject: HpaObjectReference | undefined;
+    switch (metric.type) {
+      case "Pods":
+        metricType = "Pods";
+        source = metric.pods;
+        break;
+      case "Object":
+        metricType = "Object";
+        source = metric.object;
+        describedObject = metric.object.describedObject;
+        break;
+      case "External":
+        metricType = "External";
+        source = metric.external;
+        break;
+      default:
+        return;
+    }
+    const metricName = source.metric.name;
+    const key = annotationKey(metricType, metricName);
+    used.add(key);
+    const entry: Entry = {
+      metricType,
+      metricName,
+      selector: source.metric.selector,
+      describedObject,
+      annotations: annotations.metrics.get(key),
+    };
+    const choice = metricType === "External"
+      ? chooseExternal(entry)
+      : metricType === "Object"
+      ? chooseObject(entry, options)
+      : choosePods(entry);
+
+    const config: Record<string, string> = {};
+    if (metricType !== "Pods") Object.assign(config, entry.selector?.matchLabels ?? {});
+    Object.assign(config, entry.annotations?.config ?? {});
+    for (const k of RESERVED_CONFIG_KEYS) delete config[k];
+
+    const errors = [...(entry.annotations?.errors ?? [])];
+    const conflict = (entry.annotations?.collectors.length ?? 0) > 1;
+    if (choice.error !== undefined) {
+      // with two collectors named, "no collector" would only repeat the conflict
+      if (!conflict) errors.push(choice.error);
+    } else if (choice.collector !== null) {
+      errors.push(...checkConfig(choice.collector, entry, config, choice.annotationCollector));
+      if (!isEnabled(choice.collector, options)) {
+        errors.push(
+          `collector \`${choice.collector}\` is not enabled (start with ${
+            enableHint(choice.collector, describedObject?.kind)
+          })`,
+        );
+      }
+    }
+    const interval = entry.annotations?.intervalSeconds;
+    const plan: MetricPlan = {
+      hpa: ref,
+      index,
+      metricType,
+      metricName,
+      metricSelector: copySelector(entry.selector),
+      target: copyTarget(source.target),
+      describedObject: describedObject ? copyRef(describedObject) : null,
+      scaleTargetRef,
+      collector: choice.collector,
+      intervalSeconds: interval !== undefined && interval > 0 ? interval : defaultInterval,
+      perReplica: entry.annotations?.perReplica ?? false,
+      minPodReadyAgeSeconds: entry.annotations?.minPodReadyAgeSeconds ?? 0,
+      config: sortedRecord(config),
+      error: errors.length > 0 ? errors.join("; ") : null,
+    };
+    if (choice.warnings.length > 0) plan.warnings = [...choice.warnings];
+    plans.push(plan);
+  });
+
+  for (const [key, entry] of annotations.metrics) {
+    if (used.has(key)) continue;
+    hpaWarnings.push(
+      `annotations metric-config.${annotationTypeSegment(entry.metricType)}.${entry.metricName}.${
+        entry.collectors.join("|")
+      }/... configure nothing: spec.metrics has no ${entry.metricType} metric \`${entry.metricName}\``,
+    );
+  }
+  if (hpaWarnings.length > 0) {
+    for (const plan of plans) plan.warnings = [...(plan.warnings ?? []), ...hpaWarnings];
+  }
+  return plans;
+}
+
+/** A stable key of one plan: `namespace/name/<index>/<Type>/<metricName>`. */
+export function planKey(plan: MetricPlan): string {
+  return `${plan.hpa.namespace}/${plan.hpa.name}/${plan.index}/${plan.metricType}/${plan.metricName}`;
+}
+
+function refKey(r: ObjectReference | null): string | null {
+  return r === null ? null : `${r.apiVersion ?? ""}|${r.kind}|${r.name}`;
+}
+
+/**
+ * The identity of a plan's backend query: equal for plans whose collections yield the same
+ * value, so the engine can make one query per interval for all of them, and can tell two
+ * metrics served under one name but collected differently apart. It covers the collector, the
+ * metric type, the HPA's namespace, the config (sorted), the described object (Object), and
+ * what the value depends on besides: the scale target for Pods metrics, per-replica division
+ * and skipper's fallback average; the pod age filter; skipper's backend in the metric name.
+ * The interval is not part of it.
+ */
+export function queryKey(plan: MetricPlan): string {
+  const collector = plan.collector ?? "";
+  const dependsOnTarget = plan.metricType === "Pods" || plan.perReplica ||
+    (collector === "skipper" && plan.target.type !== "AverageValue");
+  return JSON.stringify([
+    collector,
+    plan.metricType,
+    plan.hpa.namespace,
+    Object.keys(plan.config).sort().map((k) => [k, plan.config[k]]),
+    plan.metricType === "Object" ? refKey(plan.describedObject) : null,
+    dependsOnTarget ? refKey(plan.scaleTargetRef) : null,
+    plan.perReplica,
+    plan.metricType === "Pods" ? plan.minPodReadyAgeSeconds : null,
+    collector === "skipper" ? plan.metricName : null,
+  ]);
+}
