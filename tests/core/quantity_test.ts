@@ -323,7 +323,7 @@ describe("canonicalQuantity", () => {
     });
   }
 
-  it("prints Quantity values beyond E in exponent form, where Kubernetes before the fix printed 1000E as \"1\"", () => {
+  it('prints Quantity values beyond E in exponent form, where Kubernetes before the fix printed 1000E as "1"', () => {
     assert.equal(canonicalQuantity("1000E"), "1e21");
   });
 
@@ -357,7 +357,24 @@ describe("quantity properties (seeded, deterministic)", () => {
 
   it("canonical strings re-format to themselves and keep the parsed value", () => {
     const rand = prng(7);
-    const suffixes = ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "e3", "e-5", "E+2"];
+    const suffixes = [
+      "",
+      "n",
+      "u",
+      "m",
+      "k",
+      "M",
+      "G",
+      "T",
+      "P",
+      "E",
+      "Ki",
+      "Mi",
+      "Gi",
+      "e3",
+      "e-5",
+      "E+2",
+    ];
     for (let i = 0; i < 4000; i++) {
       const sign = ["", "-", "+"][Math.floor(rand() * 3)];
       const intDigits = String(Math.floor(rand() * 10 ** Math.floor(rand() * 8)));
