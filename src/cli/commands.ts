@@ -3,10 +3,11 @@
  * `src/main.ts` hands it the arguments and the process's streams.
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { scheduleCommand } from "./schedule.ts";
 import { versionCommand } from "./version.ts";
 
 /** Every command, in the order `help` lists them. */
-export const COMMANDS: Command[] = [versionCommand];
+export const COMMANDS: Command[] = [scheduleCommand, versionCommand];
 
 function usageText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 4);
