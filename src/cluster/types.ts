@@ -85,3 +85,88 @@ export interface ClusterWriter {
   /** Record an event about an object. */
   emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void>;
 }
+
+/** Where a kind lives in the Kubernetes API. */
+export interface KindResource {
+  /** API group; "" is the core group (`/api/v1`). */
+  group: string;
+  version: string;
+  /** The resource name in URLs (`horizontalpodautoscalers`). */
+  plural: string;
+  namespaced: boolean;
+  /** Whether the kind has a scale subresource that the adapter uses. */
+  scale: boolean;
+}
+
+/** The API group, version and resource of every kind the adapter reads. */
+export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
+  HorizontalPodAutoscaler: {
+    group: "autoscaling",
+    version: "v2",
+    plural: "horizontalpodautoscalers",
+    namespaced: true,
+    scale: false,
+  },
+  Pod: { group: "", version: "v1", plural: "pods", namespaced: true, scale: false },
+  Deployment: {
+    group: "apps",
+    version: "v1",
+    plural: "deployments",
+    namespaced: true,
+    scale: true,
+  },
+  StatefulSet: {
+    group: "apps",
+    version: "v1",
+    plural: "statefulsets",
+    namespaced: true,
+    scale: true,
+  },
+  Rollout: {
+    group: "argoproj.io",
+    version: "v1alpha1",
+    plural: "rollouts",
+    namespaced: true,
+    scale: true,
+  },
+  Ingress: {
+    group: "networking.k8s.io",
+    version: "v1",
+    plural: "ingresses",
+    namespaced: true,
+    scale: false,
+  },
+  RouteGroup: {
+    group: "zalando.org",
+    version: "v1",
+    plural: "routegroups",
+    namespaced: true,
+    scale: false,
+  },
+  ScalingSchedule: {
+    group: "zalando.org",
+    version: "v1",
+    plural: "scalingschedules",
+    namespaced: true,
+    scale: false,
+  },
+  ClusterScalingSchedule: {
+    group: "zalando.org",
+    version: "v1",
+    plural: "clusterscalingschedules",
+    namespaced: false,
+    scale: false,
+  },
+};
+
+/** The `apiVersion` of a kind as written in manifests (`apps/v1`, `v1`). */
+export function apiVersionOf(kind: Kind): string {
+  const r = KIND_RESOURCES[kind];
+  return r.group === "" ? r.version : `${r.group}/${r.version}`;
+}
+
+/** The `Kind` of an object's apiVersion and kind, or undefined if the adapter does not read it. */
+export function kindOf(apiVersion: string | undefined, kind: string | undefined): Kind | undefined {
+  if (kind === undefined || !Object.hasOwn(KIND_RESOURCES, kind)) return undefined;
+  return apiVersionOf(kind as Kind) === apiVersion ? kind as Kind : undefined;
+}

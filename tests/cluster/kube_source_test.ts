@@ -1,0 +1,493 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  KubeClusterSource,
+  type KubeClusterSourceOptions,
+  replacingMergePatch,
+  TokenBucket,
+} from "../../src/cluster/kube_source.ts";
+import type { KubeObject, WatchEventType } from "../../src/cluster/types.ts";
+import { FakeKubeApi, type FakeKubeApiOptions } from "../fakes/kube_api.ts";
+import { writeFakeKubeconfig } from "../fakes/kubeconfig.ts";
+
+const T0 = Date.parse("2026-01-15T12:00:00Z");
+
+function deployment(name: string, replicas: number, namespace = "default"): KubeObject {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace, labels: { app: name } },
+    spec: { replicas, selector: { matchLabels: { app: name } } },
+    status: { replicas },
+  };
+}
+
+function schedule(name: string, status?: unknown): KubeObject {
+  return {
+    apiVersion: "zalando.org/v1",
+    kind: "ScalingSchedule",
+    metadata: { name, namespace: "default" },
+    spec: { schedules: [] },
+    ...(status !== undefined ? { status } : {}),
+  };
+}
+
+interface Harness {
+  api: FakeKubeApi;
+  source: KubeClusterSource;
+  logs: string[];
+  clock: { now: number };
+}
+
+/** Runs `body` with a fake API server and a source pointed at it; stops both afterwards. */
+async function withSource(
+  setup: { fake?: FakeKubeApiOptions; source?: KubeClusterSourceOptions; objects?: KubeObject[] },
+  body: (h: Harness) => Promise<void>,
+): Promise<void> {
+  const api = await FakeKubeApi.start(setup.fake);
+  for (const o of setup.objects ?? []) api.create(o);
+  const kubeconfig = await writeFakeKubeconfig(api.url);
+  const logs: string[] = [];
+  const clock = { now: T0 };
+  const source = new KubeClusterSource({
+    kubeconfig: kubeconfig.path,
+    logger: (level, message) => logs.push(`${level}: ${message}`),
+    now: () => clock.now,
+    ...setup.source,
+  });
+  try {
+    await body({ api, source, logs, clock });
+  } finally {
+    await source.close();
+    await api.stop();
+    await kubeconfig.remove();
+  }
+}
+
+async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function names(objs: KubeObject[]): string[] {
+  return objs.map((o) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`).sort();
+}
+
+type Seen = [WatchEventType, string, string | undefined];
+
+function record(source: KubeClusterSource, kind: "Deployment"): Seen[] {
+  const seen: Seen[] = [];
+  source.watch(kind, (type, obj, old) => {
+    seen.push([
+      type,
+      `${obj.metadata.name}@${obj.spec?.replicas}`,
+      old?.spec?.replicas?.toString(),
+    ]);
+  });
+  return seen;
+}
+
+describe("KubeClusterSource", () => {
+  it("lists every namespace on the first ensure and serves get and list from the cache", async () => {
+    await withSource({
+      objects: [
+        deployment("web", 2),
+        deployment("api", 3, "team-a"),
+        deployment("db", 1, "team-b"),
+      ],
+    }, async ({ api, source }) => {
+      await source.ensure("Deployment");
+      assert.deepEqual(names(source.list("Deployment")), [
+        "default/web",
+        "team-a/api",
+        "team-b/db",
+      ]);
+      assert.deepEqual(names(source.list("Deployment", "team-a")), ["team-a/api"]);
+      const web = source.get("Deployment", undefined, "web");
+      assert.equal(web?.apiVersion, "apps/v1");
+      assert.equal(web?.kind, "Deployment");
+      assert.equal(web?.spec.replicas, 2);
+      assert.equal(source.get("Deployment", "team-a", "web"), undefined);
+      // a second ensure does not list again
+      await source.ensure("Deployment");
+      const lists = api.requestsTo("GET", "/apis/apps/v1/deployments")
+        .filter((r) => r.query.watch === undefined);
+      assert.equal(lists.length, 1);
+      assert.equal(lists[0].authorization, "Bearer fake-token");
+      assert.deepEqual(source.list("HorizontalPodAutoscaler"), []);
+    });
+  });
+
+  it("passes watch events to handlers with the previous object", async () => {
+    await withSource({ objects: [deployment("web", 2)] }, async ({ api, source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      api.create(deployment("api", 1));
+      api.replace(deployment("web", 4));
+      api.remove("apps/v1", "Deployment", "default", "api");
+      await waitFor("three events", () => seen.length === 4);
+      assert.deepEqual(seen, [
+        ["ADDED", "web@2", undefined],
+        ["ADDED", "api@1", undefined],
+        ["MODIFIED", "web@4", "2"],
+        ["DELETED", "api@1", "1"],
+      ]);
+      assert.deepEqual(names(source.list("Deployment")), ["default/web"]);
+      assert.equal(source.get("Deployment", "default", "web")?.spec.replicas, 4);
+    });
+  });
+
+  it("resumes a closed watch from the last resourceVersion without listing again", async () => {
+    await withSource({ objects: [deployment("web", 2)] }, async ({ api, source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      api.replace(deployment("web", 3));
+      await waitFor("the change", () => seen.length === 2);
+      const rv = api.resourceVersion();
+      assert.equal(api.closeWatches(), 1);
+      await waitFor("the reconnect", () => api.openWatches() === 1);
+      api.replace(deployment("web", 5));
+      await waitFor("the change after reconnect", () => seen.length === 3);
+      assert.deepEqual(seen[2], ["MODIFIED", "web@5", "3"]);
+      const watches = api.requestsTo("GET", "/apis/apps/v1/deployments")
+        .filter((r) => r.query.watch === "true");
+      assert.deepEqual(watches.map((w) => w.query.resourceVersion), [
+        String(Number(rv) - 1),
+        rv,
+      ]);
+      assert.equal(
+        api.requestsTo("GET", "/apis/apps/v1/deployments").length - watches.length,
+        1,
+        "one list only",
+      );
+    });
+  });
+
+  for (const expiredWatch of ["event", "status"] as const) {
+    it(`lists again when the watch answers 410 Gone (as ${expiredWatch})`, async () => {
+      await withSource({
+        fake: { expiredWatch },
+        objects: [deployment("web", 2), deployment("old", 1)],
+      }, async ({ api, source }) => {
+        const seen = record(source, "Deployment");
+        await source.ensure("Deployment");
+        await waitFor("the watch", () => api.openWatches() === 1);
+        api.holdWatchEvents = true;
+        api.create(deployment("new", 1));
+        api.remove("apps/v1", "Deployment", "default", "old");
+        api.replace(deployment("web", 6));
+        api.compact();
+        api.holdWatchEvents = false;
+        api.closeWatches();
+        await waitFor("the re-list", () => seen.length === 5);
+        assert.deepEqual(seen, [
+          ["ADDED", "old@1", undefined],
+          ["ADDED", "web@2", undefined],
+          ["DELETED", "old@1", "1"],
+          ["ADDED", "new@1", undefined],
+          ["MODIFIED", "web@6", "2"],
+        ]);
+        assert.deepEqual(names(source.list("Deployment")), ["default/new", "default/web"]);
+        const lists = api.requestsTo("GET", "/apis/apps/v1/deployments")
+          .filter((r) => r.query.watch === undefined);
+        assert.equal(lists.length, 2);
+        await waitFor("the new watch", () => api.openWatches() === 1);
+      });
+    });
+  }
+
+  it("treats a kind whose CRD is not installed as empty, logs once and picks it up later", async () => {
+    await withSource({
+      fake: { missingGroups: ["zalando.org"] },
+      source: { notInstalledRetryMs: 40 },
+    }, async ({ api, source, logs }) => {
+      await source.ensure("ScalingSchedule");
+      assert.deepEqual(source.list("ScalingSchedule"), []);
+      assert.equal(source.installed("ScalingSchedule"), false);
+      await waitFor(
+        "three lists",
+        () => api.requestsTo("GET", "/apis/zalando.org/v1/scalingschedules").length >= 3,
+      );
+      const warnings = logs.filter((l) => l.includes("ScalingSchedule"));
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0], /^warn: ScalingSchedule is not served .*404.* every 0s$/);
+      api.setGroupInstalled("zalando.org", true);
+      api.create(schedule("night"));
+      await waitFor("the schedule", () => source.list("ScalingSchedule").length === 1);
+      assert.equal(source.installed("ScalingSchedule"), true);
+    });
+  });
+
+  it("retries a failing list with back-off and resolves ensure once it works", async () => {
+    await withSource({
+      source: { backoffBaseMs: 20 },
+      objects: [deployment("web", 1)],
+    }, async ({ api, source, logs }) => {
+      api.failNextRequests(2);
+      await source.ensure("Deployment");
+      assert.deepEqual(names(source.list("Deployment")), ["default/web"]);
+      assert.equal(api.requestsTo("GET", "/apis/apps/v1/deployments").length >= 3, true);
+      assert.deepEqual(logs, [
+        "warn: watch of Deployment (/apis/apps/v1/deployments) failed: GET /apis/apps/v1/deployments: HTTP 500: Internal error occurred: injected failure; retrying in 20ms",
+        "warn: watch of Deployment (/apis/apps/v1/deployments) failed: GET /apis/apps/v1/deployments: HTTP 500: Internal error occurred: injected failure; retrying in 40ms",
+      ]);
+    });
+  });
+
+  it("replaces status with a merge patch on the status subresource", async () => {
+    await withSource({
+      objects: [
+        schedule("night", { lastScaled: "a", extra: { x: 1, y: 2 } }),
+        {
+          apiVersion: "zalando.org/v1",
+          kind: "ClusterScalingSchedule",
+          metadata: { name: "global" },
+          spec: { schedules: [] },
+        },
+      ],
+    }, async ({ api, source }) => {
+      await source.ensure("ScalingSchedule");
+      await source.updateStatus("ScalingSchedule", "default", "night", {
+        lastScaled: "b",
+        extra: { x: 3 },
+      });
+      await source.updateStatus("ClusterScalingSchedule", undefined, "global", { active: true });
+      const patches = api.requests.filter((r) => r.method === "PATCH");
+      assert.deepEqual(
+        patches.map((p) => [p.path, p.contentType, p.body]),
+        [
+          [
+            "/apis/zalando.org/v1/namespaces/default/scalingschedules/night/status",
+            "application/merge-patch+json",
+            { status: { lastScaled: "b", extra: { x: 3, y: null } } },
+          ],
+          [
+            "/apis/zalando.org/v1/clusterscalingschedules/global/status",
+            "application/merge-patch+json",
+            { status: { active: true } },
+          ],
+        ],
+      );
+      assert.deepEqual(
+        api.object("zalando.org/v1", "ScalingSchedule", "default", "night")?.status,
+        {
+          lastScaled: "b",
+          extra: { x: 3 },
+        },
+      );
+      assert.deepEqual(
+        api.object("zalando.org/v1", "ClusterScalingSchedule", undefined, "global")?.status,
+        { active: true },
+      );
+      await assert.rejects(
+        source.updateStatus("ScalingSchedule", "default", "missing", {}),
+        /^Error: update status of ScalingSchedule default\/missing: HTTP 404: scalingschedules.zalando.org "missing" not found$/,
+      );
+    });
+  });
+
+  it("reads and sets replicas through the scale subresource", async () => {
+    const rollout: KubeObject = {
+      apiVersion: "argoproj.io/v1alpha1",
+      kind: "Rollout",
+      metadata: { name: "canary", namespace: "default" },
+      spec: { replicas: 2 },
+      status: { replicas: 2 },
+    };
+    await withSource({
+      objects: [deployment("web", 3), rollout, {
+        apiVersion: "apps/v1",
+        kind: "StatefulSet",
+        metadata: { name: "db", namespace: "default" },
+        spec: { replicas: 1 },
+        status: { replicas: 1 },
+      }],
+    }, async ({ api, source }) => {
+      assert.deepEqual(await source.getScale("Deployment", "default", "web"), {
+        specReplicas: 3,
+        statusReplicas: 3,
+      });
+      await source.setScale("Deployment", "default", "web", 5);
+      await source.setScale("StatefulSet", "default", "db", 2);
+      await source.setScale("Rollout", "default", "canary", 7);
+      assert.deepEqual(await source.getScale("Rollout", "default", "canary"), {
+        specReplicas: 7,
+        statusReplicas: 2,
+      });
+      const writes = api.requests.filter((r) => r.method !== "GET");
+      assert.deepEqual(writes.map((w) => [w.method, w.path, w.contentType, w.body]), [
+        [
+          "PATCH",
+          "/apis/apps/v1/namespaces/default/deployments/web/scale",
+          "application/merge-patch+json",
+          { spec: { replicas: 5 } },
+        ],
+        [
+          "PATCH",
+          "/apis/apps/v1/namespaces/default/statefulsets/db/scale",
+          "application/merge-patch+json",
+          { spec: { replicas: 2 } },
+        ],
+        [
+          "PATCH",
+          "/apis/argoproj.io/v1alpha1/namespaces/default/rollouts/canary/scale",
+          "application/merge-patch+json",
+          { spec: { replicas: 7 } },
+        ],
+      ]);
+      assert.equal(api.object("apps/v1", "Deployment", "default", "web")?.spec.replicas, 5);
+      assert.deepEqual(
+        api.requestsTo("GET", /\/scale$/).map((r) => r.path),
+        [
+          "/apis/apps/v1/namespaces/default/deployments/web/scale",
+          "/apis/argoproj.io/v1alpha1/namespaces/default/rollouts/canary/scale",
+        ],
+      );
+      await assert.rejects(
+        source.setScale("Deployment", "default", "nope", 1),
+        /^Error: set scale of Deployment default\/nope: HTTP 404: deployments.apps "nope" not found$/,
+      );
+      await assert.rejects(source.getScale("Pod", "default", "x"), /kind "Pod" has no scale/);
+    });
+  });
+
+  it("creates an event once and bumps its count for a repeat within 10 minutes", async () => {
+    await withSource({ objects: [] }, async ({ api, source, clock }) => {
+      const hpa: KubeObject = {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: { name: "web", namespace: "team-a", uid: "u-1", resourceVersion: "7" },
+      };
+      const warn = { type: "Warning", reason: "CollectFailed", message: "timeout" } as const;
+      await source.emitEvent("HorizontalPodAutoscaler", hpa, warn);
+      clock.now += 60_000;
+      await source.emitEvent("HorizontalPodAutoscaler", hpa, warn);
+      clock.now += 60_000;
+      await source.emitEvent("HorizontalPodAutoscaler", hpa, { ...warn, message: "refused" });
+      clock.now += 10 * 60_000;
+      await source.emitEvent("HorizontalPodAutoscaler", hpa, warn);
+      const writes = api.requests.filter((r) => r.method !== "GET");
+      assert.deepEqual(
+        writes.map((w) => [w.method, w.path]),
+        [
+          ["POST", "/api/v1/namespaces/team-a/events"],
+          [
+            "PATCH",
+            `/api/v1/namespaces/team-a/events/web.${(BigInt(T0) * 1_000_000n).toString(16)}`,
+          ],
+          ["POST", "/api/v1/namespaces/team-a/events"],
+          ["POST", "/api/v1/namespaces/team-a/events"],
+        ],
+      );
+      assert.deepEqual(writes[0].body, {
+        apiVersion: "v1",
+        kind: "Event",
+        metadata: { name: `web.${(BigInt(T0) * 1_000_000n).toString(16)}`, namespace: "team-a" },
+        involvedObject: {
+          apiVersion: "autoscaling/v2",
+          kind: "HorizontalPodAutoscaler",
+          name: "web",
+          namespace: "team-a",
+          uid: "u-1",
+          resourceVersion: "7",
+        },
+        reason: "CollectFailed",
+        message: "timeout",
+        type: "Warning",
+        source: { component: "hpa-metrics-adapter" },
+        reportingComponent: "hpa-metrics-adapter",
+        firstTimestamp: "2026-01-15T12:00:00Z",
+        lastTimestamp: "2026-01-15T12:00:00Z",
+        count: 1,
+      });
+      assert.equal(writes[1].contentType, "application/merge-patch+json");
+      assert.deepEqual(writes[1].body, { count: 2, lastTimestamp: "2026-01-15T12:01:00Z" });
+      const events = api.objectsOf("events") as Array<KubeObject & Record<string, unknown>>;
+      assert.deepEqual(
+        events.map((e) => [e.message, e.count, e.firstTimestamp, e.lastTimestamp]),
+        [
+          ["timeout", 2, "2026-01-15T12:00:00Z", "2026-01-15T12:01:00Z"],
+          ["refused", 1, "2026-01-15T12:02:00Z", "2026-01-15T12:02:00Z"],
+          ["timeout", 1, "2026-01-15T12:12:00Z", "2026-01-15T12:12:00Z"],
+        ],
+      );
+    });
+  });
+
+  it("creates a new event when the one it would bump is gone", async () => {
+    await withSource({}, async ({ api, source, clock }) => {
+      const hpa: KubeObject = {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: { name: "web", namespace: "default" },
+      };
+      const ev = { type: "Normal", reason: "Synced", message: "ok" } as const;
+      await source.emitEvent("HorizontalPodAutoscaler", hpa, ev);
+      const first = api.objectsOf("events")[0];
+      api.remove("v1", "Event", "default", first.metadata.name);
+      clock.now += 1000;
+      await source.emitEvent("HorizontalPodAutoscaler", hpa, ev);
+      assert.deepEqual(
+        api.requests.filter((r) => r.method !== "GET").map((r) => r.method),
+        ["POST", "PATCH", "POST"],
+      );
+      assert.equal(api.objectsOf("events").length, 1);
+    });
+  });
+
+  it("leaves no open watch after close", async () => {
+    await withSource({ objects: [deployment("web", 1)] }, async ({ api, source }) => {
+      await Promise.all([source.ensure("Deployment"), source.ensure("Pod")]);
+      await waitFor("two watches", () => api.openWatches() === 2);
+      await source.close();
+      await waitFor("no watches", () => api.openWatches() === 0);
+      api.create(deployment("late", 1));
+      await new Promise((r) => setTimeout(r, 50));
+      assert.equal(api.openWatches(), 0);
+      await source.ensure("Ingress");
+      assert.deepEqual(source.list("Ingress"), []);
+    });
+  });
+});
+
+describe("replacingMergePatch", () => {
+  const cases: Array<[string, unknown, unknown, unknown]> = [
+    ["no old status", undefined, { a: 1 }, { a: 1 }],
+    ["removed keys become null", { a: 1, b: 2 }, { a: 3 }, { a: 3, b: null }],
+    ["nested objects", { o: { x: 1, y: 2 } }, { o: { x: 1 } }, { o: { x: 1, y: null } }],
+    ["arrays replace", { l: [1, 2] }, { l: [3] }, { l: [3] }],
+    ["null status", { a: 1 }, null, null],
+  ];
+  for (const [name, from, to, want] of cases) {
+    it(name, () => assert.deepEqual(replacingMergePatch(from, to), want));
+  }
+});
+
+describe("TokenBucket", () => {
+  it("lets a burst through and then spaces requests by 1/qps", async () => {
+    let now = 0;
+    const slept: number[] = [];
+    const bucket = new TokenBucket({
+      qps: 10,
+      burst: 2,
+      now: () => now,
+      sleep: async (ms) => void slept.push(ms),
+    });
+    const waits = [];
+    for (let i = 0; i < 4; i++) waits.push(await bucket.take());
+    assert.deepEqual(waits, [0, 0, 100, 200]);
+    now = 1000;
+    assert.equal(await bucket.take(), 0);
+    assert.deepEqual(slept, [100, 200]);
+  });
+
+  it("does not limit with qps 0", async () => {
+    const bucket = new TokenBucket({ qps: 0, burst: 1 });
+    for (let i = 0; i < 3; i++) assert.equal(await bucket.take(), 0);
+  });
+});
