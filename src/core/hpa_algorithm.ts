@@ -92,7 +92,7 @@ export interface HpaScalingRules {
 }
 
 /** autoscaling/v2 HorizontalPodAutoscalerBehavior. */
-export interface HpaBehavior {
+export interface HpaAlgorithmBehavior {
   scaleUp?: HpaScalingRules;
   scaleDown?: HpaScalingRules;
 }
@@ -127,7 +127,7 @@ export interface HpaAlgorithmInput {
   metrics: HpaMetricObservation[];
   /** Pods matched by the scale selector; Pods metrics and Value targets need them. */
   pods?: HpaPod[];
-  behavior?: HpaBehavior;
+  behavior?: HpaAlgorithmBehavior;
   /** The controller's `--horizontal-pod-autoscaler-tolerance`; default 0.1. */
   tolerance?: number;
   /** The controller's `--horizontal-pod-autoscaler-downscale-stabilization` in s; default 300. */

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import {
   computeDesiredReplicas,
   type HpaAlgorithmInput,
-  type HpaBehavior,
+  type HpaAlgorithmBehavior,
   type HpaMetricObservation,
   type HpaPod,
 } from "../../src/core/hpa_algorithm.ts";
@@ -388,7 +388,7 @@ describe("External metrics", () => {
   ]);
 
   // upstream test/integration/autoscaling TestHPAWithTolerance: 5% up, 50% down, 100 per pod
-  const tolerant: HpaBehavior = {
+  const tolerant: HpaAlgorithmBehavior = {
     scaleUp: { tolerance: "0.05" },
     scaleDown: { tolerance: "0.5", stabilizationWindowSeconds: 0 },
   };
@@ -623,7 +623,7 @@ describe("limits without behavior (normalizeDesiredReplicas)", () => {
 describe("behavior (normalizeDesiredReplicasWithBehaviors)", () => {
   const want = (n: number): HpaMetricObservation =>
     objectMetric(String(n), { type: "AverageValue", averageValue: "1" });
-  const docsScaleDown: HpaBehavior = {
+  const docsScaleDown: HpaAlgorithmBehavior = {
     scaleDown: {
       stabilizationWindowSeconds: 0,
       policies: [

@@ -1,0 +1,24 @@
+/**
+ * hpa-metrics-adapter's pure core, for tools that want to reason about HPAs the way the adapter
+ * does (lint manifests in CI, preview schedules, predict replicas). No I/O, no clock: time comes
+ * in as an argument. Runs under Node, Deno and Bun.
+ *
+ * @example
+ * ```ts
+ * import { formatQuantity, planHpa } from "./mod.ts";
+ * formatQuantity(0.5); // "500m"
+ * ```
+ *
+ * @module
+ */
+export * from "./src/core/types.ts";
+export * from "./src/core/duration.ts";
+export * from "./src/core/quantity.ts";
+export * from "./src/core/label_selector.ts";
+export * from "./src/core/aggregators.ts";
+export * from "./src/core/json_extract.ts";
+export * from "./src/core/annotations.ts";
+export * from "./src/core/hpa.ts";
+export * from "./src/core/plan.ts";
+export * from "./src/core/scaling_schedule.ts";
+export * from "./src/core/hpa_algorithm.ts";
