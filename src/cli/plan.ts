@@ -1,0 +1,183 @@
+/**
+ * `plan`: reads HorizontalPodAutoscaler manifests and shows, per metric, which collector would
+ * collect it, how often, with which config, or what to add or change. Offline: nothing is
+ * queried. Serve's collector flags say which collectors count as enabled; without any, all do.
+ * Meant for people (table) and for CI (`--output json`, `--strict`).
+ */
+import { type Command, type CommandIO, UsageError } from "./command.ts";
+import {
+  COLLECTOR_SWITCH_FLAGS,
+  enabledCollectors,
+  type FlagDef,
+  listFlag,
+  numberFlag,
+  parseArgs,
+  SERVE_FLAGS,
+  stringFlag,
+} from "./flags.ts";
+import { readManifests } from "../cluster/manifests.ts";
+import { formatDuration } from "../core/duration.ts";
+import { InvalidHpaError } from "../core/hpa.ts";
+import { planHpa } from "../core/plan.ts";
+import type { MetricPlan } from "../core/types.ts";
+
+const PLAN = "Plan";
+
+/** The flags of `plan`: its own, then every flag of `serve` (collector switches matter). */
+export const PLAN_FLAGS: readonly FlagDef[] = [
+  {
+    group: PLAN,
+    name: "filename",
+    type: "stringSlice",
+    default: [],
+    help: "manifest file or folder to read (repeatable or comma-separated)",
+    aliases: ["f"],
+  },
+  {
+    group: PLAN,
+    name: "output",
+    type: "string",
+    default: "table",
+    help: "table (for people) or json (one element per metric)",
+    aliases: ["o"],
+  },
+  {
+    group: PLAN,
+    name: "strict",
+    type: "bool",
+    default: false,
+    help: "exit 1 when any metric cannot be collected (for CI)",
+  },
+  ...SERVE_FLAGS,
+];
+
+/** One element of `plan --output json`, keys in this order. */
+export interface PlanRow {
+  hpa: string;
+  metricType: MetricPlan["metricType"];
+  metricName: string;
+  collector: string | null;
+  intervalSeconds: number;
+  minPodReadyAgeSeconds: number;
+  perReplica: boolean;
+  config: Record<string, string>;
+  error: string | null;
+  warnings?: string[];
+}
+
+/** The JSON shape of one plan. */
+export function planRow(plan: MetricPlan): PlanRow {
+  const row: PlanRow = {
+    hpa: `${plan.hpa.namespace}/${plan.hpa.name}`,
+    metricType: plan.metricType,
+    metricName: plan.metricName,
+    collector: plan.collector,
+    intervalSeconds: plan.intervalSeconds,
+    minPodReadyAgeSeconds: plan.minPodReadyAgeSeconds,
+    perReplica: plan.perReplica,
+    config: plan.config,
+    error: plan.error,
+  };
+  if (plan.warnings && plan.warnings.length > 0) row.warnings = plan.warnings;
+  return row;
+}
+
+function table(rows: PlanRow[]): string {
+  const header = ["HPA", "TYPE", "METRIC", "COLLECTOR", "INTERVAL", "STATUS"];
+  const cells = rows.map((r) => [
+    r.hpa,
+    r.metricType,
+    r.metricName,
+    r.collector ?? "-",
+    formatDuration(r.intervalSeconds),
+    r.error ?? "OK",
+  ]);
+  const widths = header.slice(0, -1).map((h, i) =>
+    Math.max(h.length, ...cells.map((c) => c[i].length))
+  );
+  const line = (c: string[]): string =>
+    c.map((v, i) => (i < widths.length ? v.padEnd(widths[i]) : v)).join("  ").trimEnd();
+  const out = [line(header)];
+  // an HPA's own warnings are on each of its plans: show each once per HPA
+  const shown = new Map<string, Set<string>>();
+  rows.forEach((r, i) => {
+    out.push(line(cells[i]));
+    const seen = shown.get(r.hpa) ?? new Set<string>();
+    shown.set(r.hpa, seen);
+    for (const w of r.warnings ?? []) {
+      if (seen.has(w)) continue;
+      seen.add(w);
+      out.push(`    warning: ${w}`);
+    }
+  });
+  return out.join("\n") + "\n";
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** The `plan` command. */
+export const planCommand: Command = {
+  name: "plan",
+  summary: "show how the metrics of HPA manifests would be collected, or what to fix",
+  usage: "hpa-metrics-adapter plan -f FILE|DIR... [--output table|json] [--strict] [serve's flags]",
+  async run(args: string[], io: CommandIO): Promise<number> {
+    const parsed = parseArgs(args, PLAN_FLAGS);
+    if (parsed.positionals.length > 0) {
+      throw new UsageError(
+        `unexpected argument "${parsed.positionals[0]}" (name manifests with -f FILE|DIR)`,
+      );
+    }
+    const files = listFlag(parsed.values, "filename");
+    if (files.length === 0) throw new UsageError("plan needs -f FILE|DIR");
+    const output = stringFlag(parsed.values, "output") ?? "table";
+    if (output !== "table" && output !== "json") {
+      throw new UsageError(`invalid value "${output}" for --output: want table or json`);
+    }
+    const strict = parsed.values.strict === true;
+    const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => parsed.given.has(f)) ||
+      parsed.given.has("additional-prometheus-server");
+    const options = {
+      defaultIntervalSeconds: numberFlag(parsed.values, "default-collection-interval"),
+      enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
+    };
+
+    const read = await readManifests(files);
+    let failed = read.errors.length > 0;
+    for (const e of read.errors) io.stderr(`error: ${e}\n`);
+
+    const rows: PlanRow[] = [];
+    let hpas = 0;
+    for (const { object, source } of read.objects) {
+      if (object.kind !== "HorizontalPodAutoscaler") continue;
+      hpas++;
+      try {
+        for (const plan of planHpa(object, options)) rows.push(planRow(plan));
+      } catch (e) {
+        if (!(e instanceof InvalidHpaError)) throw e;
+        failed = true;
+        io.stderr(`error: ${source}: ${e.message}\n`);
+      }
+    }
+    if (hpas === 0 && read.errors.length === 0) {
+      io.stderr(`no HorizontalPodAutoscaler found in ${files.join(", ")}\n`);
+    }
+
+    const errors = rows.filter((r) => r.error !== null).length;
+    if (output === "json") io.stdout(JSON.stringify(rows, null, 2) + "\n");
+    else if (rows.length > 0) {
+      const warnings = new Set(rows.flatMap((r) => (r.warnings ?? []).map((w) => `${r.hpa} ${w}`)));
+      io.stdout(table(rows));
+      io.stdout(
+        `\n${plural(rows.length, "metric")} in ${plural(hpas, "HPA")}: ${
+          plural(errors, "error")
+        }, ${plural(warnings.size, "warning")}${
+          options.enabledCollectors ? "" : " (all collectors assumed enabled)"
+        }\n`,
+      );
+    }
+    if (failed) return 1;
+    return strict && errors > 0 ? 1 : 0;
+  },
+};

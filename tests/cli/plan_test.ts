@@ -1,0 +1,278 @@
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { planCommand } from "../../src/cli/plan.ts";
+import { UsageError } from "../../src/cli/command.ts";
+import { captureIO } from "./capture_io.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+
+const GOOD = `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+  namespace: shop
+  annotations:
+    metric-config.pods.rps.json-path/json-key: "$.rps"
+    metric-config.pods.rps.json-path/port: "9090"
+    metric-config.pods.rps.json-path/interval: "15s"
+    metric-config.external.depth.influxdb/query: "from()"
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 5
+  metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+    - type: Pods
+      pods:
+        metric: {name: rps}
+        target: {type: AverageValue, averageValue: "10"}
+    - type: External
+      external:
+        metric: {name: depth, selector: {matchLabels: {type: influxdb}}}
+        target: {type: Value, value: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: not-an-hpa}
+`;
+
+const BAD = `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: worker
+  namespace: jobs
+  annotations:
+    metric-config.external.queue.prometheus.x/query: "up"
+spec:
+  scaleTargetRef: {kind: Deployment, name: worker}
+  maxReplicas: 3
+  metrics:
+    - type: External
+      external:
+        metric: {name: queue}
+        target: {type: AverageValue, averageValue: "5"}
+`;
+
+const INVALID = `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: broken, namespace: jobs}
+spec:
+  scaleTargetRef: {kind: Deployment, name: broken}
+  metrics: []
+`;
+
+let dir = "";
+let good = "";
+let bad = "";
+let invalid = "";
+let unreadable = "";
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "plan-test-"));
+  await mkdir(join(dir, "ok"));
+  good = join(dir, "ok", "good.yaml");
+  bad = join(dir, "bad.yaml");
+  invalid = join(dir, "invalid.yaml");
+  unreadable = join(dir, "unreadable.yaml");
+  await writeFile(good, GOOD);
+  await writeFile(bad, BAD);
+  await writeFile(invalid, INVALID);
+  await writeFile(unreadable, "kind: [unclosed\n");
+});
+
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const WEB_RPS = {
+  hpa: "shop/web",
+  metricType: "Pods",
+  metricName: "rps",
+  collector: "json-path",
+  intervalSeconds: 15,
+  minPodReadyAgeSeconds: 0,
+  perReplica: false,
+  config: { "json-key": "$.rps", port: "9090" },
+  error: null,
+};
+
+const WEB_DEPTH = {
+  hpa: "shop/web",
+  metricType: "External",
+  metricName: "depth",
+  collector: "influxdb",
+  intervalSeconds: 60,
+  minPodReadyAgeSeconds: 0,
+  perReplica: false,
+  config: { query: "from()", type: "influxdb" },
+  error: null,
+};
+
+const WORKER_QUEUE = {
+  hpa: "jobs/worker",
+  metricType: "External",
+  metricName: "queue",
+  collector: null,
+  intervalSeconds: 60,
+  minPodReadyAgeSeconds: 0,
+  perReplica: false,
+  config: {},
+  error:
+    "External metric `queue` has no `type` label; set matchLabels.type to one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+  warnings: [
+    'ignored annotation metric-config.external.queue.prometheus.x/query: want 4 dot-separated parts before "/" (metric-config.<type>.<metric>.<collector>), got 5 (a metric name with dots cannot be configured)',
+  ],
+};
+
+describe("plan command", () => {
+  it("prints one JSON element per planned metric with exactly the documented keys in order", async () => {
+    const io = captureIO();
+    assert.equal(await planCommand.run(["-f", join(dir, "ok"), "-o", "json"], io), 0);
+    assert.equal(io.out(), JSON.stringify([WEB_RPS, WEB_DEPTH], null, 2) + "\n");
+    assert.deepEqual(
+      Object.keys(JSON.parse(io.out())[0]),
+      [
+        "hpa",
+        "metricType",
+        "metricName",
+        "collector",
+        "intervalSeconds",
+        "minPodReadyAgeSeconds",
+        "perReplica",
+        "config",
+        "error",
+      ],
+    );
+    assert.equal(io.err(), "");
+  });
+
+  it("adds warnings only when there are some, and exits 0 on plan errors without --strict", async () => {
+    const io = captureIO();
+    assert.equal(await planCommand.run(["-f", good, "-f", bad, "--output=json"], io), 0);
+    assert.equal(io.out(), JSON.stringify([WEB_RPS, WEB_DEPTH, WORKER_QUEUE], null, 2) + "\n");
+  });
+
+  it("exits 1 on plan errors with --strict, and 0 when there are none", async () => {
+    const failing = captureIO();
+    assert.equal(
+      await planCommand.run(["-f", `${good},${bad}`, "--strict", "-o", "json"], failing),
+      1,
+    );
+    assert.equal(JSON.parse(failing.out()).length, 3);
+    const passing = captureIO();
+    assert.equal(await planCommand.run(["-f", good, "--strict", "-o", "json"], passing), 0);
+  });
+
+  it("reports metrics whose collector serve's flags leave disabled", async () => {
+    const io = captureIO();
+    assert.equal(
+      await planCommand.run(["-f", good, "-o", "json", "--prometheus-server=http://prom:9090"], io),
+      0,
+    );
+    assert.deepEqual(JSON.parse(io.out()), [WEB_RPS, {
+      ...WEB_DEPTH,
+      error: "collector `influxdb` is not enabled (start with --influxdb-address)",
+    }]);
+    const enabled = captureIO();
+    await planCommand.run(
+      ["-f", good, "-o", "json", "--influxdb-address", "http://influx"],
+      enabled,
+    );
+    assert.deepEqual(JSON.parse(enabled.out()), [WEB_RPS, WEB_DEPTH]);
+  });
+
+  it("takes the default interval from --default-collection-interval", async () => {
+    const io = captureIO();
+    await planCommand.run(["-f", good, "-o", "json", "--default-collection-interval", "2m"], io);
+    assert.deepEqual(
+      JSON.parse(io.out()).map((r: { intervalSeconds: number }) => r.intervalSeconds),
+      [
+        15,
+        120,
+      ],
+    );
+  });
+
+  it("prints a table for people, each HPA warning once", async () => {
+    const io = captureIO();
+    assert.equal(await planCommand.run(["-f", good, "-f", bad], io), 0);
+    assert.equal(
+      io.out(),
+      [
+        "HPA          TYPE      METRIC  COLLECTOR  INTERVAL  STATUS",
+        "shop/web     Pods      rps     json-path  15s       OK",
+        "shop/web     External  depth   influxdb   1m0s      OK",
+        "jobs/worker  External  queue   -          1m0s      External metric `queue` has no `type` label; set matchLabels.type to one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+        '    warning: ignored annotation metric-config.external.queue.prometheus.x/query: want 4 dot-separated parts before "/" (metric-config.<type>.<metric>.<collector>), got 5 (a metric name with dots cannot be configured)',
+        "",
+        "3 metrics in 2 HPAs: 1 error, 1 warning (all collectors assumed enabled)",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("prints unreadable files and invalid HPAs on stderr, plans the rest, and exits 1", async () => {
+    const io = captureIO();
+    assert.equal(await planCommand.run(["-f", dir, "-o", "json"], io), 1);
+    assert.equal(io.out(), JSON.stringify([WORKER_QUEUE, WEB_RPS, WEB_DEPTH], null, 2) + "\n");
+    const err = io.err().split("\n");
+    assert.equal(err.length, 3, io.err());
+    assert.match(err[0], new RegExp(`^error: ${unreadable}: invalid YAML: `));
+    assert.equal(
+      err[1],
+      `error: ${invalid}: invalid HorizontalPodAutoscaler jobs/broken: spec.maxReplicas: required`,
+    );
+    assert.equal(err[2], "");
+  });
+
+  it("says so when no HPA is found, and exits 0", async () => {
+    const empty = join(dir, "empty.yaml");
+    await writeFile(empty, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n");
+    try {
+      const io = captureIO();
+      assert.equal(await planCommand.run(["-f", empty, "-o", "json"], io), 0);
+      assert.equal(io.out(), "[]\n");
+      assert.equal(io.err(), `no HorizontalPodAutoscaler found in ${empty}\n`);
+    } finally {
+      await rm(empty);
+    }
+  });
+
+  it("plans every example HPA without an error when all collectors are enabled", async () => {
+    const io = captureIO();
+    assert.equal(
+      await planCommand.run(["-f", join(root, "examples/hpas.yaml"), "--strict", "-o", "json"], io),
+      0,
+    );
+    const rows = JSON.parse(io.out()) as Array<{ hpa: string; collector: string; error: null }>;
+    assert.deepEqual(rows.map((r) => [r.hpa, r.collector, r.error]), [
+      ["shop/checkout", "json-path", null],
+      ["shop/events", "prometheus", null],
+      ["shop/events", "skipper", null],
+      ["shop/mailer", "sqs-queue-length", null],
+      ["batch/reports", "prometheus", null],
+      ["batch/reports", "influxdb", null],
+      ["shop/storefront", "cluster-scaling-schedule", null],
+      ["shop/storefront", "json-path", null],
+    ]);
+  });
+
+  it("throws UsageError for bad command lines", async () => {
+    const cases: Array<[string[], string]> = [
+      [[], "plan needs -f FILE|DIR"],
+      [["-f", "x", "-o", "yaml"], 'invalid value "yaml" for --output: want table or json'],
+      [["x.yaml"], 'unexpected argument "x.yaml" (name manifests with -f FILE|DIR)'],
+      [["-f", "x", "--nope"], "unknown flag --nope"],
+    ];
+    for (const [args, message] of cases) {
+      await assert.rejects(planCommand.run(args, captureIO()), (e: unknown) => {
+        assert.ok(e instanceof UsageError, String(e));
+        assert.equal(e.message, message);
+        return true;
+      });
+    }
+  });
+});
