@@ -4,6 +4,9 @@
  * no value so that the API can say so in its 404 message.
  */
 
+import type { Selector } from "../core/label_selector.ts";
+import type { LabelSelector } from "../core/types.ts";
+
 /** Where a plan's values are served. */
 export type ServedAt =
   | {
@@ -23,6 +26,12 @@ export type ServedAt =
     metricName: string;
     /** The series labels served (normally the metric selector's matchLabels). */
     metricLabels: Record<string, string>;
+    /**
+     * Canonical string of the HPA's whole metric selector, when it has more than matchLabels
+     * (matchExpressions): a request with exactly this `labelSelector` matches even if
+     * `metricLabels` alone would not.
+     */
+    metricSelector?: string;
   };
 
 /** One collected value. */
@@ -47,9 +56,89 @@ export interface StoredPlan {
   /** Identity of the query behind the values (collector + config); plans with the same
    * `servedAt` but a different `queryKey` conflict. */
   queryKey: string;
+  /** Custom metrics: `describedObject`'s kind and apiVersion (else derived from the
+   * group-resource, e.g. `deployments.apps` -> `Deployment`, `apps/v1`). Not identity. */
+  describedKind?: DescribedKind;
+  /** Custom metrics: the HPA's metric selector, served as `selector` / `metric.selector`. */
+  metricSelectorObject?: LabelSelector | null;
 }
 
 /** Why nothing could be served, in words for `kubectl describe hpa`. */
 export interface LookupMiss {
   reason: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Added for src/store/store.ts and src/api/ (issue 3). Everything above is unchanged.
+
+/** How the described object of a custom metric is written in `describedObject`. */
+export interface DescribedKind {
+  kind: string;
+  apiVersion: string;
+}
+
+/** A custom metrics read: one object by name, or every object (`name` `*`). */
+export interface CustomLookup {
+  /** "" for cluster-scoped objects; for `namespaces` the namespace itself. */
+  namespace: string;
+  groupResource: string;
+  /** The object's name, or `*`. */
+  name: string;
+  metricName: string;
+  /** Canonical string of the request's `metricLabelSelector` ("" for none). */
+  metricSelector: string;
+}
+
+/** An external metrics read. */
+export interface ExternalLookup {
+  namespace: string;
+  metricName: string;
+  /** The request's `labelSelector`, parsed. */
+  selector: Selector;
+}
+
+/** One custom metric value as served. */
+export interface CustomItem {
+  namespace: string;
+  groupResource: string;
+  objectName: string;
+  describedKind: DescribedKind | null;
+  metricName: string;
+  metricSelectorObject: LabelSelector | null;
+  value: number;
+  /** Collection time, ms since the epoch. */
+  timestamp: number;
+  windowSeconds?: number;
+}
+
+/** One external metric value as served. */
+export interface ExternalItem {
+  metricName: string;
+  metricLabels: Record<string, string>;
+  value: number;
+  /** Collection time, ms since the epoch. */
+  timestamp: number;
+  windowSeconds?: number;
+}
+
+/** The answer of a read: values, or why there are none. */
+export type LookupResult<T> = { items: T[] } | { miss: LookupMiss };
+
+/** A plan whose values cannot be served because other plans claim the same values. */
+export interface StoreConflict {
+  plan: StoredPlan;
+  /** The plans it conflicts with (same place, different query), sorted by key. */
+  others: StoredPlan[];
+  /** For an event on the plan's HPA: names the other HPAs. */
+  message: string;
+}
+
+/** A metric the store serves, for API discovery. */
+export interface ServedMetric {
+  kind: "custom" | "external";
+  /** Custom only. */
+  groupResource?: string;
+  metricName: string;
+  /** Custom only: false for cluster-scoped objects. */
+  namespaced?: boolean;
 }

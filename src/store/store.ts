@@ -1,0 +1,696 @@
+/**
+ * The in-memory metric store: the engine declares plans and records collections, the API reads
+ * values. Every read takes the time explicitly and never serves a value older than the TTL.
+ * Values are indexed by where they are served (namespace, group-resource, metric, metric
+ * selector) and then by object name or series labels, so a read by name is two map lookups
+ * and a wildcard read visits only that metric's values in that namespace.
+ *
+ * Conflicts: two plans that would serve the same value from different queries (same
+ * `servedAt`, different `queryKey`; or, for Pods metrics, values for the same pod) are both
+ * withheld, and their reads answer why, naming both HPAs, until one of them goes away.
+ *
+ * @module
+ */
+
+import { formatDuration } from "../core/duration.ts";
+import { formatSelector, matchesSelector } from "../core/label_selector.ts";
+import type {
+  CustomItem,
+  CustomLookup,
+  DescribedKind,
+  ExternalItem,
+  ExternalLookup,
+  LookupResult,
+  Sample,
+  ServedAt,
+  ServedMetric,
+  StoreConflict,
+  StoredPlan,
+} from "./types.ts";
+
+/** Options of {@linkcode MetricStore}. */
+export interface MetricStoreOptions {
+  /** Values older than this are never served (`--metrics-ttl`). Default 900 (15m). */
+  ttlSeconds?: number;
+}
+
+/** Counts for the own-metrics gauges. */
+export interface StoreStats {
+  plans: number;
+  customValues: number;
+  externalValues: number;
+  conflictedPlans: number;
+}
+
+/** One stored value of one plan. */
+interface StoredValue {
+  planKey: string;
+  /** Object name (custom) or "" (external). */
+  objectName: string;
+  /** Series labels (external) or null (custom). */
+  labels: Record<string, string> | null;
+  value: number;
+  timestamp: number;
+  windowSeconds?: number;
+}
+
+/** Values at one place: entry (object name or series key) -> plan key -> value. */
+interface Slot {
+  kind: "custom" | "external";
+  plans: Set<string>;
+  entries: Map<string, Map<string, StoredValue>>;
+}
+
+interface PlanState {
+  plan: StoredPlan;
+  slotKey: string;
+  /** Full identity of the place (incl. object name or series labels). */
+  servedKey: string;
+  /** Custom plans of one object and external plans: conflicts are known when declared. */
+  fixed: boolean;
+  declaredAt?: number;
+  lastSuccessAt?: number;
+  lastError?: string;
+  lastErrorAt?: number;
+  /** Entry keys this plan holds values under. */
+  written: Set<string>;
+  /** Keys of the plans this one conflicts with. */
+  conflicts: Set<string>;
+}
+
+const SEP = "\u0000";
+
+/** describedObject kind/apiVersion of the group-resources the adapter knows. */
+const KNOWN_KINDS: Record<string, DescribedKind> = {
+  pods: { kind: "Pod", apiVersion: "v1" },
+  services: { kind: "Service", apiVersion: "v1" },
+  namespaces: { kind: "Namespace", apiVersion: "v1" },
+  nodes: { kind: "Node", apiVersion: "v1" },
+  "deployments.apps": { kind: "Deployment", apiVersion: "apps/v1" },
+  "statefulsets.apps": { kind: "StatefulSet", apiVersion: "apps/v1" },
+  "replicasets.apps": { kind: "ReplicaSet", apiVersion: "apps/v1" },
+  "daemonsets.apps": { kind: "DaemonSet", apiVersion: "apps/v1" },
+  "ingresses.networking.k8s.io": { kind: "Ingress", apiVersion: "networking.k8s.io/v1" },
+  "ingresses.extensions": { kind: "Ingress", apiVersion: "extensions/v1beta1" },
+  "routegroups.zalando.org": { kind: "RouteGroup", apiVersion: "zalando.org/v1" },
+  "scalingschedules.zalando.org": { kind: "ScalingSchedule", apiVersion: "zalando.org/v1" },
+  "clusterscalingschedules.zalando.org": {
+    kind: "ClusterScalingSchedule",
+    apiVersion: "zalando.org/v1",
+  },
+  "rollouts.argoproj.io": { kind: "Rollout", apiVersion: "argoproj.io/v1alpha1" },
+};
+
+/**
+ * The `describedObject` kind and apiVersion for a qualified plural, or null when unknown.
+ *
+ * @example
+ * ```ts
+ * describedKindFor("deployments.apps"); // { kind: "Deployment", apiVersion: "apps/v1" }
+ * ```
+ */
+export function describedKindFor(groupResource: string): DescribedKind | null {
+  return KNOWN_KINDS[groupResource] ?? null;
+}
+
+/** RFC 3339, UTC, second precision (as metav1.Time marshals). */
+export function formatTimestamp(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+/** A stable key of a label set: sorted `k=v` pairs. */
+function labelsKey(labels: Record<string, string>): string {
+  return JSON.stringify(Object.keys(labels).sort().map((k) => [k, labels[k]]));
+}
+
+/** `k=v,k2=v2` in key order, for messages. */
+function labelsText(labels: Record<string, string>): string {
+  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
+}
+
+function customSlotKey(
+  namespace: string,
+  groupResource: string,
+  metricName: string,
+  metricSelector: string,
+): string {
+  return ["c", namespace, groupResource, metricName, metricSelector].join(SEP);
+}
+
+function externalSlotKey(namespace: string, metricName: string): string {
+  return ["e", namespace, metricName].join(SEP);
+}
+
+function servedKeyOf(at: ServedAt): string {
+  if (at.kind === "custom") {
+    return [
+      customSlotKey(at.namespace, at.groupResource, at.metricName, at.metricSelector),
+      at.objectName ?? "*",
+    ].join(SEP);
+  }
+  return [
+    externalSlotKey(at.namespace, at.metricName),
+    labelsKey(at.metricLabels),
+    at.metricSelector ?? "",
+  ].join(SEP);
+}
+
+/** Where a plan serves, in words: `metric "rps" on deployments.apps/web in namespace default`. */
+function placeText(at: ServedAt): string {
+  if (at.kind === "custom") {
+    const sel = at.metricSelector ? ` with metric selector "${at.metricSelector}"` : "";
+    return `metric "${at.metricName}"${sel} on ${at.groupResource}/${at.objectName ?? "*"}`;
+  }
+  const sel = at.metricSelector ?? labelsText(at.metricLabels);
+  return `external metric "${at.metricName}" with selector "${sel}"`;
+}
+
+function hpaText(plan: StoredPlan): string {
+  return `${plan.hpa.namespace}/${plan.hpa.name}`;
+}
+
+function joinAnd(parts: string[]): string {
+  if (parts.length <= 1) return parts.join("");
+  return `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`;
+}
+
+/**
+ * The adapter's metric store. Not thread-safe by design: JavaScript runs it on one thread, and
+ * every method finishes before the next starts.
+ *
+ * @example
+ * ```ts
+ * const store = new MetricStore({ ttlSeconds: 900 });
+ * store.upsertPlan(plan, now);
+ * store.recordSuccess(plan.key, [{ objectName: "web-1", value: 3, timestamp: now }], now);
+ * store.lookupCustom({ namespace: "default", groupResource: "pods", name: "*", metricName: "rps", metricSelector: "" }, now);
+ * ```
+ */
+export class MetricStore {
+  readonly ttlSeconds: number;
+  #plans = new Map<string, PlanState>();
+  #slots = new Map<string, Slot>();
+  /** servedKey -> plan keys declared there (fixed plans only). */
+  #served = new Map<string, Set<string>>();
+  /** `namespace SEP groupResource SEP objectName` -> custom slot keys holding values for it. */
+  #objects = new Map<string, Set<string>>();
+  /** Discovery: `kind SEP groupResource SEP metric SEP namespaced` -> number of plans. */
+  #metrics = new Map<string, number>();
+  #customValues = 0;
+  #externalValues = 0;
+
+  /** Creates an empty store. */
+  constructor(options: MetricStoreOptions = {}) {
+    const ttl = options.ttlSeconds ?? 900;
+    if (!(ttl > 0)) throw new Error(`invalid metrics TTL ${ttl}s (must be positive)`);
+    this.ttlSeconds = ttl;
+  }
+
+  /**
+   * Declare what a plan serves, or change it. Values are dropped when the place or the query
+   * changed (they would mean something else now). `at` is when the plan was made, for the
+   * "not collected yet" message.
+   */
+  upsertPlan(plan: StoredPlan, at?: number): void {
+    const old = this.#plans.get(plan.key);
+    const servedKey = servedKeyOf(plan.servedAt);
+    if (old && old.servedKey === servedKey && old.plan.queryKey === plan.queryKey) {
+      old.plan = plan;
+      if (at !== undefined && old.declaredAt === undefined) old.declaredAt = at;
+      return;
+    }
+    if (old) this.removePlan(plan.key);
+    const at_ = plan.servedAt;
+    const slotKey = at_.kind === "custom"
+      ? customSlotKey(at_.namespace, at_.groupResource, at_.metricName, at_.metricSelector)
+      : externalSlotKey(at_.namespace, at_.metricName);
+    const state: PlanState = {
+      plan,
+      slotKey,
+      servedKey,
+      fixed: at_.kind === "external" || at_.objectName !== null,
+      declaredAt: at,
+      written: new Set(),
+      conflicts: new Set(),
+    };
+    this.#plans.set(plan.key, state);
+    let slot = this.#slots.get(slotKey);
+    if (!slot) {
+      slot = { kind: at_.kind, plans: new Set(), entries: new Map() };
+      this.#slots.set(slotKey, slot);
+    }
+    slot.plans.add(plan.key);
+    if (state.fixed) {
+      let set = this.#served.get(servedKey);
+      if (!set) this.#served.set(servedKey, set = new Set());
+      set.add(plan.key);
+    }
+    const mk = this.#metricKey(plan.servedAt);
+    this.#metrics.set(mk, (this.#metrics.get(mk) ?? 0) + 1);
+    this.#refreshConflicts(state);
+  }
+
+  /** Forget a plan: its values disappear at once. Unknown keys are ignored. */
+  removePlan(key: string): void {
+    const state = this.#plans.get(key);
+    if (!state) return;
+    this.#clearValues(state, new Set());
+    for (const other of state.conflicts) this.#plans.get(other)?.conflicts.delete(key);
+    state.conflicts.clear();
+    const slot = this.#slots.get(state.slotKey);
+    if (slot) {
+      slot.plans.delete(key);
+      if (slot.plans.size === 0 && slot.entries.size === 0) this.#slots.delete(state.slotKey);
+    }
+    const set = this.#served.get(state.servedKey);
+    if (set) {
+      set.delete(key);
+      if (set.size === 0) this.#served.delete(state.servedKey);
+    }
+    const mk = this.#metricKey(state.plan.servedAt);
+    const n = (this.#metrics.get(mk) ?? 1) - 1;
+    if (n > 0) this.#metrics.set(mk, n);
+    else this.#metrics.delete(mk);
+    this.#plans.delete(key);
+  }
+
+  /**
+   * Replace a plan's values with one collection's samples. Pods plans need `objectName` (the
+   * pod) on every sample; Object plans serve under their object; External samples may carry
+   * their own series labels. Unknown plan keys are ignored (the plan was removed meanwhile).
+   */
+  recordSuccess(key: string, samples: Sample[], at: number): void {
+    const state = this.#plans.get(key);
+    if (!state) return;
+    const at_ = state.plan.servedAt;
+    const next = new Map<string, StoredValue>();
+    for (const s of samples) {
+      if (typeof s.value !== "number" || !Number.isFinite(s.value)) {
+        throw new Error(`invalid value ${String(s.value)} in a sample of plan "${key}"`);
+      }
+      if (at_.kind === "custom") {
+        const objectName = at_.objectName ?? s.objectName;
+        if (!objectName) {
+          throw new Error(`sample without objectName for ${at_.groupResource} plan "${key}"`);
+        }
+        next.set(objectName, {
+          planKey: key,
+          objectName,
+          labels: null,
+          value: s.value,
+          timestamp: s.timestamp,
+          windowSeconds: s.windowSeconds,
+        });
+      } else {
+        const labels = { ...(s.labels ?? at_.metricLabels) };
+        next.set(labelsKey(labels), {
+          planKey: key,
+          objectName: "",
+          labels,
+          value: s.value,
+          timestamp: s.timestamp,
+          windowSeconds: s.windowSeconds,
+        });
+      }
+    }
+    this.#clearValues(state, new Set(next.keys()));
+    const slot = this.#slots.get(state.slotKey)!;
+    for (const [entryKey, value] of next) {
+      let entry = slot.entries.get(entryKey);
+      if (!entry) {
+        slot.entries.set(entryKey, entry = new Map());
+        if (at_.kind === "custom") this.#indexObject(at_, entryKey, state.slotKey);
+      }
+      if (!entry.has(key)) this.#count(at_.kind, 1);
+      entry.set(key, value);
+      state.written.add(entryKey);
+    }
+    state.lastSuccessAt = at;
+    state.lastError = undefined;
+    state.lastErrorAt = undefined;
+    this.#refreshConflicts(state);
+  }
+
+  /** Remember a failed collection; the last good values stay served until the TTL. */
+  recordFailure(key: string, error: string, at: number): void {
+    const state = this.#plans.get(key);
+    if (!state) return;
+    state.lastError = error;
+    state.lastErrorAt = at;
+  }
+
+  /** Drop the values of a deleted object (a pod) at once, in every metric. */
+  removeObject(namespace: string, groupResource: string, name: string): void {
+    const ok = [namespace, groupResource, name].join(SEP);
+    const slotKeys = this.#objects.get(ok);
+    if (!slotKeys) return;
+    this.#objects.delete(ok);
+    const touched = new Set<PlanState>();
+    for (const slotKey of slotKeys) {
+      const slot = this.#slots.get(slotKey);
+      const entry = slot?.entries.get(name);
+      if (!slot || !entry) continue;
+      for (const planKey of entry.keys()) {
+        const state = this.#plans.get(planKey);
+        if (state) {
+          state.written.delete(name);
+          touched.add(state);
+        }
+        this.#count("custom", -1);
+      }
+      slot.entries.delete(name);
+    }
+    for (const state of touched) this.#refreshConflicts(state);
+  }
+
+  /** Free values older than the TTL. Returns how many were freed. */
+  gc(now: number): number {
+    let freed = 0;
+    const touched = new Set<PlanState>();
+    for (const [slotKey, slot] of this.#slots) {
+      for (const [entryKey, entry] of slot.entries) {
+        for (const [planKey, v] of entry) {
+          if (!this.#expired(v, now)) continue;
+          entry.delete(planKey);
+          this.#count(slot.kind, -1);
+          freed++;
+          const state = this.#plans.get(planKey);
+          if (state) {
+            state.written.delete(entryKey);
+            touched.add(state);
+          }
+        }
+        if (entry.size === 0) {
+          slot.entries.delete(entryKey);
+          if (slot.kind === "custom") this.#unindexObject(slotKey, entryKey);
+        }
+      }
+      if (slot.plans.size === 0 && slot.entries.size === 0) this.#slots.delete(slotKey);
+    }
+    for (const state of touched) this.#refreshConflicts(state);
+    return freed;
+  }
+
+  /** Every conflicted plan with the plans it conflicts with, sorted by plan key. */
+  conflicts(): StoreConflict[] {
+    const out: StoreConflict[] = [];
+    for (const state of this.#plans.values()) {
+      if (state.conflicts.size === 0) continue;
+      const others = [...state.conflicts].sort().map((k) => this.#plans.get(k)!.plan);
+      const names = others.map((p) => `HPA ${hpaText(p)}`);
+      out.push({
+        plan: state.plan,
+        others,
+        message:
+          `conflict with ${joinAnd(names)}: ${
+            placeText(state.plan.servedAt)
+          } in namespace ${state.plan.servedAt.namespace} is collected by different queries; ` +
+          `neither is served until one of them changes`,
+      });
+    }
+    return out.sort((a, b) => a.plan.key < b.plan.key ? -1 : a.plan.key > b.plan.key ? 1 : 0);
+  }
+
+  /** The metrics that plans serve, for discovery, sorted. */
+  servedMetrics(): ServedMetric[] {
+    const out: ServedMetric[] = [];
+    for (const key of this.#metrics.keys()) {
+      const [kind, groupResource, metricName, namespaced] = key.split(SEP);
+      if (kind === "custom") {
+        out.push({ kind, groupResource, metricName, namespaced: namespaced === "1" });
+      } else out.push({ kind: "external", metricName });
+    }
+    const sortKey = (m: ServedMetric): string =>
+      `${m.kind}${SEP}${m.groupResource ?? ""}${SEP}${m.metricName}${SEP}${m.namespaced}`;
+    return out.sort((a, b) => sortKey(a) < sortKey(b) ? -1 : 1);
+  }
+
+  /** Counts for gauges. */
+  stats(): StoreStats {
+    let conflictedPlans = 0;
+    for (const s of this.#plans.values()) if (s.conflicts.size > 0) conflictedPlans++;
+    return {
+      plans: this.#plans.size,
+      customValues: this.#customValues,
+      externalValues: this.#externalValues,
+      conflictedPlans,
+    };
+  }
+
+  /** Read custom metric values of one object, or of all objects (`*`) of a kind. */
+  lookupCustom(q: CustomLookup, now: number): LookupResult<CustomItem> {
+    const slotKey = customSlotKey(q.namespace, q.groupResource, q.metricName, q.metricSelector);
+    const slot = this.#slots.get(slotKey);
+    const where = `${q.groupResource}/${q.name}`;
+    if (!slot || slot.plans.size === 0) {
+      return { miss: { reason: this.#nobodyAsks(q, where) } };
+    }
+    const items: CustomItem[] = [];
+    if (q.name !== "*") {
+      const v = this.#pick(slot.entries.get(q.name), now);
+      if (v) return { items: [this.#customItem(v)] };
+      const covering = [...slot.plans].map((k) => this.#plans.get(k)!).filter((s) => {
+        const at = s.plan.servedAt;
+        return at.kind === "custom" && (at.objectName === null || at.objectName === q.name);
+      });
+      if (covering.length === 0) return { miss: { reason: this.#nobodyAsks(q, where) } };
+      return { miss: { reason: this.#explain(covering, q.name) } };
+    }
+    const names = [...slot.entries.keys()].sort();
+    for (const name of names) {
+      const v = this.#pick(slot.entries.get(name), now);
+      if (v) items.push(this.#customItem(v));
+    }
+    if (items.length > 0) return { items };
+    const states = [...slot.plans].map((k) => this.#plans.get(k)!);
+    return { miss: { reason: this.#explain(states, null) } };
+  }
+
+  /** Read external metric values whose series match the request's selector. */
+  lookupExternal(q: ExternalLookup, now: number): LookupResult<ExternalItem> {
+    const slot = this.#slots.get(externalSlotKey(q.namespace, q.metricName));
+    const canonical = formatSelector(q.selector);
+    const matching = slot
+      ? [...slot.plans].map((k) => this.#plans.get(k)!).filter((s) => {
+        const at = s.plan.servedAt;
+        return at.kind === "external" &&
+          ((at.metricSelector !== undefined && at.metricSelector === canonical) ||
+            matchesSelector(q.selector, at.metricLabels));
+      })
+      : [];
+    if (!slot || matching.length === 0) {
+      const sel = canonical ? ` with selector "${canonical}"` : "";
+      return {
+        miss: {
+          reason:
+            `no HPA in namespace ${q.namespace} asks for external metric "${q.metricName}"${sel}`,
+        },
+      };
+    }
+    const allowed = new Set(matching.map((s) => s.plan.key));
+    const items: ExternalItem[] = [];
+    const keys = [...slot.entries.keys()].sort();
+    for (const k of keys) {
+      const entry = slot.entries.get(k)!;
+      const v = this.#pick(entry, now, (planKey, value) => {
+        if (allowed.has(planKey)) return true;
+        return matchesSelector(q.selector, value.labels ?? {});
+      });
+      if (!v) continue;
+      items.push({
+        metricName: q.metricName,
+        metricLabels: { ...(v.labels ?? {}) },
+        value: v.value,
+        timestamp: v.timestamp,
+        ...(v.windowSeconds !== undefined ? { windowSeconds: v.windowSeconds } : {}),
+      });
+    }
+    if (items.length > 0) return { items };
+    return { miss: { reason: this.#explain(matching, null) } };
+  }
+
+  // -- internals --------------------------------------------------------------------------
+
+  #metricKey(at: ServedAt): string {
+    if (at.kind === "custom") {
+      return ["custom", at.groupResource, at.metricName, at.namespace === "" ? "0" : "1"].join(
+        SEP,
+      );
+    }
+    return ["external", "", at.metricName, "1"].join(SEP);
+  }
+
+  #count(kind: "custom" | "external", delta: number): void {
+    if (kind === "custom") this.#customValues += delta;
+    else this.#externalValues += delta;
+  }
+
+  #expired(v: StoredValue, now: number): boolean {
+    return now - v.timestamp > this.ttlSeconds * 1000;
+  }
+
+  /** The freshest unexpired value at one entry from a plan that is not conflicted. */
+  #pick(
+    entry: Map<string, StoredValue> | undefined,
+    now: number,
+    accept?: (planKey: string, v: StoredValue) => boolean,
+  ): StoredValue | undefined {
+    if (!entry) return undefined;
+    let best: StoredValue | undefined;
+    for (const [planKey, v] of entry) {
+      if (this.#expired(v, now)) continue;
+      const state = this.#plans.get(planKey);
+      if (!state || state.conflicts.size > 0) continue;
+      if (accept && !accept(planKey, v)) continue;
+      if (!best || v.timestamp > best.timestamp) best = v;
+    }
+    return best;
+  }
+
+  #customItem(v: StoredValue): CustomItem {
+    const state = this.#plans.get(v.planKey)!;
+    const at = state.plan.servedAt as Extract<ServedAt, { kind: "custom" }>;
+    return {
+      namespace: at.namespace,
+      groupResource: at.groupResource,
+      objectName: v.objectName,
+      describedKind: state.plan.describedKind ?? describedKindFor(at.groupResource),
+      metricName: at.metricName,
+      metricSelectorObject: state.plan.metricSelectorObject ?? null,
+      value: v.value,
+      timestamp: v.timestamp,
+      ...(v.windowSeconds !== undefined ? { windowSeconds: v.windowSeconds } : {}),
+    };
+  }
+
+  #nobodyAsks(q: CustomLookup, where: string): string {
+    const sel = q.metricSelector ? ` with metric selector "${q.metricSelector}"` : "";
+    const ns = q.namespace === "" ? "(cluster-scoped)" : `in namespace ${q.namespace}`;
+    return `no HPA ${ns} asks for metric "${q.metricName}"${sel} on ${where}`;
+  }
+
+  /** Why the given plans have no value to serve (for one object, or for any). */
+  #explain(states: PlanState[], objectName: string | null): string {
+    const conflicted = states.filter((s) => s.conflicts.size > 0);
+    if (conflicted.length > 0 && conflicted.length === states.length) {
+      const involved = new Map<string, StoredPlan>();
+      for (const s of conflicted) {
+        involved.set(s.plan.key, s.plan);
+        for (const k of s.conflicts) involved.set(k, this.#plans.get(k)!.plan);
+      }
+      const hpas = [...new Set([...involved.values()].map(hpaText))].sort();
+      return `conflict between ${joinAnd(hpas.map((h) => `HPA ${h}`))}: they collect ${
+        placeText(conflicted[0].plan.servedAt)
+      } with different queries, so neither value is served`;
+    }
+    const live = states.filter((s) => s.conflicts.size === 0);
+    const sorted = [...live].sort((a, b) => a.plan.key < b.plan.key ? -1 : 1);
+    const reasons = sorted.map((s) => this.#planReason(s, objectName));
+    if (reasons.length === 1) return reasons[0];
+    const unique = [...new Set(reasons)];
+    if (unique.length === 1) return unique[0];
+    return sorted.map((s, i) => `HPA ${hpaText(s.plan)}: ${reasons[i]}`).join("; ");
+  }
+
+  #planReason(state: PlanState, objectName: string | null): string {
+    const ttl = formatDuration(this.ttlSeconds);
+    const slot = this.#slots.get(state.slotKey);
+    // the newest value of this plan (for the object, or any): expired, or it would be served
+    let newest: StoredValue | undefined;
+    const keys = objectName !== null ? [objectName] : state.written;
+    for (const k of keys) {
+      const v = slot?.entries.get(k)?.get(state.plan.key);
+      if (v && (!newest || v.timestamp > newest.timestamp)) newest = v;
+    }
+    const expired = newest
+      ? `value expired: last collected at ${
+        formatTimestamp(newest.timestamp)
+      }, older than the TTL ${ttl}`
+      : null;
+    if (state.lastError !== undefined) {
+      const failed = `last collection failed with "${state.lastError}" at ${
+        formatTimestamp(state.lastErrorAt!)
+      }`;
+      return expired ? `${failed}; ${expired}` : failed;
+    }
+    if (expired) return expired;
+    if (state.lastSuccessAt === undefined) {
+      return state.declaredAt !== undefined
+        ? `not collected yet (planned at ${formatTimestamp(state.declaredAt)})`
+        : "not collected yet";
+    }
+    const at = state.plan.servedAt;
+    const what = at.kind === "custom"
+      ? `${at.groupResource}/${objectName ?? "*"}`
+      : `series matching the selector`;
+    return `the last collection at ${
+      formatTimestamp(state.lastSuccessAt)
+    } returned no value for ${what}`;
+  }
+
+  #indexObject(at: Extract<ServedAt, { kind: "custom" }>, name: string, slotKey: string): void {
+    const ok = [at.namespace, at.groupResource, name].join(SEP);
+    let set = this.#objects.get(ok);
+    if (!set) this.#objects.set(ok, set = new Set());
+    set.add(slotKey);
+  }
+
+  #unindexObject(slotKey: string, name: string): void {
+    const [, namespace, groupResource] = slotKey.split(SEP);
+    const ok = [namespace, groupResource, name].join(SEP);
+    const set = this.#objects.get(ok);
+    if (!set) return;
+    set.delete(slotKey);
+    if (set.size === 0) this.#objects.delete(ok);
+  }
+
+  /** Remove the plan's values except under the entry keys in `keep`. */
+  #clearValues(state: PlanState, keep: Set<string>): void {
+    const slot = this.#slots.get(state.slotKey);
+    if (!slot) return;
+    for (const entryKey of [...state.written]) {
+      if (keep.has(entryKey)) continue;
+      state.written.delete(entryKey);
+      const entry = slot.entries.get(entryKey);
+      if (!entry || !entry.delete(state.plan.key)) continue;
+      this.#count(slot.kind, -1);
+      if (entry.size === 0) {
+        slot.entries.delete(entryKey);
+        if (slot.kind === "custom") this.#unindexObject(state.slotKey, entryKey);
+      }
+    }
+  }
+
+  /** Recompute which plans this one conflicts with; the relation is kept symmetric. */
+  #refreshConflicts(state: PlanState): void {
+    const key = state.plan.key;
+    const found = new Set<string>();
+    if (state.fixed) {
+      for (const other of this.#served.get(state.servedKey) ?? []) {
+        if (other !== key && this.#plans.get(other)!.plan.queryKey !== state.plan.queryKey) {
+          found.add(other);
+        }
+      }
+    }
+    const slot = this.#slots.get(state.slotKey);
+    if (slot) {
+      for (const entryKey of state.written) {
+        for (const other of slot.entries.get(entryKey)?.keys() ?? []) {
+          if (other !== key && this.#plans.get(other)!.plan.queryKey !== state.plan.queryKey) {
+            found.add(other);
+          }
+        }
+      }
+    }
+    for (const other of state.conflicts) {
+      if (!found.has(other)) {
+        state.conflicts.delete(other);
+        this.#plans.get(other)?.conflicts.delete(key);
+      }
+    }
+    for (const other of found) {
+      state.conflicts.add(other);
+      this.#plans.get(other)!.conflicts.add(key);
+    }
+  }
+}

@@ -1,0 +1,666 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { parseSelector } from "../../src/core/label_selector.ts";
+import { describedKindFor, formatTimestamp, MetricStore } from "../../src/store/store.ts";
+import type { CustomLookup, ServedAt, StoredPlan } from "../../src/store/types.ts";
+
+const T0 = Date.UTC(2024, 0, 2, 3, 4, 5);
+const SEC = 1000;
+
+function podsPlan(hpa: string, queryKey = "q-" + hpa, namespace = "default"): StoredPlan {
+  return {
+    key: `${namespace}/${hpa}#0/Pods/rps`,
+    hpa: { namespace, name: hpa },
+    servedAt: {
+      kind: "custom",
+      namespace,
+      groupResource: "pods",
+      objectName: null,
+      metricName: "rps",
+      metricSelector: "",
+    },
+    queryKey,
+  };
+}
+
+function objectPlan(
+  hpa: string,
+  object: string,
+  queryKey: string,
+  extra: Partial<Extract<ServedAt, { kind: "custom" }>> = {},
+): StoredPlan {
+  return {
+    key: `default/${hpa}#1/Object/requests`,
+    hpa: { namespace: "default", name: hpa },
+    servedAt: {
+      kind: "custom",
+      namespace: "default",
+      groupResource: "deployments.apps",
+      objectName: object,
+      metricName: "requests",
+      metricSelector: "",
+      ...extra,
+    },
+    queryKey,
+  };
+}
+
+function externalPlan(
+  hpa: string,
+  queryKey: string,
+  labels: Record<string, string> = { queue: "orders" },
+  namespace = "default",
+): StoredPlan {
+  return {
+    key: `${namespace}/${hpa}#0/External/queue-length`,
+    hpa: { namespace, name: hpa },
+    servedAt: { kind: "external", namespace, metricName: "queue-length", metricLabels: labels },
+    queryKey,
+  };
+}
+
+function pods(name: string, namespace = "default", metricSelector = ""): CustomLookup {
+  return { namespace, groupResource: "pods", name, metricName: "rps", metricSelector };
+}
+
+function deployment(name: string): CustomLookup {
+  return {
+    namespace: "default",
+    groupResource: "deployments.apps",
+    name,
+    metricName: "requests",
+    metricSelector: "",
+  };
+}
+
+function ext(selector: string, namespace = "default") {
+  return { namespace, metricName: "queue-length", selector: parseSelector(selector) };
+}
+
+function values(result: { items: { value: number }[] } | { miss: { reason: string } }): number[] {
+  assert.ok("items" in result, `expected items, got ${JSON.stringify(result)}`);
+  return result.items.map((i) => i.value);
+}
+
+function reason(result: { items: unknown[] } | { miss: { reason: string } }): string {
+  assert.ok("miss" in result, `expected a miss, got ${JSON.stringify(result)}`);
+  return result.miss.reason;
+}
+
+describe("MetricStore reads", () => {
+  it("serves a pods plan's values by pod name and by wildcard, sorted by pod", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [
+      { objectName: "web-b", value: 2, timestamp: T0 },
+      { objectName: "web-a", value: 1, timestamp: T0, windowSeconds: 30 },
+    ], T0);
+    assert.deepEqual(store.lookupCustom(pods("web-b"), T0), {
+      items: [{
+        namespace: "default",
+        groupResource: "pods",
+        objectName: "web-b",
+        describedKind: { kind: "Pod", apiVersion: "v1" },
+        metricName: "rps",
+        metricSelectorObject: null,
+        value: 2,
+        timestamp: T0,
+      }],
+    });
+    const all = store.lookupCustom(pods("*"), T0);
+    assert.ok("items" in all);
+    assert.deepEqual(all.items.map((i) => [i.objectName, i.value, i.windowSeconds]), [
+      ["web-a", 1, 30],
+      ["web-b", 2, undefined],
+    ]);
+  });
+
+  it("replaces a plan's values on every success: a pod missing from the collection is gone", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [
+      { objectName: "web-a", value: 1, timestamp: T0 },
+      { objectName: "web-b", value: 2, timestamp: T0 },
+    ], T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-b", value: 5, timestamp: T0 + SEC }], T0);
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0 + SEC)), [5]);
+    assert.equal(
+      reason(store.lookupCustom(pods("web-a"), T0 + SEC)),
+      "the last collection at 2024-01-02T03:04:05Z returned no value for pods/web-a",
+    );
+    assert.equal(store.stats().customValues, 1);
+  });
+
+  it("keeps namespaces apart: a value is never served to another namespace", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web", "q", "team-a");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-a", value: 1, timestamp: T0 }], T0);
+    assert.deepEqual(values(store.lookupCustom(pods("web-a", "team-a"), T0)), [1]);
+    assert.equal(
+      reason(store.lookupCustom(pods("web-a", "team-b"), T0)),
+      'no HPA in namespace team-b asks for metric "rps" on pods/web-a',
+    );
+  });
+
+  it("keys values by metric selector", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    (plan.servedAt as { metricSelector: string }).metricSelector = "path=/api";
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-a", value: 1, timestamp: T0 }], T0);
+    assert.deepEqual(values(store.lookupCustom(pods("*", "default", "path=/api"), T0)), [1]);
+    assert.equal(
+      reason(store.lookupCustom(pods("*", "default", ""), T0)),
+      'no HPA in namespace default asks for metric "rps" on pods/*',
+    );
+    assert.equal(
+      reason(store.lookupCustom(pods("*", "default", "path=/x"), T0)),
+      'no HPA in namespace default asks for metric "rps" with metric selector "path=/x" on pods/*',
+    );
+  });
+
+  it("serves Object metrics of any kind under their group-resource", () => {
+    const store = new MetricStore();
+    const plan = objectPlan("web", "web", "q");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ value: 42, timestamp: T0 }], T0);
+    const got = store.lookupCustom(deployment("web"), T0);
+    assert.ok("items" in got);
+    assert.equal(got.items[0].objectName, "web");
+    assert.deepEqual(got.items[0].describedKind, { kind: "Deployment", apiVersion: "apps/v1" });
+    assert.equal(
+      reason(store.lookupCustom(deployment("api"), T0)),
+      'no HPA in namespace default asks for metric "requests" on deployments.apps/api',
+    );
+  });
+
+  it("uses the plan's describedKind and selector object when given", () => {
+    const store = new MetricStore();
+    const plan: StoredPlan = {
+      ...objectPlan("web", "web", "q", { groupResource: "widgets.example.com" }),
+      describedKind: { kind: "Widget", apiVersion: "example.com/v2" },
+      metricSelectorObject: { matchLabels: { a: "b" } },
+    };
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ value: 1, timestamp: T0 }], T0);
+    const got = store.lookupCustom(
+      { ...deployment("web"), groupResource: "widgets.example.com" },
+      T0,
+    );
+    assert.ok("items" in got);
+    assert.deepEqual(got.items[0].describedKind, { kind: "Widget", apiVersion: "example.com/v2" });
+    assert.deepEqual(got.items[0].metricSelectorObject, { matchLabels: { a: "b" } });
+  });
+
+  it("rejects a Pods sample without a pod name and ignores results of removed plans", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    assert.throws(
+      () => store.recordSuccess(plan.key, [{ value: 1, timestamp: T0 }], T0),
+      { message: 'sample without objectName for pods plan "default/web#0/Pods/rps"' },
+    );
+    assert.throws(
+      () => store.recordSuccess(plan.key, [{ objectName: "a", value: NaN, timestamp: T0 }], T0),
+      { message: 'invalid value NaN in a sample of plan "default/web#0/Pods/rps"' },
+    );
+    store.recordSuccess("default/gone#0/Pods/rps", [{ value: 1, timestamp: T0 }], T0);
+    assert.equal(store.stats().customValues, 0);
+  });
+});
+
+describe("MetricStore TTL", () => {
+  const table: { name: string; ttl?: number; age: number; served: boolean; text?: string }[] = [
+    { name: "serves a value exactly at the TTL", age: 900 * SEC, served: true },
+    {
+      name: "never serves a value one millisecond past the TTL",
+      age: 900 * SEC + 1,
+      served: false,
+      text: "value expired: last collected at 2024-01-02T03:04:05Z, older than the TTL 15m0s",
+    },
+    {
+      name: "honours a configured TTL",
+      ttl: 60,
+      age: 61 * SEC,
+      served: false,
+      text: "value expired: last collected at 2024-01-02T03:04:05Z, older than the TTL 1m0s",
+    },
+  ];
+  for (const t of table) {
+    it(t.name, () => {
+      const store = new MetricStore(t.ttl ? { ttlSeconds: t.ttl } : {});
+      const plan = podsPlan("web");
+      store.upsertPlan(plan, T0);
+      store.recordSuccess(plan.key, [{ objectName: "web-a", value: 7, timestamp: T0 }], T0);
+      for (const name of ["web-a", "*"]) {
+        const got = store.lookupCustom(pods(name), T0 + t.age);
+        if (t.served) assert.deepEqual(values(got), [7]);
+        else assert.equal(reason(got), t.text);
+      }
+    });
+  }
+
+  it("rejects a TTL that is not positive", () => {
+    assert.throws(() => new MetricStore({ ttlSeconds: 0 }), {
+      message: "invalid metrics TTL 0s (must be positive)",
+    });
+  });
+});
+
+describe("MetricStore failures and misses", () => {
+  it("keeps serving the last good value after a failed collection, until the TTL", () => {
+    const store = new MetricStore();
+    const plan = externalPlan("worker", "q");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ value: 10, timestamp: T0 }], T0);
+    store.recordFailure(plan.key, "connection refused", T0 + 30 * SEC);
+    assert.deepEqual(values(store.lookupExternal(ext("queue=orders"), T0 + 60 * SEC)), [10]);
+    assert.equal(
+      reason(store.lookupExternal(ext("queue=orders"), T0 + 901 * SEC)),
+      'last collection failed with "connection refused" at 2024-01-02T03:04:35Z; ' +
+        "value expired: last collected at 2024-01-02T03:04:05Z, older than the TTL 15m0s",
+    );
+  });
+
+  it("says why when the first collection failed", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordFailure(plan.key, 'query "x" failed: 503', T0 + 5 * SEC);
+    assert.equal(
+      reason(store.lookupCustom(pods("*"), T0 + 6 * SEC)),
+      'last collection failed with "query "x" failed: 503" at 2024-01-02T03:04:10Z',
+    );
+  });
+
+  it("clears the error on the next success", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordFailure(plan.key, "boom", T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-a", value: 1, timestamp: T0 }], T0);
+    assert.equal(
+      reason(store.lookupCustom(pods("web-x"), T0)),
+      "the last collection at 2024-01-02T03:04:05Z returned no value for pods/web-x",
+    );
+  });
+
+  it("says a plan is not collected yet, with the time it was planned if known", () => {
+    const store = new MetricStore();
+    store.upsertPlan(podsPlan("web"), T0);
+    assert.equal(
+      reason(store.lookupCustom(pods("*"), T0)),
+      "not collected yet (planned at 2024-01-02T03:04:05Z)",
+    );
+    const other = new MetricStore();
+    other.upsertPlan(podsPlan("web"));
+    assert.equal(reason(other.lookupCustom(pods("*"), T0)), "not collected yet");
+  });
+
+  it("says which HPA has which problem when several plans serve one metric", () => {
+    const store = new MetricStore();
+    const a = podsPlan("a", "q");
+    const b = { ...podsPlan("b", "q"), key: "default/b#0/Pods/rps" };
+    store.upsertPlan(a, T0);
+    store.upsertPlan(b, T0);
+    store.recordFailure(a.key, "boom", T0);
+    assert.equal(
+      reason(store.lookupCustom(pods("*"), T0)),
+      'HPA default/a: last collection failed with "boom" at 2024-01-02T03:04:05Z; ' +
+        "HPA default/b: not collected yet (planned at 2024-01-02T03:04:05Z)",
+    );
+  });
+
+  it("says no HPA asks for an external metric, naming the selector", () => {
+    const store = new MetricStore();
+    store.upsertPlan(externalPlan("worker", "q"), T0);
+    assert.equal(
+      reason(store.lookupExternal(ext("queue=payments"), T0)),
+      'no HPA in namespace default asks for external metric "queue-length" with selector "queue=payments"',
+    );
+    assert.equal(
+      reason(store.lookupExternal(ext("", "other"), T0)),
+      'no HPA in namespace other asks for external metric "queue-length"',
+    );
+  });
+
+  it("says no HPA asks for a metric on a cluster-scoped object", () => {
+    const store = new MetricStore();
+    assert.equal(
+      reason(store.lookupCustom({
+        namespace: "",
+        groupResource: "nodes",
+        name: "n1",
+        metricName: "load",
+        metricSelector: "",
+      }, T0)),
+      'no HPA (cluster-scoped) asks for metric "load" on nodes/n1',
+    );
+  });
+});
+
+describe("MetricStore external selectors", () => {
+  it("matches a request selector against the plan's series labels", () => {
+    const store = new MetricStore();
+    const a = externalPlan("a", "qa", { queue: "orders", region: "eu" });
+    store.upsertPlan(a, T0);
+    store.recordSuccess(a.key, [{ value: 3, timestamp: T0 }], T0);
+    assert.deepEqual(values(store.lookupExternal(ext("queue=orders,region=eu"), T0)), [3]);
+    assert.deepEqual(values(store.lookupExternal(ext("queue in (orders,x)"), T0)), [3]);
+    assert.equal("miss" in store.lookupExternal(ext("queue=orders,region=us"), T0), true);
+    const got = store.lookupExternal(ext("queue=orders"), T0);
+    assert.ok("items" in got);
+    assert.deepEqual(got.items, [{
+      metricName: "queue-length",
+      metricLabels: { queue: "orders", region: "eu" },
+      value: 3,
+      timestamp: T0,
+    }]);
+  });
+
+  it("matches a selector with matchExpressions by its canonical string", () => {
+    const store = new MetricStore();
+    const plan = externalPlan("a", "q", { type: "sqs" });
+    (plan.servedAt as { metricSelector?: string }).metricSelector = "queue in (a,b),type=sqs";
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ value: 4, timestamp: T0 }], T0);
+    assert.deepEqual(values(store.lookupExternal(ext("type=sqs, queue in (b,a)"), T0)), [4]);
+  });
+
+  it("serves each sample's own series labels", () => {
+    const store = new MetricStore();
+    const plan = externalPlan("a", "q", {});
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [
+      { value: 1, timestamp: T0, labels: { zone: "b" } },
+      { value: 2, timestamp: T0, labels: { zone: "a" } },
+    ], T0);
+    const got = store.lookupExternal(ext(""), T0);
+    assert.ok("items" in got);
+    assert.deepEqual(got.items.map((i) => [i.metricLabels, i.value]), [
+      [{ zone: "a" }, 2],
+      [{ zone: "b" }, 1],
+    ]);
+  });
+});
+
+describe("MetricStore conflicts", () => {
+  it("marks two external plans with the same labels and different queries, and serves neither", () => {
+    const store = new MetricStore();
+    const a = externalPlan("a", "sqs:orders");
+    const b = externalPlan("b", "sqs:orders-eu");
+    store.upsertPlan(a, T0);
+    store.recordSuccess(a.key, [{ value: 1, timestamp: T0 }], T0);
+    store.upsertPlan(b, T0);
+    store.recordSuccess(b.key, [{ value: 2, timestamp: T0 }], T0);
+    assert.equal(
+      reason(store.lookupExternal(ext("queue=orders"), T0)),
+      "conflict between HPA default/a and HPA default/b: they collect external metric " +
+        '"queue-length" with selector "queue=orders" with different queries, so neither value is served',
+    );
+    const conflicts = store.conflicts();
+    assert.deepEqual(conflicts.map((c) => [c.plan.key, c.others.map((o) => o.key)]), [
+      [a.key, [b.key]],
+      [b.key, [a.key]],
+    ]);
+    assert.equal(
+      conflicts[0].message,
+      'conflict with HPA default/b: external metric "queue-length" with selector "queue=orders" ' +
+        "in namespace default is collected by different queries; neither is served until one " +
+        "of them changes",
+    );
+    assert.equal(store.stats().conflictedPlans, 2);
+  });
+
+  it("clears the conflict when one plan goes away and serves the other at once", () => {
+    const store = new MetricStore();
+    const a = externalPlan("a", "q1");
+    const b = externalPlan("b", "q2");
+    store.upsertPlan(a, T0);
+    store.upsertPlan(b, T0);
+    store.recordSuccess(a.key, [{ value: 1, timestamp: T0 }], T0);
+    store.recordSuccess(b.key, [{ value: 2, timestamp: T0 }], T0);
+    store.removePlan(b.key);
+    assert.deepEqual(store.conflicts(), []);
+    assert.deepEqual(values(store.lookupExternal(ext("queue=orders"), T0)), [1]);
+  });
+
+  it("clears the conflict when one plan changes to the same query", () => {
+    const store = new MetricStore();
+    store.upsertPlan(externalPlan("a", "q1"), T0);
+    store.upsertPlan(externalPlan("b", "q2"), T0);
+    assert.equal(store.conflicts().length, 2);
+    store.upsertPlan(externalPlan("b", "q1"), T0);
+    assert.deepEqual(store.conflicts(), []);
+  });
+
+  it("does not mark plans that share the same query; serves the freshest value once", () => {
+    const store = new MetricStore();
+    const a = externalPlan("a", "same");
+    const b = externalPlan("b", "same");
+    store.upsertPlan(a, T0);
+    store.upsertPlan(b, T0);
+    store.recordSuccess(a.key, [{ value: 1, timestamp: T0 }], T0);
+    store.recordSuccess(b.key, [{ value: 2, timestamp: T0 + SEC }], T0 + SEC);
+    assert.deepEqual(store.conflicts(), []);
+    assert.deepEqual(values(store.lookupExternal(ext("queue=orders"), T0 + SEC)), [2]);
+  });
+
+  it("does not mark external plans with different labels", () => {
+    const store = new MetricStore();
+    store.upsertPlan(externalPlan("a", "q1", { queue: "a" }), T0);
+    store.upsertPlan(externalPlan("b", "q2", { queue: "b" }), T0);
+    assert.deepEqual(store.conflicts(), []);
+  });
+
+  it("marks two Object plans on the same object with different queries", () => {
+    const store = new MetricStore();
+    const a = { ...objectPlan("a", "web", "q1"), key: "default/a#0/Object/requests" };
+    const b = { ...objectPlan("b", "web", "q2"), key: "default/b#0/Object/requests" };
+    const c = { ...objectPlan("c", "api", "q3"), key: "default/c#0/Object/requests" };
+    for (const p of [a, b, c]) {
+      store.upsertPlan(p, T0);
+      store.recordSuccess(p.key, [{ value: 1, timestamp: T0 }], T0);
+    }
+    assert.deepEqual(store.conflicts().map((x) => x.plan.key), [a.key, b.key]);
+    assert.match(
+      reason(store.lookupCustom(deployment("web"), T0)),
+      /^conflict between HPA default\/a and HPA default\/b: /,
+    );
+    assert.deepEqual(values(store.lookupCustom(deployment("api"), T0)), [1]);
+  });
+
+  it("marks Pods plans only when they hold values for the same pod, and clears it when they stop", () => {
+    const store = new MetricStore();
+    const a = podsPlan("a");
+    const b = podsPlan("b");
+    store.upsertPlan(a, T0);
+    store.upsertPlan(b, T0);
+    store.recordSuccess(a.key, [{ objectName: "a-1", value: 1, timestamp: T0 }], T0);
+    store.recordSuccess(b.key, [{ objectName: "b-1", value: 2, timestamp: T0 }], T0);
+    assert.deepEqual(store.conflicts(), []);
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [1, 2]);
+
+    store.recordSuccess(b.key, [
+      { objectName: "b-1", value: 2, timestamp: T0 },
+      { objectName: "a-1", value: 9, timestamp: T0 },
+    ], T0);
+    assert.deepEqual(store.conflicts().map((x) => x.plan.key), [a.key, b.key]);
+    assert.equal(
+      reason(store.lookupCustom(pods("*"), T0)),
+      'conflict between HPA default/a and HPA default/b: they collect metric "rps" on pods/* ' +
+        "with different queries, so neither value is served",
+    );
+
+    store.recordSuccess(b.key, [{ objectName: "b-1", value: 3, timestamp: T0 }], T0);
+    assert.deepEqual(store.conflicts(), []);
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [1, 3]);
+  });
+
+  it("clears a pod conflict when the shared pod is deleted", () => {
+    const store = new MetricStore();
+    const a = podsPlan("a");
+    const b = podsPlan("b");
+    store.upsertPlan(a, T0);
+    store.upsertPlan(b, T0);
+    store.recordSuccess(a.key, [{ objectName: "p", value: 1, timestamp: T0 }], T0);
+    store.recordSuccess(b.key, [{ objectName: "p", value: 2, timestamp: T0 }], T0);
+    assert.equal(store.conflicts().length, 2);
+    store.removeObject("default", "pods", "p");
+    assert.deepEqual(store.conflicts(), []);
+  });
+});
+
+describe("MetricStore removal and garbage collection", () => {
+  it("drops a removed plan's values at once", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-a", value: 1, timestamp: T0 }], T0);
+    store.removePlan(plan.key);
+    assert.equal(
+      reason(store.lookupCustom(pods("web-a"), T0)),
+      'no HPA in namespace default asks for metric "rps" on pods/web-a',
+    );
+    assert.deepEqual(store.stats(), {
+      plans: 0,
+      customValues: 0,
+      externalValues: 0,
+      conflictedPlans: 0,
+    });
+    assert.deepEqual(store.servedMetrics(), []);
+  });
+
+  it("drops a deleted pod's values at once, in every metric, and keeps the others", () => {
+    const store = new MetricStore();
+    const rps = podsPlan("web");
+    const latency: StoredPlan = {
+      ...podsPlan("web"),
+      key: "default/web#1/Pods/latency",
+      servedAt: {
+        ...(rps.servedAt as Extract<ServedAt, { kind: "custom" }>),
+        metricName: "latency",
+      },
+    };
+    for (const p of [rps, latency]) {
+      store.upsertPlan(p, T0);
+      store.recordSuccess(p.key, [
+        { objectName: "web-a", value: 1, timestamp: T0 },
+        { objectName: "web-b", value: 2, timestamp: T0 },
+      ], T0);
+    }
+    store.removeObject("default", "pods", "web-a");
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [2]);
+    assert.deepEqual(
+      values(store.lookupCustom({ ...pods("*"), metricName: "latency" }, T0)),
+      [2],
+    );
+    assert.equal(store.stats().customValues, 2);
+    store.removeObject("default", "pods", "web-a");
+    store.removeObject("other", "pods", "web-b");
+    assert.equal(store.stats().customValues, 2);
+  });
+
+  it("frees only expired values on gc and keeps the plans", () => {
+    const store = new MetricStore({ ttlSeconds: 60 });
+    const plan = podsPlan("web");
+    const ext1 = externalPlan("worker", "q");
+    store.upsertPlan(plan, T0);
+    store.upsertPlan(ext1, T0);
+    store.recordSuccess(plan.key, [
+      { objectName: "old", value: 1, timestamp: T0 },
+      { objectName: "new", value: 2, timestamp: T0 + 30 * SEC },
+    ], T0);
+    store.recordSuccess(ext1.key, [{ value: 3, timestamp: T0 }], T0);
+    assert.equal(store.gc(T0 + 60 * SEC), 0);
+    assert.equal(store.gc(T0 + 61 * SEC), 2);
+    assert.deepEqual(store.stats(), {
+      plans: 2,
+      customValues: 1,
+      externalValues: 0,
+      conflictedPlans: 0,
+    });
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0 + 61 * SEC)), [2]);
+    // after gc the reason no longer knows the old value: it is simply absent
+    assert.equal(
+      reason(store.lookupExternal(ext("queue=orders"), T0 + 61 * SEC)),
+      "the last collection at 2024-01-02T03:04:05Z returned no value for series matching the selector",
+    );
+  });
+
+  it("drops values when a plan's query or place changes, keeps them otherwise", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web", "q1");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-a", value: 1, timestamp: T0 }], T0);
+    store.upsertPlan({ ...plan, describedKind: { kind: "Pod", apiVersion: "v1" } }, T0);
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [1]);
+    store.upsertPlan({ ...plan, queryKey: "q2" }, T0 + SEC);
+    assert.equal(
+      reason(store.lookupCustom(pods("*"), T0 + SEC)),
+      "not collected yet (planned at 2024-01-02T03:04:06Z)",
+    );
+    assert.equal(store.stats().customValues, 0);
+  });
+
+  it("wildcard reads visit only the namespace and metric asked for", () => {
+    const store = new MetricStore();
+    const inA = podsPlan("web", "q", "a");
+    const inB = podsPlan("web", "q", "b");
+    for (const p of [inA, inB]) {
+      store.upsertPlan(p, T0);
+      store.recordSuccess(p.key, [
+        { objectName: `${p.hpa.namespace}-1`, value: 1, timestamp: T0 },
+      ], T0);
+    }
+    const got = store.lookupCustom(pods("*", "b"), T0);
+    assert.ok("items" in got);
+    assert.deepEqual(got.items.map((i) => [i.namespace, i.objectName]), [["b", "b-1"]]);
+  });
+});
+
+describe("MetricStore discovery and helpers", () => {
+  it("lists served metrics once each, sorted", () => {
+    const store = new MetricStore();
+    store.upsertPlan(podsPlan("a"), T0);
+    store.upsertPlan(podsPlan("b"), T0);
+    store.upsertPlan(objectPlan("c", "web", "q"), T0);
+    store.upsertPlan(externalPlan("d", "q"), T0);
+    store.upsertPlan({
+      key: "x",
+      hpa: { namespace: "default", name: "x" },
+      servedAt: {
+        kind: "custom",
+        namespace: "",
+        groupResource: "nodes",
+        objectName: "n1",
+        metricName: "load",
+        metricSelector: "",
+      },
+      queryKey: "q",
+    }, T0);
+    assert.deepEqual(store.servedMetrics(), [
+      {
+        kind: "custom",
+        groupResource: "deployments.apps",
+        metricName: "requests",
+        namespaced: true,
+      },
+      { kind: "custom", groupResource: "nodes", metricName: "load", namespaced: false },
+      { kind: "custom", groupResource: "pods", metricName: "rps", namespaced: true },
+      { kind: "external", metricName: "queue-length" },
+    ]);
+  });
+
+  it("derives describedObject kinds and formats timestamps as metav1.Time", () => {
+    assert.deepEqual(describedKindFor("scalingschedules.zalando.org"), {
+      kind: "ScalingSchedule",
+      apiVersion: "zalando.org/v1",
+    });
+    assert.equal(describedKindFor("unknown.example.com"), null);
+    assert.equal(formatTimestamp(T0 + 999), "2024-01-02T03:04:05Z");
+  });
+});
