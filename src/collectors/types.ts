@@ -2,8 +2,8 @@
  * One small interface for every backend (KEDA calls them scalers). A collector turns one metric
  * plan into samples; it does I/O only through what it is handed.
  */
-import type { ClusterView } from "../cluster/types.ts";
-import type { MetricPlan } from "../core/types.ts";
+import type { ClusterView, Kind } from "../cluster/types.ts";
+import type { MetricPlan, MetricType } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
 
 /** What a collection may use. Time and I/O come in; nothing global is touched. */
@@ -27,6 +27,8 @@ export interface CollectResult {
 export interface Collector {
   /** Identity of the backend query: plans with equal keys share one collection per interval. */
   readonly queryKey: string;
+  /** Cluster kinds the collection reads from `ctx.cluster` (the engine ensures them first). */
+  readonly kinds?: readonly Kind[];
   collect(ctx: CollectContext): Promise<CollectResult>;
 }
 
@@ -41,6 +43,8 @@ export interface CollectorFactoryOptions {
 export interface CollectorFactory {
   /** The collector type as written in annotations and plans (`json-path`, `prometheus`, ...). */
   readonly type: string;
+  /** Metric types this factory serves (all when absent): `json-path` is a Pods and an External type. */
+  readonly metricTypes?: readonly MetricType[];
   /** Throws a clear error if the plan's config is unusable. */
   create(options: CollectorFactoryOptions): Collector;
 }

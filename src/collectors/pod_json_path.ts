@@ -1,0 +1,300 @@
+/**
+ * Pods metrics of type `json-path`: every Ready pod of the HPA's scaleTargetRef is asked for a
+ * JSON document at `scheme://podIP:port/path?raw-query`, and the value at `json-key` (or
+ * `json-eval`) becomes that pod's sample. Pods come from the cluster view (no LIST per
+ * collection); requests are bounded in number, time and size; a pod that fails is skipped
+ * and reported, only all pods failing fails the collection.
+ */
+import type { ClusterView, Kind, KubeObject } from "../cluster/types.ts";
+import { validateJsonExtraction } from "../core/json_extract.ts";
+import type { JsonExtractionOptions } from "../core/json_extract.ts";
+import { fromLabelSelector, matchesSelector } from "../core/label_selector.ts";
+import type { LabelSelector, MetricPlan, ObjectReference } from "../core/types.ts";
+import type { Sample } from "../store/types.ts";
+import {
+  DEFAULT_HTTP_TIMEOUT_SECONDS,
+  durationConfig,
+  extractJson,
+  httpGetText,
+  stableConfig,
+} from "./http_get.ts";
+import type {
+  CollectContext,
+  Collector,
+  CollectorFactory,
+  CollectorFactoryOptions,
+  CollectResult,
+} from "./types.ts";
+
+/** Workload kinds whose pods can be found (their `spec.selector`). */
+export const POD_TARGET_KINDS: readonly Kind[] = ["Deployment", "StatefulSet", "Rollout"];
+
+/** Default of `--max-concurrent-pod-requests`. */
+export const DEFAULT_MAX_POD_REQUESTS = 32;
+/** Default of `--max-response-bytes`. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+
+/** Options of {@linkcode selectReadyPods}. */
+export interface SelectPodsOptions {
+  namespace: string;
+  scaleTargetRef: ObjectReference;
+  /** A pod must have been Ready for at least this long, seconds. */
+  minReadyAgeSeconds: number;
+  /** ms since the epoch. */
+  now: number;
+}
+
+/** The pods a collection asks, and why others were left out. */
+export interface PodSelection {
+  pods: KubeObject[];
+  /** Pods left out, by name, with the reason (not ready, deleting, too young). */
+  skipped: { name: string; reason: string }[];
+}
+
+function readyCondition(pod: KubeObject): { status?: string; lastTransitionTime?: string } | null {
+  const conditions = pod.status?.conditions;
+  if (!Array.isArray(conditions)) return null;
+  return conditions.find((c: { type?: string }) => c?.type === "Ready") ?? null;
+}
+
+/**
+ * The pods of a workload that may be asked for metrics: selected by the workload's
+ * `spec.selector` (matchLabels and matchExpressions), Ready, not being deleted, and Ready for
+ * at least `minReadyAgeSeconds` (since the Ready condition's `lastTransitionTime`, else the
+ * pod's creation). Throws when the workload is missing or has no selector.
+ */
+export function selectReadyPods(cluster: ClusterView, options: SelectPodsOptions): PodSelection {
+  const ref = options.scaleTargetRef;
+  const kind = ref.kind as Kind;
+  if (!POD_TARGET_KINDS.includes(kind)) {
+    throw new Error(
+      `unsupported scaleTargetRef kind "${ref.kind}" (want ${POD_TARGET_KINDS.join(", ")})`,
+    );
+  }
+  const workload = cluster.get(kind, options.namespace, ref.name);
+  if (!workload) throw new Error(`${ref.kind} ${options.namespace}/${ref.name} not found`);
+  const ls = workload.spec?.selector as LabelSelector | undefined;
+  if (!ls || (!ls.matchLabels && !ls.matchExpressions)) {
+    throw new Error(`${ref.kind} ${options.namespace}/${ref.name} has no spec.selector`);
+  }
+  const selector = fromLabelSelector(ls);
+  const out: PodSelection = { pods: [], skipped: [] };
+  const minAgeMs = options.minReadyAgeSeconds * 1000;
+  for (const pod of cluster.list("Pod", options.namespace)) {
+    if (!matchesSelector(selector, pod.metadata.labels ?? {})) continue;
+    const name = pod.metadata.name;
+    if (pod.metadata.deletionTimestamp) {
+      out.skipped.push({ name, reason: "being deleted" });
+      continue;
+    }
+    const ready = readyCondition(pod);
+    if (!ready || ready.status !== "True") {
+      out.skipped.push({ name, reason: "not Ready" });
+      continue;
+    }
+    if (minAgeMs > 0) {
+      const since = Date.parse(ready.lastTransitionTime ?? pod.metadata.creationTimestamp ?? "");
+      if (Number.isFinite(since) && options.now - since < minAgeMs) {
+        out.skipped.push({
+          name,
+          reason: `Ready for ${
+            Math.max(0, Math.floor((options.now - since) / 1000))
+          }s, less than ${options.minReadyAgeSeconds}s`,
+        });
+        continue;
+      }
+    }
+    out.pods.push(pod);
+  }
+  return out;
+}
+
+/** The metrics URL of a pod: IPv6 addresses are bracketed, the path gets a leading slash. */
+export function podMetricsUrl(
+  podIP: string,
+  options: { scheme: string; port: number; path: string; rawQuery: string },
+): string {
+  const host = podIP.includes(":") ? `[${podIP}]` : podIP;
+  const path = options.path === "" || options.path.startsWith("/")
+    ? options.path
+    : `/${options.path}`;
+  const query = options.rawQuery === "" ? "" : `?${options.rawQuery.replace(/^\?/, "")}`;
+  return `${options.scheme}://${host}:${options.port}${path}${query}`;
+}
+
+/** Run `fn` over `items` with at most `limit` calls in flight. */
+export async function mapBounded<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<PromiseSettledResult<R>[]> {
+  const results: PromiseSettledResult<R>[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        results[i] = { status: "fulfilled", value: await fn(items[i]) };
+      } catch (e) {
+        results[i] = { status: "rejected", reason: e };
+      }
+    }
+  };
+  const n = Math.max(1, Math.min(limit, items.length));
+  await Promise.all(Array.from({ length: n }, worker));
+  return results;
+}
+
+function numberOption(flags: Record<string, unknown>, name: string, dflt: number): number {
+  const v = flags[name];
+  return typeof v === "number" && v > 0 ? v : dflt;
+}
+
+interface PodJsonPathConfig {
+  scheme: string;
+  port: number;
+  path: string;
+  rawQuery: string;
+  extraction: JsonExtractionOptions;
+  requestTimeoutSeconds: number;
+}
+
+function parseConfig(plan: MetricPlan): PodJsonPathConfig {
+  const c = plan.config;
+  const metric = plan.metricName;
+  let extraction: JsonExtractionOptions;
+  try {
+    extraction = validateJsonExtraction(c);
+  } catch (e) {
+    throw new Error(`${(e as Error).message} for metric ${metric}`);
+  }
+  const scheme = c["scheme"] ?? "http";
+  if (scheme !== "http" && scheme !== "https") {
+    throw new Error(`invalid scheme "${scheme}" for metric ${metric} (want http or https)`);
+  }
+  const rawPort = c["port"];
+  if (rawPort === undefined || rawPort === "") {
+    throw new Error(`missing config "port" for metric ${metric}`);
+  }
+  if (!/^\d+$/.test(rawPort) || Number(rawPort) < 1 || Number(rawPort) > 65535) {
+    throw new Error(`invalid port "${rawPort}" for metric ${metric}`);
+  }
+  // fetch() has no separate connect phase: connect-timeout is checked and bounded by the
+  // request deadline (Node's fetch also gives up connecting after 10s).
+  durationConfig(c, "connect-timeout", {
+    metricName: metric,
+    defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS,
+  });
+  return {
+    scheme,
+    port: Number(rawPort),
+    path: c["path"] ?? "",
+    rawQuery: c["raw-query"] ?? "",
+    extraction,
+    requestTimeoutSeconds: durationConfig(c, "request-timeout", {
+      metricName: metric,
+      defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS,
+    }),
+  };
+}
+
+class PodJsonPathCollector implements Collector {
+  readonly queryKey: string;
+  readonly kinds: readonly Kind[];
+  readonly #plan: MetricPlan;
+  readonly #config: PodJsonPathConfig;
+  readonly #maxRequests: number;
+  readonly #maxBytes: number;
+
+  constructor(plan: MetricPlan, config: PodJsonPathConfig, flags: Record<string, unknown>) {
+    this.#plan = plan;
+    this.#config = config;
+    this.#maxRequests = numberOption(
+      flags,
+      "max-concurrent-pod-requests",
+      DEFAULT_MAX_POD_REQUESTS,
+    );
+    this.#maxBytes = numberOption(flags, "max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES);
+    const ref = plan.scaleTargetRef;
+    this.kinds = ["Pod", ref.kind as Kind];
+    this.queryKey = [
+      "json-path/Pods",
+      plan.hpa.namespace,
+      `${ref.kind}/${ref.name}`,
+      `min-pod-ready-age=${plan.minPodReadyAgeSeconds}`,
+      stableConfig(plan.config),
+    ].join("|");
+  }
+
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const ns = this.#plan.hpa.namespace;
+    const selection = selectReadyPods(ctx.cluster, {
+      namespace: ns,
+      scaleTargetRef: this.#plan.scaleTargetRef,
+      minReadyAgeSeconds: this.#plan.minPodReadyAgeSeconds,
+      now: ctx.now(),
+    });
+    const warnings: string[] = [];
+    const asked: KubeObject[] = [];
+    for (const pod of selection.pods) {
+      if (typeof pod.status?.podIP === "string" && pod.status.podIP !== "") asked.push(pod);
+      else warnings.push(`pod ${ns}/${pod.metadata.name} has no pod IP`);
+    }
+    const cfg = this.#config;
+    const results = await mapBounded(asked, this.#maxRequests, async (pod) => {
+      if (ctx.signal.aborted) throw new Error("collection aborted");
+      const url = podMetricsUrl(pod.status.podIP, cfg);
+      const body = await httpGetText(url, {
+        fetch: ctx.fetch,
+        signal: ctx.signal,
+        timeoutSeconds: cfg.requestTimeoutSeconds,
+        maxBytes: this.#maxBytes,
+      });
+      const value = extractJson(body, url, cfg.extraction);
+      return { objectName: pod.metadata.name, value, timestamp: ctx.now() } satisfies Sample;
+    });
+    const samples: Sample[] = [];
+    const errors: string[] = [];
+    results.forEach((r, i) => {
+      if (r.status === "fulfilled") samples.push(r.value);
+      else {
+        errors.push(
+          `failed to get metric ${this.#plan.metricName} from pod ${ns}/${
+            asked[i].metadata.name
+          }: ${(r.reason as Error).message}`,
+        );
+      }
+    });
+    if (ctx.signal.aborted) throw new Error(`collection aborted: ${String(ctx.signal.reason)}`);
+    if (samples.length === 0 && (errors.length > 0 || warnings.length > 0)) {
+      const all = [...errors, ...warnings];
+      throw new Error(
+        all.length === 1 ? all[0] : `all ${all.length} pods failed; first: ${all[0]}`,
+      );
+    }
+    warnings.push(...errors);
+    return warnings.length > 0 ? { samples, warnings } : { samples };
+  }
+}
+
+/**
+ * The pod json-path factory. Config keys (annotations `metric-config.pods.NAME.json-path/KEY`):
+ * `json-key` or `json-eval`, `port` (required), `scheme` (http), `path`, `raw-query`,
+ * `aggregator`, `request-timeout` and `connect-timeout` (Go durations, 15s).
+ */
+export const podJsonPathFactory: CollectorFactory = {
+  type: "json-path",
+  metricTypes: ["Pods"],
+  create(options: CollectorFactoryOptions): Collector {
+    const { plan } = options;
+    const kind = plan.scaleTargetRef.kind as Kind;
+    if (!POD_TARGET_KINDS.includes(kind)) {
+      throw new Error(
+        `unsupported scaleTargetRef kind "${plan.scaleTargetRef.kind}" for pod metric ${plan.metricName} (want ${
+          POD_TARGET_KINDS.join(", ")
+        })`,
+      );
+    }
+    return new PodJsonPathCollector(plan, parseConfig(plan), options.flags);
+  },
+};

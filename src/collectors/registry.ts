@@ -1,0 +1,56 @@
+/**
+ * The collector registry: factories by collector type (and metric type, since `json-path` is
+ * both a Pods and an External collector). Adding a backend adds one factory to the default set.
+ */
+import type { MetricType } from "../core/types.ts";
+import type { CollectorFactory } from "./types.ts";
+import { httpJsonPathFactory } from "./http_json_path.ts";
+import { podJsonPathFactory } from "./pod_json_path.ts";
+import { clusterScalingScheduleFactory, scalingScheduleFactory } from "./scaling_schedule.ts";
+
+/** Factories looked up by `plan.collector` and `plan.metricType`. */
+export interface CollectorRegistry {
+  /** The factory for a collector type and metric type, or undefined. */
+  lookup(collector: string, metricType: MetricType): CollectorFactory | undefined;
+  /** Every registered collector type, sorted. */
+  types(): string[];
+}
+
+const ALL_TYPES: readonly MetricType[] = ["Pods", "Object", "External"];
+
+/**
+ * Build a registry. Throws when two factories claim the same collector and metric type.
+ *
+ * @example
+ * ```ts
+ * const registry = createCollectorRegistry(defaultCollectorFactories());
+ * registry.lookup("json-path", "Pods"); // the pod json-path factory
+ * ```
+ */
+export function createCollectorRegistry(factories: readonly CollectorFactory[]): CollectorRegistry {
+  const byKey = new Map<string, CollectorFactory>();
+  for (const f of factories) {
+    for (const t of f.metricTypes ?? ALL_TYPES) {
+      const key = `${f.type}\u0000${t}`;
+      if (byKey.has(key)) {
+        throw new Error(`collector "${f.type}" registered twice for ${t} metrics`);
+      }
+      byKey.set(key, f);
+    }
+  }
+  const types = [...new Set(factories.map((f) => f.type))].sort();
+  return {
+    lookup: (collector, metricType) => byKey.get(`${collector}\u0000${metricType}`),
+    types: () => [...types],
+  };
+}
+
+/** The collectors of this release: pod and HTTP json-path, (Cluster)ScalingSchedule. */
+export function defaultCollectorFactories(): CollectorFactory[] {
+  return [
+    podJsonPathFactory,
+    httpJsonPathFactory,
+    scalingScheduleFactory,
+    clusterScalingScheduleFactory,
+  ];
+}

@@ -1,0 +1,164 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { httpJsonPathFactory, isLinkLocalHost } from "../../src/collectors/http_json_path.ts";
+import type { MetricPlan } from "../../src/core/types.ts";
+import { MemoryCluster } from "../engine/support.ts";
+import { json, startServer } from "./servers.ts";
+
+const NOW = Date.parse("2024-03-04T10:00:00Z");
+
+function plan(config: Record<string, string>): MetricPlan {
+  return {
+    hpa: { namespace: "default", name: "worker" },
+    index: 0,
+    metricType: "External",
+    metricName: "queue-length",
+    metricSelector: { matchLabels: { type: "json-path", queue: "orders" } },
+    target: { type: "AverageValue", averageValue: "10" },
+    describedObject: null,
+    scaleTargetRef: { kind: "Deployment", name: "worker" },
+    collector: "json-path",
+    intervalSeconds: 60,
+    perReplica: false,
+    minPodReadyAgeSeconds: 0,
+    config: { type: "json-path", queue: "orders", ...config },
+    error: null,
+  };
+}
+
+const ctx = () => ({
+  signal: new AbortController().signal,
+  now: () => NOW,
+  fetch: (i: RequestInfo | URL, init?: RequestInit) => fetch(i, init),
+  cluster: new MemoryCluster(),
+});
+
+describe("isLinkLocalHost", () => {
+  const cases: [string, boolean][] = [
+    ["169.254.169.254", true],
+    ["169.254.0.1", true],
+    ["169.255.0.1", false],
+    ["10.0.0.1", false],
+    ["[fe80::1]", true],
+    ["[febf::1]", true],
+    ["[fec0::1]", false],
+    ["[::ffff:a9fe:a9fe]", true],
+    ["[::ffff:169.254.169.254]", true],
+    ["[::1]", false],
+    ["metrics.example.org", false],
+  ];
+  for (const [host, want] of cases) {
+    it(`${host} -> ${want}`, () => assert.equal(isLinkLocalHost(host), want));
+  }
+});
+
+describe("http json-path collector", () => {
+  it("reads one value from the endpoint", async () => {
+    const srv = await startServer("127.0.0.2", 0, (req, res) => {
+      assert.equal(req.url, "/queues?name=orders");
+      json(res, { queues: [{ length: 4 }, { length: 6 }] });
+    });
+    try {
+      const c = httpJsonPathFactory.create({
+        plan: plan({
+          endpoint: `http://127.0.0.2:${srv.port}/queues?name=orders`,
+          "json-key": "$.queues[*].length",
+          aggregator: "sum",
+        }),
+        flags: {},
+      });
+      assert.deepEqual(await c.collect(ctx()), { samples: [{ value: 10, timestamp: NOW }] });
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("fails with the status and URL on a non-2xx answer", async () => {
+    const srv = await startServer("127.0.0.2", 0, (_req, res) => json(res, { error: "x" }, 500));
+    try {
+      const url = `http://127.0.0.2:${srv.port}/q`;
+      const c = httpJsonPathFactory.create({
+        plan: plan({ endpoint: url, "json-key": "$.n" }),
+        flags: {},
+      });
+      await assert.rejects(c.collect(ctx()), {
+        message: `unsuccessful response "500 Internal Server Error" from ${url}`,
+      });
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("times out after request-timeout", async () => {
+    const srv = await startServer("127.0.0.2", 0, () => {});
+    try {
+      const url = `http://127.0.0.2:${srv.port}/slow`;
+      const c = httpJsonPathFactory.create({
+        plan: plan({ endpoint: url, "json-key": "$.n", "request-timeout": "200ms" }),
+        flags: {},
+      });
+      await assert.rejects(c.collect(ctx()), {
+        message: `request to ${url} failed: timed out after 0.2s`,
+      });
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("refuses link-local endpoints unless --allow-link-local-targets", () => {
+    for (const endpoint of ["http://169.254.169.254/latest", "http://[fe80::1]:8080/x"]) {
+      assert.throws(
+        () =>
+          httpJsonPathFactory.create({ plan: plan({ endpoint, "json-key": "$.n" }), flags: {} }),
+        {
+          message:
+            `endpoint "${endpoint}" of metric queue-length is a link-local address (allow with --allow-link-local-targets)`,
+        },
+      );
+      const c = httpJsonPathFactory.create({
+        plan: plan({ endpoint, "json-key": "$.n" }),
+        flags: { "allow-link-local-targets": true },
+      });
+      assert.match(c.queryKey, /^json-path\/External\|/);
+    }
+  });
+
+  it("rejects a missing or malformed endpoint", () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ "json-key": "$.n" }, 'missing config "endpoint" for metric queue-length'],
+      [
+        { endpoint: "not a url", "json-key": "$.n" },
+        'invalid endpoint "not a url" for metric queue-length',
+      ],
+      [
+        { endpoint: "file:///etc/passwd", "json-key": "$.n" },
+        'invalid endpoint "file:///etc/passwd" for metric queue-length (want http or https)',
+      ],
+    ];
+    for (const [config, message] of cases) {
+      assert.throws(() => httpJsonPathFactory.create({ plan: plan(config), flags: {} }), {
+        message,
+      });
+    }
+  });
+
+  it("shares a query between HPAs with the same endpoint and extraction", () => {
+    const a = httpJsonPathFactory.create({
+      plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
+      flags: {},
+    });
+    const b = httpJsonPathFactory.create({
+      plan: {
+        ...plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
+        hpa: { namespace: "x", name: "y" },
+      },
+      flags: {},
+    });
+    const c = httpJsonPathFactory.create({
+      plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.m" }),
+      flags: {},
+    });
+    assert.equal(a.queryKey, b.queryKey);
+    assert.notEqual(a.queryKey, c.queryKey);
+  });
+});

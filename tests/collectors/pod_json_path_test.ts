@@ -1,0 +1,287 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  mapBounded,
+  podJsonPathFactory,
+  podMetricsUrl,
+  selectReadyPods,
+} from "../../src/collectors/pod_json_path.ts";
+import type { CollectContext } from "../../src/collectors/types.ts";
+import type { MetricPlan } from "../../src/core/types.ts";
+import { MemoryCluster, readyPod } from "../engine/support.ts";
+import { json, startServers } from "./servers.ts";
+
+const NOW = Date.parse("2024-03-04T10:00:00Z");
+
+function plan(config: Record<string, string>, overrides: Partial<MetricPlan> = {}): MetricPlan {
+  return {
+    hpa: { namespace: "default", name: "web" },
+    index: 0,
+    metricType: "Pods",
+    metricName: "rps",
+    metricSelector: null,
+    target: { type: "AverageValue", averageValue: "10" },
+    describedObject: null,
+    scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+    collector: "json-path",
+    intervalSeconds: 60,
+    perReplica: false,
+    minPodReadyAgeSeconds: 0,
+    config,
+    error: null,
+    ...overrides,
+  };
+}
+
+function deployment(): MemoryCluster {
+  const cluster = new MemoryCluster();
+  cluster.set("Deployment", {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: "default" },
+    spec: {
+      selector: {
+        matchLabels: { app: "web" },
+        matchExpressions: [{ key: "track", operator: "NotIn", values: ["canary"] }],
+      },
+    },
+  });
+  return cluster;
+}
+
+function ctx(cluster: MemoryCluster, signal = new AbortController().signal): CollectContext {
+  return { signal, now: () => NOW, fetch: (i, init) => fetch(i, init), cluster };
+}
+
+describe("podMetricsUrl", () => {
+  const cases: [
+    string,
+    { scheme: string; port: number; path: string; rawQuery: string },
+    string,
+  ][] = [
+    [
+      "10.2.3.4",
+      { scheme: "http", port: 9090, path: "/metrics", rawQuery: "" },
+      "http://10.2.3.4:9090/metrics",
+    ],
+    [
+      "fd00::12",
+      { scheme: "http", port: 9090, path: "/metrics", rawQuery: "" },
+      "http://[fd00::12]:9090/metrics",
+    ],
+    [
+      "10.2.3.4",
+      { scheme: "https", port: 443, path: "stats", rawQuery: "a=1&b=2" },
+      "https://10.2.3.4:443/stats?a=1&b=2",
+    ],
+    ["10.2.3.4", { scheme: "http", port: 80, path: "", rawQuery: "" }, "http://10.2.3.4:80"],
+  ];
+  for (const [ip, opts, want] of cases) {
+    it(`formats ${want}`, () => assert.equal(podMetricsUrl(ip, opts), want));
+  }
+});
+
+describe("selectReadyPods", () => {
+  it("keeps Ready pods of the selector and skips unready, deleting, young and unselected ones", () => {
+    const cluster = deployment();
+    cluster.set("Pod", readyPod("ok", { ip: "127.0.0.2" }));
+    cluster.set("Pod", readyPod("unready", { ip: "127.0.0.3", ready: false }));
+    cluster.set("Pod", readyPod("deleting", { ip: "127.0.0.4", deleting: true }));
+    cluster.set("Pod", readyPod("young", { ip: "127.0.0.5", readySince: "2024-03-04T09:59:50Z" }));
+    cluster.set(
+      "Pod",
+      readyPod("canary", { ip: "127.0.0.6", labels: { app: "web", track: "canary" } }),
+    );
+    cluster.set("Pod", readyPod("other", { ip: "127.0.0.7", labels: { app: "api" } }));
+    cluster.set("Pod", readyPod("elsewhere", { ip: "127.0.0.8", namespace: "prod" }));
+    const sel = selectReadyPods(cluster, {
+      namespace: "default",
+      scaleTargetRef: { kind: "Deployment", name: "web" },
+      minReadyAgeSeconds: 30,
+      now: NOW,
+    });
+    assert.deepEqual(sel.pods.map((p) => p.metadata.name), ["ok"]);
+    assert.deepEqual(sel.skipped, [
+      { name: "unready", reason: "not Ready" },
+      { name: "deleting", reason: "being deleted" },
+      { name: "young", reason: "Ready for 10s, less than 30s" },
+    ]);
+  });
+
+  it("names a missing scale target", () => {
+    assert.throws(
+      () =>
+        selectReadyPods(new MemoryCluster(), {
+          namespace: "default",
+          scaleTargetRef: { kind: "StatefulSet", name: "db" },
+          minReadyAgeSeconds: 0,
+          now: NOW,
+        }),
+      { message: "StatefulSet default/db not found" },
+    );
+  });
+});
+
+describe("pod json-path collector", () => {
+  it("collects one sample per ready pod and warns about a pod that times out", async () => {
+    const hosts = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"];
+    const srv = await startServers(hosts, (host, req, res) => {
+      if (host === "127.0.0.5") return; // never answers
+      assert.equal(req.url, "/metrics?format=json");
+      json(res, { http: { rps: Number(host.split(".")[3]) * 1.5 } });
+    });
+    try {
+      const cluster = deployment();
+      cluster.set("Pod", readyPod("web-2", { ip: "127.0.0.2" }));
+      cluster.set("Pod", readyPod("web-3", { ip: "127.0.0.3" }));
+      cluster.set("Pod", readyPod("web-4", { ip: "127.0.0.4", ready: false }));
+      cluster.set("Pod", readyPod("web-5", { ip: "127.0.0.5" }));
+      cluster.set("Pod", readyPod("web-6", { ip: "127.0.0.6", deleting: true }));
+      const collector = podJsonPathFactory.create({
+        plan: plan({
+          "json-key": "$.http.rps",
+          port: String(srv.port),
+          path: "/metrics",
+          "raw-query": "format=json",
+          "request-timeout": "300ms",
+        }),
+        flags: {},
+      });
+      const result = await collector.collect(ctx(cluster));
+      assert.deepEqual(result.samples, [
+        { objectName: "web-2", value: 3, timestamp: NOW },
+        { objectName: "web-3", value: 4.5, timestamp: NOW },
+      ]);
+      assert.deepEqual(result.warnings, [
+        `failed to get metric rps from pod default/web-5: request to http://127.0.0.5:${srv.port}/metrics?format=json failed: timed out after 0.3s`,
+      ]);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("fails when every pod fails", async () => {
+    const srv = await startServers(["127.0.0.2", "127.0.0.3"], (_h, _req, res) => {
+      res.writeHead(503, "Service Unavailable");
+      res.end();
+    });
+    try {
+      const cluster = deployment();
+      cluster.set("Pod", readyPod("web-2", { ip: "127.0.0.2" }));
+      cluster.set("Pod", readyPod("web-3", { ip: "127.0.0.3" }));
+      const collector = podJsonPathFactory.create({
+        plan: plan({ "json-key": "$.rps", port: String(srv.port) }),
+        flags: {},
+      });
+      await assert.rejects(collector.collect(ctx(cluster)), {
+        message:
+          `all 2 pods failed; first: failed to get metric rps from pod default/web-2: unsuccessful response "503 Service Unavailable" from http://127.0.0.2:${srv.port}`,
+      });
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("bounds concurrent pod requests by --max-concurrent-pod-requests", async () => {
+    const hosts = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"];
+    let inFlight = 0;
+    let peak = 0;
+    const srv = await startServers(hosts, (_h, _req, res) => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        json(res, { v: 1 });
+      }, 40);
+    });
+    try {
+      const cluster = deployment();
+      hosts.forEach((ip, i) => cluster.set("Pod", readyPod(`web-${i}`, { ip })));
+      const collector = podJsonPathFactory.create({
+        plan: plan({ "json-key": "$.v", port: String(srv.port) }),
+        flags: { "max-concurrent-pod-requests": 2 },
+      });
+      const result = await collector.collect(ctx(cluster));
+      assert.equal(result.samples.length, 6);
+      assert.equal(peak, 2);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("refuses a response larger than --max-response-bytes", async () => {
+    const srv = await startServers(["127.0.0.2", "127.0.0.3"], (host, _req, res) => {
+      json(res, host === "127.0.0.2" ? { v: 1, pad: "x".repeat(200) } : { v: 2 });
+    });
+    try {
+      const cluster = deployment();
+      cluster.set("Pod", readyPod("big", { ip: "127.0.0.2" }));
+      cluster.set("Pod", readyPod("small", { ip: "127.0.0.3" }));
+      const collector = podJsonPathFactory.create({
+        plan: plan({ "json-key": "$.v", port: String(srv.port) }),
+        flags: { "max-response-bytes": 100 },
+      });
+      const result = await collector.collect(ctx(cluster));
+      assert.deepEqual(result.samples, [{ objectName: "small", value: 2, timestamp: NOW }]);
+      assert.deepEqual(result.warnings, [
+        `failed to get metric rps from pod default/big: response from http://127.0.0.2:${srv.port} exceeds 100 bytes`,
+      ]);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("rejects unusable configs at creation", () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ "json-key": "$.v" }, 'missing config "port" for metric rps'],
+      [{ "json-key": "$.v", port: "http" }, 'invalid port "http" for metric rps'],
+      [
+        { "json-key": "$.v", port: "80", scheme: "ftp" },
+        'invalid scheme "ftp" for metric rps (want http or https)',
+      ],
+      [
+        { "json-key": "$.v", port: "80", "request-timeout": "5" },
+        'invalid request-timeout "5" for metric rps',
+      ],
+    ];
+    for (const [config, message] of cases) {
+      assert.throws(() => podJsonPathFactory.create({ plan: plan(config), flags: {} }), {
+        message,
+      });
+    }
+  });
+
+  it("shares the query key only for the same target and config", () => {
+    const a = podJsonPathFactory.create({
+      plan: plan({ "json-key": "$.v", port: "80" }),
+      flags: {},
+    });
+    const b = podJsonPathFactory.create({
+      plan: plan({ "json-key": "$.v", port: "80" }, {
+        hpa: { namespace: "default", name: "other" },
+      }),
+      flags: {},
+    });
+    const c = podJsonPathFactory.create({
+      plan: plan({ "json-key": "$.w", port: "80" }),
+      flags: {},
+    });
+    assert.equal(a.queryKey, b.queryKey);
+    assert.notEqual(a.queryKey, c.queryKey);
+    assert.deepEqual(a.kinds, ["Pod", "Deployment"]);
+  });
+});
+
+describe("mapBounded", () => {
+  it("keeps input order and reports failures per item", async () => {
+    const out = await mapBounded(
+      [1, 2, 3],
+      2,
+      (n) => n === 2 ? Promise.reject(new Error("two")) : Promise.resolve(n * 10),
+    );
+    assert.deepEqual(
+      out.map((r) => r.status === "fulfilled" ? r.value : (r.reason as Error).message),
+      [10, "two", 30],
+    );
+  });
+});
