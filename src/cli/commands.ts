@@ -3,11 +3,12 @@
  * `src/main.ts` hands it the arguments and the process's streams.
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { planCommand } from "./plan.ts";
 import { scheduleCommand } from "./schedule.ts";
 import { versionCommand } from "./version.ts";
 
 /** Every command, in the order `help` lists them. */
-export const COMMANDS: Command[] = [scheduleCommand, versionCommand];
+export const COMMANDS: Command[] = [planCommand, scheduleCommand, versionCommand];
 
 function usageText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 4);
