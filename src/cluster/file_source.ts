@@ -1,0 +1,434 @@
+/**
+ * The cluster view of the local, embedded mode: objects read from manifest files or folders
+ * (`serve --manifests`), kept up to date by polling the files, with the adapter's writes applied
+ * in memory.
+ *
+ * Polling (modification time, change time, size and inode of every file) is used rather than
+ * fs.watch, which behaves differently on each runtime and platform. Only changed files are
+ * read again; a file that no longer parses keeps its previous objects and reports the error.
+ */
+import { readFile, stat } from "node:fs/promises";
+import { manifestFiles, parseManifests } from "./manifests.ts";
+import {
+  type ClusterView,
+  type ClusterWriter,
+  type Kind,
+  KIND_RESOURCES,
+  kindOf,
+  type KubeObject,
+  type ObjectEvent,
+  type WatchEventType,
+  type WatchHandler,
+} from "./types.ts";
+
+/** An event recorded by `FileClusterSource.emitEvent`. */
+export interface RecordedEvent {
+  kind: Kind;
+  namespace: string | undefined;
+  name: string;
+  type: ObjectEvent["type"];
+  reason: string;
+  message: string;
+  /** When it was emitted, RFC 3339. */
+  timestamp: string;
+}
+
+/** Options of `FileClusterSource`. */
+export interface FileClusterSourceOptions {
+  /** Manifest files or folders (`--manifests`, repeatable). */
+  paths: string[];
+  /** How often files are checked for changes (default 1000 ms; 0 disables polling). */
+  pollIntervalMs?: number;
+  /** Called once for each new problem (a file that cannot be read or parsed, a duplicate). */
+  onError?: (message: string) => void;
+  /** Called for each event the adapter emits (the log of file mode). */
+  onEvent?: (event: RecordedEvent) => void;
+  /** Debug notes (ignored kinds). */
+  onDebug?: (message: string) => void;
+  /** The clock, ms since the epoch (event timestamps). */
+  now?: () => number;
+}
+
+interface Entry {
+  kind: Kind;
+  key: string;
+  object: KubeObject;
+}
+
+interface FileState {
+  signature: string;
+  entries: Entry[];
+  error?: string;
+}
+
+/** A write applied in memory, kept while the file's own value is the one it replaced. */
+interface Override<T> {
+  /** JSON of the file's value when the write was made. */
+  file: string;
+  value: T;
+}
+
+interface Overrides {
+  status?: Override<unknown>;
+  replicas?: Override<number>;
+}
+
+const KINDS = Object.keys(KIND_RESOURCES) as Kind[];
+
+function clone<T>(v: T): T {
+  return v === undefined ? v : JSON.parse(JSON.stringify(v));
+}
+
+function errorMessage(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  if (err?.code === "ENOENT") return "no such file or directory";
+  return err instanceof Error ? err.message : String(e);
+}
+
+/**
+ * A `ClusterView` and `ClusterWriter` over manifest files. Objects get a `resourceVersion`
+ * that changes whenever they do; namespaced objects without a namespace are in "default".
+ * Writes change only the in-memory objects: a status or replica count written here survives a
+ * reload of its file unless the file itself changes that value.
+ */
+export class FileClusterSource implements ClusterView, ClusterWriter {
+  private readonly paths: string[];
+  private readonly pollIntervalMs: number;
+  private readonly onError: (message: string) => void;
+  private readonly onEvent: (event: RecordedEvent) => void;
+  private readonly onDebug: (message: string) => void;
+  private readonly now: () => number;
+  private files = new Map<string, FileState>();
+  /** Objects as the files define them, by kind and key. */
+  private bases = new Map<Kind, Map<string, KubeObject>>();
+  /** Objects as served (overrides applied, resourceVersion set). */
+  private readonly current = new Map<Kind, Map<string, KubeObject>>();
+  /** JSON of each served object without its resourceVersion, to tell real changes. */
+  private readonly currentJson = new Map<string, string>();
+  private readonly overrides = new Map<string, Overrides>();
+  private readonly handlers = new Map<Kind, Set<WatchHandler>>();
+  private readonly recorded: RecordedEvent[] = [];
+  private readonly ignored = new Set<string>();
+  private readonly reported = new Set<string>();
+  private currentErrors: string[] = [];
+  private resourceVersion = 0;
+  private initial?: Promise<void>;
+  private polling: Promise<void> = Promise.resolve();
+  private timer?: ReturnType<typeof setTimeout>;
+  private closed = false;
+
+  constructor(options: FileClusterSourceOptions) {
+    this.paths = [...options.paths];
+    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
+    this.onError = options.onError ?? (() => {});
+    this.onEvent = options.onEvent ?? (() => {});
+    this.onDebug = options.onDebug ?? (() => {});
+    this.now = options.now ?? (() => Date.now());
+    for (const k of KINDS) this.current.set(k, new Map());
+  }
+
+  /** Read the files (the first call) and start polling; resolves after the first read. */
+  start(): Promise<void> {
+    this.initial ??= this.refresh().then(() => this.schedule());
+    return this.initial;
+  }
+
+  /** Resolves once the files have been read. Every kind is always loaded. */
+  async ensure(kind: Kind): Promise<void> {
+    if (!Object.hasOwn(KIND_RESOURCES, kind)) throw new Error(`unknown kind "${kind}"`);
+    await this.start();
+  }
+
+  /** Objects of a kind, in file order. Do not mutate them. */
+  list(kind: Kind, namespace?: string): KubeObject[] {
+    const all = [...(this.current.get(kind)?.values() ?? [])];
+    if (namespace === undefined || !KIND_RESOURCES[kind].namespaced) return all;
+    return all.filter((o) => o.metadata.namespace === namespace);
+  }
+
+  /** One object (namespace defaults to "default" for namespaced kinds). */
+  get(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.current.get(kind)?.get(this.key(kind, namespace, name));
+  }
+
+  /** Subscribe to changes of a kind; starts reading the files if not yet started. */
+  watch(kind: Kind, handler: WatchHandler): () => void {
+    let set = this.handlers.get(kind);
+    if (!set) this.handlers.set(kind, set = new Set());
+    set.add(handler);
+    this.start().catch((e) => this.onError(errorMessage(e)));
+    return () => void set.delete(handler);
+  }
+
+  /** Stop polling. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.polling;
+  }
+
+  /** Check the files now (and emit what changed); polls never overlap. */
+  refresh(): Promise<void> {
+    const next = this.polling.then(() => (this.closed ? undefined : this.poll()));
+    this.polling = next.catch(() => {});
+    return next;
+  }
+
+  /** The current problems: files that cannot be read or parsed, duplicate objects. */
+  errors(): string[] {
+    return [...this.currentErrors];
+  }
+
+  /** Every event emitted so far, oldest first. */
+  events(): RecordedEvent[] {
+    return clone(this.recorded);
+  }
+
+  /** Replace `status` in memory; emits MODIFIED if it changed. */
+  async updateStatus(
+    kind: Kind,
+    namespace: string | undefined,
+    name: string,
+    status: unknown,
+  ): Promise<void> {
+    const key = this.key(kind, namespace, name);
+    const base = this.mustBase(kind, key, "update status of");
+    const o = this.overridesOf(kind, key);
+    o.status = { file: JSON.stringify(base.status ?? null), value: clone(status) };
+    this.recompute(kind, key);
+  }
+
+  /** `spec.replicas` and `status.replicas` (which defaults to spec: no controller runs). */
+  async getScale(
+    kind: Kind,
+    namespace: string,
+    name: string,
+  ): Promise<{ specReplicas: number; statusReplicas: number }> {
+    this.scaleKind(kind);
+    const key = this.key(kind, namespace, name);
+    const obj = this.current.get(kind)?.get(key);
+    if (!obj) throw new Error(`get scale of ${kind} ${key}: not found`);
+    const specReplicas = typeof obj.spec?.replicas === "number" ? obj.spec.replicas : 1;
+    const statusReplicas = typeof obj.status?.replicas === "number"
+      ? obj.status.replicas
+      : specReplicas;
+    return { specReplicas, statusReplicas };
+  }
+
+  /** Set `spec.replicas` and `status.replicas` in memory; emits MODIFIED if they changed. */
+  async setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void> {
+    this.scaleKind(kind);
+    const key = this.key(kind, namespace, name);
+    if (!Number.isInteger(replicas) || replicas < 0) {
+      throw new Error(`invalid replicas ${replicas} for ${kind} ${key}`);
+    }
+    const base = this.mustBase(kind, key, "set scale of");
+    const served = this.current.get(kind)!.get(key)!;
+    const o = this.overridesOf(kind, key);
+    o.replicas = { file: JSON.stringify(base.spec?.replicas ?? null), value: replicas };
+    o.status = {
+      file: JSON.stringify(base.status ?? null),
+      value: { ...clone(served.status ?? {}), replicas },
+    };
+    this.recompute(kind, key);
+  }
+
+  /** Record an event in memory and pass it to `onEvent`. */
+  async emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
+    const recorded: RecordedEvent = {
+      kind,
+      namespace: obj.metadata.namespace,
+      name: obj.metadata.name,
+      type: event.type,
+      reason: event.reason,
+      message: event.message,
+      timestamp: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+    };
+    this.recorded.push(recorded);
+    this.onEvent(clone(recorded));
+  }
+
+  private scaleKind(kind: Kind): void {
+    if (!KIND_RESOURCES[kind]?.scale) throw new Error(`kind "${kind}" has no scale subresource`);
+  }
+
+  private key(kind: Kind, namespace: string | undefined, name: string): string {
+    return KIND_RESOURCES[kind].namespaced ? `${namespace ?? "default"}/${name}` : name;
+  }
+
+  private mustBase(kind: Kind, key: string, what: string): KubeObject {
+    const base = this.bases.get(kind)?.get(key);
+    if (!base) throw new Error(`${what} ${kind} ${key}: not found`);
+    return base;
+  }
+
+  private overridesOf(kind: Kind, key: string): Overrides {
+    const id = `${kind}|${key}`;
+    let o = this.overrides.get(id);
+    if (!o) this.overrides.set(id, o = {});
+    return o;
+  }
+
+  private schedule(): void {
+    if (this.closed || this.pollIntervalMs <= 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.refresh().catch((e) => this.report(errorMessage(e))).finally(() => this.schedule());
+    }, this.pollIntervalMs);
+  }
+
+  private report(message: string): void {
+    if (this.reported.has(message)) return;
+    this.reported.add(message);
+    this.onError(message);
+  }
+
+  private async poll(): Promise<void> {
+    const pathErrors: string[] = [];
+    const next = new Map<string, FileState>();
+    for (const path of this.paths) {
+      let files: string[];
+      try {
+        files = await manifestFiles(path);
+      } catch (e) {
+        pathErrors.push(`${path}: ${errorMessage(e)}`);
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") {
+          // keep what was read below an unreadable path
+          for (const [f, s] of this.files) if (f.startsWith(path)) next.set(f, s);
+        }
+        continue;
+      }
+      for (const file of files) {
+        if (next.has(file)) continue;
+        const state = await this.readFile(file);
+        if (state) next.set(file, state);
+      }
+    }
+    this.files = next;
+    const bases = new Map<Kind, Map<string, KubeObject>>();
+    for (const k of KINDS) bases.set(k, new Map());
+    const sourceOf = new Map<string, string>();
+    const errors = [...pathErrors];
+    for (const [file, state] of next) {
+      if (state.error) errors.push(state.error);
+      for (const e of state.entries) {
+        const id = `${e.kind}|${e.key}`;
+        const first = sourceOf.get(id);
+        if (first !== undefined) {
+          errors.push(
+            `${file}: duplicate ${e.kind} "${e.key}" ignored (first defined in ${first})`,
+          );
+          continue;
+        }
+        sourceOf.set(id, file);
+        bases.get(e.kind)!.set(e.key, e.object);
+      }
+    }
+    this.bases = bases;
+    this.currentErrors = errors;
+    for (const e of errors) this.report(e);
+    // a problem that went away may be reported again if it comes back
+    for (const r of [...this.reported]) if (!errors.includes(r)) this.reported.delete(r);
+    for (const kind of KINDS) {
+      const keys = new Set([...this.current.get(kind)!.keys(), ...bases.get(kind)!.keys()]);
+      for (const key of bases.get(kind)!.keys()) this.recompute(kind, key);
+      for (const key of keys) if (!bases.get(kind)!.has(key)) this.recompute(kind, key);
+    }
+  }
+
+  /** Read one file if it changed since the last poll; undefined if it is gone. */
+  private async readFile(file: string): Promise<FileState | undefined> {
+    const previous = this.files.get(file);
+    let signature: string;
+    let text: string;
+    try {
+      const s = await stat(file);
+      signature = `${s.mtimeMs}:${s.ctimeMs}:${s.size}:${s.ino}`;
+      if (previous && previous.signature === signature) return previous;
+      text = await readFile(file, "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      return {
+        signature: "",
+        entries: previous?.entries ?? [],
+        error: `${file}: ${errorMessage(e)}`,
+      };
+    }
+    try {
+      return { signature, entries: this.entriesOf(parseManifests(text, file), file) };
+    } catch (e) {
+      return { signature, entries: previous?.entries ?? [], error: errorMessage(e) };
+    }
+  }
+
+  private entriesOf(objects: KubeObject[], file: string): Entry[] {
+    const out: Entry[] = [];
+    for (const raw of objects) {
+      const kind = kindOf(raw.apiVersion, raw.kind);
+      if (!kind) {
+        const what = `${raw.apiVersion ?? "(no apiVersion)"} ${raw.kind ?? "(no kind)"}`;
+        if (!this.ignored.has(what)) {
+          this.ignored.add(what);
+          this.onDebug(`ignoring ${what} objects (first in ${file}): not a kind the adapter reads`);
+        }
+        continue;
+      }
+      const object = clone(raw);
+      if (KIND_RESOURCES[kind].namespaced) object.metadata.namespace ??= "default";
+      else delete object.metadata.namespace;
+      delete object.metadata.resourceVersion;
+      out.push({
+        kind,
+        key: this.key(kind, object.metadata.namespace, object.metadata.name),
+        object,
+      });
+    }
+    return out;
+  }
+
+  /** Rebuild one served object from its base and overrides; emit what changed. */
+  private recompute(kind: Kind, key: string): void {
+    const id = `${kind}|${key}`;
+    const base = this.bases.get(kind)?.get(key);
+    const served = this.current.get(kind)!;
+    const old = served.get(key);
+    if (!base) {
+      this.overrides.delete(id);
+      if (old) {
+        served.delete(key);
+        this.currentJson.delete(id);
+        this.emit(kind, "DELETED", old, old);
+      }
+      return;
+    }
+    const obj = clone(base);
+    const o = this.overrides.get(id);
+    if (o) {
+      if (o.status && o.status.file === JSON.stringify(base.status ?? null)) {
+        if (o.status.value === undefined) delete obj.status;
+        else obj.status = clone(o.status.value);
+      } else delete o.status;
+      if (o.replicas && o.replicas.file === JSON.stringify(base.spec?.replicas ?? null)) {
+        obj.spec = { ...obj.spec, replicas: o.replicas.value };
+      } else delete o.replicas;
+      if (!o.status && !o.replicas) this.overrides.delete(id);
+    }
+    const json = JSON.stringify(obj);
+    if (json === this.currentJson.get(id)) return;
+    this.currentJson.set(id, json);
+    obj.metadata.resourceVersion = String(++this.resourceVersion);
+    served.set(key, obj);
+    this.emit(kind, old ? "MODIFIED" : "ADDED", obj, old);
+  }
+
+  private emit(kind: Kind, type: WatchEventType, obj: KubeObject, old?: KubeObject): void {
+    for (const h of [...(this.handlers.get(kind) ?? [])]) {
+      try {
+        h(type, obj, old);
+      } catch (e) {
+        this.onError(`watch handler of ${kind} failed: ${errorMessage(e)}`);
+      }
+    }
+  }
+}
