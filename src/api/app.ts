@@ -1,0 +1,655 @@
+/**
+ * The Hono app of the aggregated API server: `custom.metrics.k8s.io` (v1beta1, v1beta2) and
+ * `external.metrics.k8s.io` (v1beta1) read from the store, with the discovery documents,
+ * `/version`, `/openapi/v2` and the health endpoints. It knows no runtime, no TLS and no
+ * authentication: `src/runtime/` serves it, and an `authorize` middleware can be plugged in
+ * (health paths never pass through it).
+ *
+ * Bodies use the exact JSON of k8s.io/metrics (field names, order and omissions as Go writes
+ * them); errors are `metav1.Status`. A read that matches nothing answers 404 with the reason,
+ * which the HPA controller shows in `kubectl describe hpa`.
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import type { KubeObject } from "../cluster/types.ts";
+import {
+  formatSelector,
+  matchesSelector,
+  parseSelector,
+  type Selector,
+} from "../core/label_selector.ts";
+import { formatQuantity } from "../core/quantity.ts";
+import type { LabelSelector } from "../core/types.ts";
+import { formatTimestamp, type MetricStore } from "../store/store.ts";
+import type { CustomItem, ExternalItem } from "../store/types.ts";
+import type { RequestObservation } from "./own_metrics.ts";
+import { statusResponse } from "./status.ts";
+
+/** The custom metrics API group. */
+export const CUSTOM_GROUP = "custom.metrics.k8s.io";
+/** The external metrics API group. */
+export const EXTERNAL_GROUP = "external.metrics.k8s.io";
+const CUSTOM_VERSIONS = ["v1beta2", "v1beta1"] as const;
+const EXTERNAL_VERSIONS = ["v1beta1"] as const;
+
+/** Where pods come from, for `labelSelector` on pods (served from a watch cache, no LIST). */
+export interface PodLister {
+  /** The pods of a namespace. */
+  listPods(namespace: string): KubeObject[];
+  /** One pod by name; when given, wildcard reads look up only the pods that have values. */
+  getPod?(namespace: string, name: string): KubeObject | undefined;
+}
+
+/** What `/version` reports (`version.Info`). */
+export interface VersionInfo {
+  /** e.g. `v0.1.0`. */
+  gitVersion: string;
+  gitCommit?: string;
+  gitTreeState?: string;
+  buildDate?: string;
+  /** The runtime, e.g. `node 20.20.0` (Go servers write their Go version here). */
+  goVersion?: string;
+  compiler?: string;
+  platform?: string;
+}
+
+/** Options of {@linkcode createApp}. */
+export interface ApiOptions {
+  store: MetricStore;
+  pods: PodLister;
+  /** The clock, ms since the epoch; every read is checked against the TTL at this time. */
+  now(): number;
+  /** Serve `custom.metrics.k8s.io` (`--enable-custom-metrics-api`). Default true. */
+  enableCustom?: boolean;
+  /** Serve `external.metrics.k8s.io` (`--enable-external-metrics-api`). Default true. */
+  enableExternal?: boolean;
+  /** Initial sync done and serving; until then `/readyz` fails and metric reads answer 503. */
+  ready(): boolean;
+  version?: VersionInfo;
+  /** Authentication/authorization middleware for every path but the health ones. */
+  authorize?: MiddlewareHandler;
+  /** Called once per request after the response is made (own metrics). */
+  onRequest?: (obs: RequestObservation) => void;
+}
+
+const JSON_HEADERS = { "content-type": "application/json", "cache-control": "no-cache, private" };
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+}
+
+function text(body: string, status = 200): Response {
+  return new Response(body, {
+    status,
+    headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" },
+  });
+}
+
+function notFound(): Response {
+  return statusResponse("NotFound", "the server could not find the requested resource");
+}
+
+// -- bodies -------------------------------------------------------------------------------
+
+/** `v1.ObjectReference` with Go's field order and omissions. */
+function describedObject(item: CustomItem): Record<string, string> {
+  const ref: Record<string, string> = {};
+  if (item.describedKind) ref.kind = item.describedKind.kind;
+  // a Namespace is cluster-scoped; the store keys its values by the namespace itself
+  if (item.namespace && item.groupResource !== "namespaces") ref.namespace = item.namespace;
+  ref.name = item.objectName;
+  if (item.describedKind) ref.apiVersion = item.describedKind.apiVersion;
+  return ref;
+}
+
+/** `metav1.LabelSelector` JSON: both parts omitted when empty. */
+function selectorJson(ls: LabelSelector): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (ls.matchLabels && Object.keys(ls.matchLabels).length > 0) {
+    out.matchLabels = Object.fromEntries(
+      Object.keys(ls.matchLabels).sort().map((k) => [k, ls.matchLabels![k]]),
+    );
+  }
+  if (ls.matchExpressions && ls.matchExpressions.length > 0) {
+    out.matchExpressions = ls.matchExpressions.map((e) => ({
+      key: e.key,
+      operator: e.operator,
+      ...(e.values && e.values.length > 0 ? { values: e.values } : {}),
+    }));
+  }
+  return out;
+}
+
+/** The request's metric selector as a `metav1.LabelSelector` (null when empty). */
+function labelSelectorOf(sel: Selector): LabelSelector | null {
+  if (sel.length === 0) return null;
+  const matchLabels: Record<string, string> = {};
+  const matchExpressions: NonNullable<LabelSelector["matchExpressions"]> = [];
+  for (const r of sel) {
+    switch (r.operator) {
+      case "=":
+      case "==":
+        matchLabels[r.key] = r.values[0];
+        break;
+      case "in":
+        matchExpressions.push({ key: r.key, operator: "In", values: [...r.values] });
+        break;
+      case "!=":
+      case "notin":
+        matchExpressions.push({ key: r.key, operator: "NotIn", values: [...r.values] });
+        break;
+      case "exists":
+        matchExpressions.push({ key: r.key, operator: "Exists" });
+        break;
+      case "!":
+        matchExpressions.push({ key: r.key, operator: "DoesNotExist" });
+        break;
+      default:
+        // gt/lt have no LabelSelector form; the HPA never sends them
+        break;
+    }
+  }
+  return {
+    ...(Object.keys(matchLabels).length ? { matchLabels } : {}),
+    ...(matchExpressions.length ? { matchExpressions } : {}),
+  };
+}
+
+function customItemJson(
+  item: CustomItem,
+  version: string,
+  requestSelector: LabelSelector | null,
+): Record<string, unknown> {
+  const sel = item.metricSelectorObject ?? requestSelector;
+  if (version === "v1beta1") {
+    return {
+      describedObject: describedObject(item),
+      metricName: item.metricName,
+      timestamp: formatTimestamp(item.timestamp),
+      ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
+      value: formatQuantity(item.value),
+      selector: sel ? selectorJson(sel) : null,
+    };
+  }
+  return {
+    describedObject: describedObject(item),
+    metric: { name: item.metricName, ...(sel ? { selector: selectorJson(sel) } : {}) },
+    timestamp: formatTimestamp(item.timestamp),
+    ...(item.windowSeconds !== undefined ? { windowSeconds: Math.round(item.windowSeconds) } : {}),
+    value: formatQuantity(item.value),
+  };
+}
+
+function externalItemJson(item: ExternalItem): Record<string, unknown> {
+  return {
+    metricName: item.metricName,
+    metricLabels: Object.fromEntries(
+      Object.keys(item.metricLabels).sort().map((k) => [k, item.metricLabels[k]]),
+    ),
+    timestamp: formatTimestamp(item.timestamp),
+    ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
+    value: formatQuantity(item.value),
+  };
+}
+
+// -- pods ---------------------------------------------------------------------------------
+
+/** Ready (condition Ready=True) and not being deleted. */
+export function isServablePod(pod: KubeObject): boolean {
+  if (pod.metadata.deletionTimestamp) return false;
+  const conditions: unknown = pod.status?.conditions;
+  if (!Array.isArray(conditions)) return false;
+  return conditions.some((c) =>
+    c && typeof c === "object" && (c as { type?: unknown }).type === "Ready" &&
+    (c as { status?: unknown }).status === "True"
+  );
+}
+
+// -- discovery ----------------------------------------------------------------------------
+
+function groupVersions(group: string): readonly string[] {
+  return group === CUSTOM_GROUP ? CUSTOM_VERSIONS : EXTERNAL_VERSIONS;
+}
+
+function apiGroup(group: string): Record<string, unknown> {
+  const versions = groupVersions(group).map((v) => ({ groupVersion: `${group}/${v}`, version: v }));
+  return { name: group, versions, preferredVersion: versions[0] };
+}
+
+function resourceList(group: string, version: string, store: MetricStore): unknown {
+  const resources: Record<string, unknown>[] = [];
+  const kind = group === CUSTOM_GROUP ? "MetricValueList" : "ExternalMetricValueList";
+  // A fixed entry keeps the list non-empty (clients warn about empty groups) and gives
+  // `kubectl api-resources` a line for the group; the per-metric entries follow the upstream
+  // custom-metrics-apiserver (`pods/rps`; external: the metric name).
+  resources.push({
+    name: group === CUSTOM_GROUP ? "custommetrics" : "externalmetrics",
+    singularName: "",
+    namespaced: true,
+    kind,
+    verbs: ["get"],
+  });
+  const seen = new Set<string>(resources.map((r) => r.name as string));
+  for (const m of store.servedMetrics()) {
+    if ((m.kind === "custom") !== (group === CUSTOM_GROUP)) continue;
+    const name = m.kind === "custom" ? `${m.groupResource}/${m.metricName}` : m.metricName;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    resources.push({
+      name,
+      singularName: "",
+      namespaced: m.kind === "custom" ? m.namespaced ?? true : true,
+      kind,
+      verbs: ["get"],
+    });
+  }
+  return {
+    kind: "APIResourceList",
+    apiVersion: "v1",
+    groupVersion: `${group}/${version}`,
+    resources,
+  };
+}
+
+function openApiDocument(version: VersionInfo, groups: string[]): unknown {
+  const paths: Record<string, unknown> = {};
+  const param = (name: string, where: "path" | "query") => ({
+    name,
+    in: where,
+    required: where === "path",
+    type: "string",
+    ...(where === "query" ? {} : { uniqueItems: true }),
+  });
+  const op = (id: string, ref: string, params: unknown[]) => ({
+    get: {
+      operationId: id,
+      produces: ["application/json"],
+      schemes: ["https"],
+      parameters: params,
+      responses: {
+        "200": { description: "OK", schema: { $ref: `#/definitions/${ref}` } },
+        "404": { description: "Not Found", schema: { $ref: "#/definitions/Status" } },
+      },
+    },
+  });
+  const q = [param("labelSelector", "query"), param("metricLabelSelector", "query")];
+  if (groups.includes(CUSTOM_GROUP)) {
+    for (const v of CUSTOM_VERSIONS) {
+      const base = `/apis/${CUSTOM_GROUP}/${v}`;
+      const id = `CustomMetrics${v[0].toUpperCase()}${v.slice(1)}`;
+      paths[`${base}/namespaces/{namespace}/{resource}/{name}/{metric}`] = op(
+        `listNamespaced${id}`,
+        "MetricValueList",
+        [
+          param("namespace", "path"),
+          param("resource", "path"),
+          param("name", "path"),
+          param("metric", "path"),
+          ...q,
+        ],
+      );
+      paths[`${base}/{resource}/{name}/{metric}`] = op(`list${id}`, "MetricValueList", [
+        param("resource", "path"),
+        param("name", "path"),
+        param("metric", "path"),
+        ...q,
+      ]);
+      paths[`${base}/namespaces/{namespace}/metrics/{metric}`] = op(
+        `read${id}ForNamespace`,
+        "MetricValueList",
+        [param("namespace", "path"), param("metric", "path"), ...q],
+      );
+    }
+  }
+  if (groups.includes(EXTERNAL_GROUP)) {
+    paths[`/apis/${EXTERNAL_GROUP}/v1beta1/namespaces/{namespace}/{metric}`] = op(
+      "listNamespacedExternalMetricsV1beta1",
+      "ExternalMetricValueList",
+      [param("namespace", "path"), param("metric", "path"), param("labelSelector", "query")],
+    );
+  }
+  const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
+    type: "object",
+    ...(required.length ? { required } : {}),
+    properties,
+  });
+  const str = { type: "string" };
+  const list = (item: string) =>
+    obj({
+      kind: str,
+      apiVersion: str,
+      metadata: { type: "object" },
+      items: { type: "array", items: { $ref: `#/definitions/${item}` } },
+    }, ["items"]);
+  return {
+    swagger: "2.0",
+    info: { title: "hpa-metrics-adapter", version: version.gitVersion },
+    paths,
+    definitions: {
+      MetricValueList: list("MetricValue"),
+      MetricValue: obj({
+        describedObject: { type: "object" },
+        metric: obj({ name: str, selector: { type: "object" } }),
+        metricName: str,
+        selector: { type: "object" },
+        timestamp: { type: "string", format: "date-time" },
+        windowSeconds: { type: "integer", format: "int64" },
+        window: { type: "integer", format: "int64" },
+        value: str,
+      }, ["describedObject", "timestamp", "value"]),
+      ExternalMetricValueList: list("ExternalMetricValue"),
+      ExternalMetricValue: obj({
+        metricName: str,
+        metricLabels: { type: "object", additionalProperties: str },
+        timestamp: { type: "string", format: "date-time" },
+        window: { type: "integer", format: "int64" },
+        value: str,
+      }, ["metricName", "metricLabels", "timestamp", "value"]),
+      Status: obj({
+        kind: str,
+        apiVersion: str,
+        metadata: { type: "object" },
+        status: str,
+        message: str,
+        reason: str,
+        code: { type: "integer", format: "int32" },
+      }),
+    },
+  };
+}
+
+// -- health -------------------------------------------------------------------------------
+
+interface HealthCheck {
+  name: string;
+  check(): string | null;
+}
+
+/** As k8s.io/apiserver's healthz handler: `ok`, or with `?verbose` one line per check. */
+function health(name: string, checks: HealthCheck[], url: URL): Response {
+  const excluded = new Set(url.searchParams.getAll("exclude"));
+  const verbose = url.searchParams.has("verbose");
+  let out = "";
+  let failed = false;
+  for (const c of checks) {
+    if (excluded.has(c.name)) {
+      out += `[+]${c.name} excluded: ok\n`;
+      continue;
+    }
+    const err = c.check();
+    if (err === null) out += `[+]${c.name} ok\n`;
+    else {
+      failed = true;
+      out += `[-]${c.name} failed: reason withheld\n`;
+    }
+  }
+  if (failed) return text(`${out}${name} check failed\n`, 500);
+  return text(verbose ? `${out}${name} check passed\n` : "ok");
+}
+
+function oneCheck(c: HealthCheck): Response {
+  const err = c.check();
+  return err === null ? text("ok") : text(`internal server error: ${err}\n`, 500);
+}
+
+// -- the app ------------------------------------------------------------------------------
+
+/** Split a raw path into decoded segments (so `%2A` is `*`); null if undecodable. */
+function segments(pathname: string): string[] | null {
+  const parts = pathname.split("/").slice(1);
+  if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
+  try {
+    return parts.map((p) => decodeURIComponent(p));
+  } catch {
+    return null;
+  }
+}
+
+function routeOf(path: string): string {
+  if (/^\/(healthz|livez|readyz)(\/|$)/.test(path)) return "health";
+  if (path === "/version" || path === "/version/") return "version";
+  if (path.startsWith("/openapi")) return "openapi";
+  const m = /^\/apis\/(custom|external)\.metrics\.k8s\.io\/[^/]+\/(.+)$/.exec(path);
+  if (m) return m[1];
+  if (path === "/apis" || path.startsWith("/apis/")) return "discovery";
+  return "other";
+}
+
+/**
+ * Build the API app (runtime-blind; serve it with `src/runtime/`, or call `app.request()`).
+ *
+ * @example
+ * ```ts
+ * const app = createApp({ store, pods: { listPods: (ns) => cluster.list("Pod", ns) },
+ *   now: () => Date.now(), ready: () => true });
+ * const res = await app.request("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*\/rps");
+ * ```
+ */
+export function createApp(options: ApiOptions): Hono {
+  const enableCustom = options.enableCustom ?? true;
+  const enableExternal = options.enableExternal ?? true;
+  const groups = [
+    ...(enableCustom ? [CUSTOM_GROUP] : []),
+    ...(enableExternal ? [EXTERNAL_GROUP] : []),
+  ];
+  const version: VersionInfo = options.version ?? { gitVersion: "v0.0.0" };
+  const { store } = options;
+
+  const pingCheck: HealthCheck = { name: "ping", check: () => null };
+  const syncCheck: HealthCheck = {
+    name: "initial-sync",
+    check: () => options.ready() ? null : "initial sync not done",
+  };
+  const healthChecks: Record<string, HealthCheck[]> = {
+    healthz: [pingCheck],
+    livez: [pingCheck],
+    readyz: [pingCheck, syncCheck],
+  };
+
+  const app = new Hono();
+
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    await next();
+    if (options.onRequest) {
+      options.onRequest({
+        method: c.req.method,
+        route: routeOf(new URL(c.req.url).pathname),
+        code: c.res.status,
+        durationSeconds: (performance.now() - started) / 1000,
+      });
+    }
+  });
+
+  app.onError((err) =>
+    statusResponse("InternalError", `Internal error occurred: ${err.message}`, {
+      details: { causes: [{ message: err.message }] },
+    })
+  );
+
+  // health: never behind authorization
+  for (const [name, checks] of Object.entries(healthChecks)) {
+    app.get(`/${name}`, (c) => health(name, checks, new URL(c.req.url)));
+    app.get(`/${name}/:check`, (c) => {
+      const check = checks.find((h) => h.name === c.req.param("check"));
+      return check ? oneCheck(check) : text("404 page not found\n", 404);
+    });
+  }
+
+  if (options.authorize) {
+    const authorize = options.authorize;
+    app.use("*", async (c, next) => {
+      if (routeOf(new URL(c.req.url).pathname) === "health") return await next();
+      return await authorize(c, next);
+    });
+  }
+
+  app.get("/version", () =>
+    json({
+      major: version.gitVersion.replace(/^v/, "").split(".")[0] ?? "",
+      minor: version.gitVersion.replace(/^v/, "").split(".")[1] ?? "",
+      gitVersion: version.gitVersion,
+      gitCommit: version.gitCommit ?? "",
+      gitTreeState: version.gitTreeState ?? "",
+      buildDate: version.buildDate ?? "",
+      goVersion: version.goVersion ?? "",
+      compiler: version.compiler ?? "",
+      platform: version.platform ?? "",
+    }));
+
+  app.get("/openapi/v2", () => json(openApiDocument(version, groups)));
+
+  app.get(
+    "/apis",
+    () => json({ kind: "APIGroupList", apiVersion: "v1", groups: groups.map(apiGroup) }),
+  );
+
+  app.all("/apis/*", (c) => {
+    const url = new URL(c.req.url);
+    const segs = segments(url.pathname);
+    if (!segs) return statusResponse("BadRequest", `invalid path "${url.pathname}"`);
+    const [, group, ver, ...rest] = segs;
+    if (!groups.includes(group)) return notFound();
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") {
+      return statusResponse(
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+      );
+    }
+    if (ver === undefined) return json({ kind: "APIGroup", apiVersion: "v1", ...apiGroup(group) });
+    if (!groupVersions(group).includes(ver)) return notFound();
+    if (rest.length === 0) return json(resourceList(group, ver, store));
+    if (!options.ready()) {
+      return statusResponse(
+        "ServiceUnavailable",
+        "the adapter has not finished its initial sync; metrics are served once it has",
+      );
+    }
+    return group === CUSTOM_GROUP
+      ? customMetrics(c, ver, rest, options)
+      : externalMetrics(c, rest, options);
+  });
+
+  app.notFound(() => text("404 page not found\n", 404));
+  return app;
+}
+
+function parseParam(c: Context, name: string): { sel: Selector } | { error: Response } {
+  const raw = c.req.query(name) ?? "";
+  try {
+    return { sel: parseSelector(raw) };
+  } catch (err) {
+    return {
+      error: statusResponse("BadRequest", `invalid ${name}: ${(err as Error).message}`),
+    };
+  }
+}
+
+function customMetrics(c: Context, version: string, rest: string[], options: ApiOptions): Response {
+  let namespace: string;
+  let groupResource: string;
+  let name: string;
+  let metricName: string;
+  if (rest.length === 5 && rest[0] === "namespaces") {
+    [, namespace, groupResource, name, metricName] = rest;
+  } else if (rest.length === 4 && rest[0] === "namespaces" && rest[2] === "metrics") {
+    // the Namespace object itself
+    [, name, , metricName] = rest;
+    namespace = name;
+    groupResource = "namespaces";
+  } else if (rest.length === 3) {
+    [groupResource, name, metricName] = rest;
+    // cluster-scoped; a Namespace's values are kept under the namespace itself
+    namespace = groupResource === "namespaces" ? name : "";
+  } else return notFound();
+  if (!namespace && rest.length !== 3) return notFound();
+  if (!groupResource || !name || !metricName) return notFound();
+
+  const labelSel = parseParam(c, "labelSelector");
+  if ("error" in labelSel) return labelSel.error;
+  const metricSel = parseParam(c, "metricLabelSelector");
+  if ("error" in metricSel) return metricSel.error;
+  const metricSelector = formatSelector(metricSel.sel);
+  if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
+    return statusResponse(
+      "BadRequest",
+      `labelSelector "${
+        formatSelector(labelSel.sel)
+      }" is supported for pods only, not for ${groupResource}`,
+    );
+  }
+
+  const now = options.now();
+  const result = options.store.lookupCustom(
+    { namespace, groupResource, name, metricName, metricSelector },
+    now,
+  );
+  const what = `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
+  if ("miss" in result) return statusResponse("NotFound", `${what}: ${result.miss.reason}`);
+
+  let items = result.items;
+  if (name === "*" && groupResource === "pods") {
+    items = servablePods(items, namespace, labelSel.sel, options.pods);
+    if (items.length === 0) {
+      const sel = formatSelector(labelSel.sel);
+      const which = sel ? `matching labelSelector "${sel}"` : "in the namespace";
+      const stored = result.items.length;
+      return statusResponse(
+        "NotFound",
+        `${what}: no ready pod ${which} has a value (values are stored for ${stored} pod${
+          stored === 1 ? "" : "s"
+        } in namespace ${namespace})`,
+      );
+    }
+  }
+  const requestSelector = labelSelectorOf(metricSel.sel);
+  return json({
+    kind: "MetricValueList",
+    apiVersion: `${CUSTOM_GROUP}/${version}`,
+    metadata: {},
+    items: items.map((i) => customItemJson(i, version, requestSelector)),
+  });
+}
+
+function servablePods(
+  items: CustomItem[],
+  namespace: string,
+  sel: Selector,
+  pods: PodLister,
+): CustomItem[] {
+  const ok = (pod: KubeObject | undefined): boolean =>
+    !!pod && isServablePod(pod) && matchesSelector(sel, pod.metadata.labels ?? {});
+  if (pods.getPod) {
+    const get = pods.getPod.bind(pods);
+    return items.filter((i) => ok(get(namespace, i.objectName)));
+  }
+  const names = new Set<string>();
+  for (const pod of pods.listPods(namespace)) if (ok(pod)) names.add(pod.metadata.name);
+  return items.filter((i) => names.has(i.objectName));
+}
+
+function externalMetrics(c: Context, rest: string[], options: ApiOptions): Response {
+  if (rest.length !== 3 || rest[0] !== "namespaces" || !rest[1] || !rest[2]) return notFound();
+  const [, namespace, metricName] = rest;
+  const labelSel = parseParam(c, "labelSelector");
+  if ("error" in labelSel) return labelSel.error;
+  const result = options.store.lookupExternal(
+    { namespace, metricName, selector: labelSel.sel },
+    options.now(),
+  );
+  if ("miss" in result) {
+    return statusResponse(
+      "NotFound",
+      `the server could not find the metric ${metricName} for provided labels: ${result.miss.reason}`,
+    );
+  }
+  return json({
+    kind: "ExternalMetricValueList",
+    apiVersion: `${EXTERNAL_GROUP}/v1beta1`,
+    metadata: {},
+    items: result.items.map(externalItemJson),
+  });
+}

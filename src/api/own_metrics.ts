@@ -1,0 +1,414 @@
+/**
+ * The adapter's own metrics in the Prometheus text exposition format (version 0.0.4), written
+ * here rather than pulled from a client library: counters, gauges and histograms with labels.
+ * The four counters of kube-metrics-adapter keep their exact names, help texts and (absent)
+ * labels, so existing dashboards and alerts keep working.
+ *
+ * @module
+ */
+
+import { Hono } from "hono";
+import type { StoreStats } from "../store/store.ts";
+
+/** Label values by label name. */
+export type Labels = Record<string, string>;
+
+/** Prometheus' default histogram buckets (seconds). */
+export const DEFAULT_BUCKETS: readonly number[] = [
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+];
+
+const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL_RE = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** Escape a label value: backslash, double quote and line feed. */
+export function escapeLabelValue(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+function escapeHelp(help: string): string {
+  return help.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
+}
+
+/** A sample value as the text format writes it. */
+function formatValue(n: number): string {
+  if (Number.isNaN(n)) return "NaN";
+  if (n === Infinity) return "+Inf";
+  if (n === -Infinity) return "-Inf";
+  return String(n);
+}
+
+function labelText(names: readonly string[], values: readonly string[], extra = ""): string {
+  const parts = names.map((n, i) => `${n}="${escapeLabelValue(values[i])}"`);
+  if (extra) parts.push(extra);
+  return parts.length ? `{${parts.join(",")}}` : "";
+}
+
+/** Options shared by every metric. */
+export interface MetricOptions {
+  name: string;
+  help: string;
+  /** Label names, in the order they are written. */
+  labelNames?: string[];
+}
+
+/** Options of a histogram. */
+export interface HistogramOptions extends MetricOptions {
+  /** Upper bounds, ascending; `+Inf` is added. Default {@linkcode DEFAULT_BUCKETS}. */
+  buckets?: readonly number[];
+}
+
+/** Options of a gauge whose values are read when scraped. */
+export interface GaugeOptions extends MetricOptions {
+  /** Called on every scrape; returns the value (unlabelled) or labelled values. */
+  collect?: () => number | { labels: Labels; value: number }[];
+}
+
+abstract class Metric<T> {
+  readonly name: string;
+  readonly help: string;
+  readonly labelNames: readonly string[];
+  protected children = new Map<string, { values: string[]; data: T }>();
+
+  constructor(options: MetricOptions) {
+    if (!NAME_RE.test(options.name)) throw new Error(`invalid metric name "${options.name}"`);
+    for (const l of options.labelNames ?? []) {
+      if (!LABEL_RE.test(l) || l === "le" || l.startsWith("__")) {
+        throw new Error(`invalid label name "${l}" for metric ${options.name}`);
+      }
+    }
+    this.name = options.name;
+    this.help = options.help;
+    this.labelNames = options.labelNames ?? [];
+  }
+
+  abstract readonly type: "counter" | "gauge" | "histogram";
+  protected abstract initial(): T;
+  abstract renderSamples(): string[];
+
+  protected child(labels: Labels = {}): T {
+    const values = this.labelNames.map((n) => {
+      const v = labels[n];
+      if (v === undefined) throw new Error(`missing label "${n}" for metric ${this.name}`);
+      return String(v);
+    });
+    for (const k of Object.keys(labels)) {
+      if (!this.labelNames.includes(k)) {
+        throw new Error(`unknown label "${k}" for metric ${this.name}`);
+      }
+    }
+    const key = JSON.stringify(values);
+    let c = this.children.get(key);
+    if (!c) this.children.set(key, c = { values, data: this.initial() });
+    return c.data;
+  }
+
+  /** Children sorted by label values; an unlabelled metric always has its one child. */
+  protected sortedChildren(): { values: string[]; data: T }[] {
+    if (this.labelNames.length === 0 && this.children.size === 0) this.child();
+    return [...this.children.entries()].sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
+      .map(([, c]) => c);
+  }
+
+  render(): string {
+    const samples = this.renderSamples();
+    if (samples.length === 0) return "";
+    return `# HELP ${this.name} ${escapeHelp(this.help)}\n# TYPE ${this.name} ${this.type}\n${
+      samples.join("\n")
+    }\n`;
+  }
+}
+
+/** A monotonically increasing count. */
+export class Counter extends Metric<{ value: number }> {
+  readonly type = "counter" as const;
+  protected initial(): { value: number } {
+    return { value: 0 };
+  }
+  /** Add `by` (default 1, never negative). */
+  inc(labels?: Labels, by = 1): void {
+    if (!(by >= 0)) throw new Error(`counter ${this.name} cannot decrease (by ${by})`);
+    this.child(labels).value += by;
+  }
+  /** The current value (0 if never incremented). */
+  get(labels?: Labels): number {
+    return this.child(labels).value;
+  }
+  renderSamples(): string[] {
+    return this.sortedChildren().map((c) =>
+      `${this.name}${labelText(this.labelNames, c.values)} ${formatValue(c.data.value)}`
+    );
+  }
+}
+
+/** A value that goes up and down, set directly or read on every scrape. */
+export class Gauge extends Metric<{ value: number }> {
+  readonly type = "gauge" as const;
+  #collect?: GaugeOptions["collect"];
+  constructor(options: GaugeOptions) {
+    super(options);
+    this.#collect = options.collect;
+  }
+  protected initial(): { value: number } {
+    return { value: 0 };
+  }
+  /** Set the value. */
+  set(value: number, labels?: Labels): void {
+    this.child(labels).value = value;
+  }
+  /** Add `by` (default 1). */
+  inc(labels?: Labels, by = 1): void {
+    this.child(labels).value += by;
+  }
+  /** The current value. */
+  get(labels?: Labels): number {
+    return this.child(labels).value;
+  }
+  renderSamples(): string[] {
+    if (this.#collect) {
+      const got = this.#collect();
+      if (typeof got === "number") this.set(got);
+      else for (const { labels, value } of got) this.set(value, labels);
+    }
+    return this.sortedChildren().map((c) =>
+      `${this.name}${labelText(this.labelNames, c.values)} ${formatValue(c.data.value)}`
+    );
+  }
+}
+
+/** Observations counted into cumulative buckets, with their sum and count. */
+export class Histogram extends Metric<{ counts: number[]; sum: number; count: number }> {
+  readonly type = "histogram" as const;
+  readonly buckets: readonly number[];
+  constructor(options: HistogramOptions) {
+    super(options);
+    const buckets = [...(options.buckets ?? DEFAULT_BUCKETS)].filter((b) => b !== Infinity);
+    for (let i = 1; i < buckets.length; i++) {
+      if (!(buckets[i] > buckets[i - 1])) {
+        throw new Error(`buckets of histogram ${options.name} must be increasing`);
+      }
+    }
+    this.buckets = buckets;
+  }
+  protected initial(): { counts: number[]; sum: number; count: number } {
+    return { counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+  }
+  /** Record one observation. */
+  observe(value: number, labels?: Labels): void {
+    const c = this.child(labels);
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) c.counts[i]++;
+    c.sum += value;
+    c.count++;
+  }
+  renderSamples(): string[] {
+    const out: string[] = [];
+    for (const c of this.sortedChildren()) {
+      this.buckets.forEach((b, i) => {
+        out.push(
+          `${this.name}_bucket${labelText(this.labelNames, c.values, `le="${formatValue(b)}"`)} ${
+            c.data.counts[i]
+          }`,
+        );
+      });
+      out.push(
+        `${this.name}_bucket${labelText(this.labelNames, c.values, 'le="+Inf"')} ${c.data.count}`,
+      );
+      out.push(
+        `${this.name}_sum${labelText(this.labelNames, c.values)} ${formatValue(c.data.sum)}`,
+      );
+      out.push(`${this.name}_count${labelText(this.labelNames, c.values)} ${c.data.count}`);
+    }
+    return out;
+  }
+}
+
+/** A set of metrics rendered together; names are unique. */
+export class MetricsRegistry {
+  #metrics = new Map<string, Counter | Gauge | Histogram>();
+
+  #add<M extends Counter | Gauge | Histogram>(m: M): M {
+    if (this.#metrics.has(m.name)) throw new Error(`metric ${m.name} is already registered`);
+    this.#metrics.set(m.name, m);
+    return m;
+  }
+
+  /** Register a counter. */
+  counter(options: MetricOptions): Counter {
+    return this.#add(new Counter(options));
+  }
+
+  /** Register a gauge. */
+  gauge(options: GaugeOptions): Gauge {
+    return this.#add(new Gauge(options));
+  }
+
+  /** Register a histogram. */
+  histogram(options: HistogramOptions): Histogram {
+    return this.#add(new Histogram(options));
+  }
+
+  /** Every metric in the text exposition format, in registration order. */
+  render(): string {
+    return [...this.#metrics.values()].map((m) => m.render()).join("");
+  }
+}
+
+/** What the API app reports about each request (see `ApiOptions.onRequest`). */
+export interface RequestObservation {
+  method: string;
+  /** Coarse route: discovery, custom, external, health, version, openapi, other. */
+  route: string;
+  code: number;
+  durationSeconds: number;
+}
+
+/** The adapter's metrics, registered in one registry. */
+export interface AdapterMetrics {
+  registry: MetricsRegistry;
+  /** kube-metrics-adapter's: successful collections. */
+  collectionsSuccess: Counter;
+  /** kube-metrics-adapter's: failed collections. */
+  collectionsError: Counter;
+  /** kube-metrics-adapter's: successful HPA updates (plan refreshes). */
+  updatesSuccess: Counter;
+  /** kube-metrics-adapter's: failed HPA updates. */
+  updatesError: Counter;
+  /** Collections by collector type and result (`success`, `error`). */
+  collectorCollections: Counter;
+  /** Collection latency by collector type. */
+  collectionDuration: Histogram;
+  /** Request latency by route and status code. */
+  requestDuration: Histogram;
+  /** Record one collection in all the collection metrics. */
+  observeCollection(collector: string, ok: boolean, seconds: number): void;
+  /** Record one served request. */
+  observeRequest(obs: RequestObservation): void;
+}
+
+/** Options of {@linkcode createAdapterMetrics}. */
+export interface AdapterMetricsOptions {
+  registry?: MetricsRegistry;
+  /** Read on every scrape for the stored-value gauges. */
+  storeStats?: () => StoreStats;
+}
+
+/**
+ * Register the adapter's metrics: kube-metrics-adapter's four counters plus per-collector
+ * counters, latency histograms and stored-value gauges.
+ *
+ * @example
+ * ```ts
+ * const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
+ * metrics.observeCollection("prometheus", true, 0.012);
+ * ```
+ */
+export function createAdapterMetrics(options: AdapterMetricsOptions = {}): AdapterMetrics {
+  const registry = options.registry ?? new MetricsRegistry();
+  const collectionsSuccess = registry.counter({
+    name: "kube_metrics_adapter_collections_success",
+    help: "The total number of successful collections",
+  });
+  const collectionsError = registry.counter({
+    name: "kube_metrics_adapter_collections_error",
+    help: "The total number of failed collection attempts",
+  });
+  const updatesSuccess = registry.counter({
+    name: "kube_metrics_adapter_updates_success",
+    help: "The total number of successful HPA updates",
+  });
+  const updatesError = registry.counter({
+    name: "kube_metrics_adapter_updates_error",
+    help: "The total number of failed HPA update attempts",
+  });
+  const collectorCollections = registry.counter({
+    name: "kube_metrics_adapter_collector_collections_total",
+    help: "Collections by collector type and result (success or error)",
+    labelNames: ["collector", "result"],
+  });
+  const collectionDuration = registry.histogram({
+    name: "kube_metrics_adapter_collection_duration_seconds",
+    help: "Time one collection took, by collector type",
+    labelNames: ["collector"],
+  });
+  const requestDuration = registry.histogram({
+    name: "kube_metrics_adapter_request_duration_seconds",
+    help: "Time to answer an API request, by route and status code",
+    labelNames: ["route", "code"],
+  });
+  const stats = options.storeStats;
+  if (stats) {
+    registry.gauge({
+      name: "kube_metrics_adapter_stored_values",
+      help: "Metric values held in the store, by API (custom or external)",
+      labelNames: ["api"],
+      collect: () => {
+        const s = stats();
+        return [
+          { labels: { api: "custom" }, value: s.customValues },
+          { labels: { api: "external" }, value: s.externalValues },
+        ];
+      },
+    });
+    registry.gauge({
+      name: "kube_metrics_adapter_plans",
+      help: "Metric plans (HPA metrics) the store serves",
+      collect: () => stats().plans,
+    });
+    registry.gauge({
+      name: "kube_metrics_adapter_conflicted_plans",
+      help: "Plans withheld because another HPA collects the same value with a different query",
+      collect: () => stats().conflictedPlans,
+    });
+  }
+  return {
+    registry,
+    collectionsSuccess,
+    collectionsError,
+    updatesSuccess,
+    updatesError,
+    collectorCollections,
+    collectionDuration,
+    requestDuration,
+    observeCollection(collector: string, ok: boolean, seconds: number): void {
+      (ok ? collectionsSuccess : collectionsError).inc();
+      collectorCollections.inc({ collector, result: ok ? "success" : "error" });
+      collectionDuration.observe(seconds, { collector });
+    },
+    observeRequest(obs: RequestObservation): void {
+      requestDuration.observe(obs.durationSeconds, { route: obs.route, code: String(obs.code) });
+    },
+  };
+}
+
+/**
+ * A Hono app serving `GET /metrics` from a registry (for `--metrics-address`, plain HTTP).
+ *
+ * @example
+ * ```ts
+ * const app = createMetricsApp(metrics.registry);
+ * ```
+ */
+export function createMetricsApp(registry: MetricsRegistry): Hono {
+  const app = new Hono();
+  app.get("/metrics", () =>
+    new Response(registry.render(), {
+      headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
+    }));
+  app.notFound(() =>
+    new Response("404 page not found\n", {
+      status: 404,
+      headers: { "content-type": "text/plain; charset=utf-8" },
+    })
+  );
+  return app;
+}

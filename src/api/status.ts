@@ -1,0 +1,91 @@
+/**
+ * `metav1.Status` error bodies, as the Kubernetes API server writes them, so that the HPA
+ * controller, the aggregator and kubectl read our errors as theirs.
+ *
+ * @module
+ */
+
+/** `metav1.StatusReason` values this adapter answers with. */
+export type StatusReason =
+  | "NotFound"
+  | "BadRequest"
+  | "Forbidden"
+  | "Unauthorized"
+  | "MethodNotAllowed"
+  | "ServiceUnavailable"
+  | "InternalError";
+
+/** `metav1.StatusDetails` (only the fields we set). */
+export interface StatusDetails {
+  name?: string;
+  group?: string;
+  kind?: string;
+  causes?: { reason?: string; message?: string; field?: string }[];
+  retryAfterSeconds?: number;
+}
+
+/** A `metav1.Status` object with `status: Failure`. */
+export interface StatusBody {
+  kind: "Status";
+  apiVersion: "v1";
+  metadata: Record<string, never>;
+  status: "Failure";
+  message: string;
+  reason: StatusReason;
+  details?: StatusDetails;
+  code: number;
+}
+
+/** Options of {@linkcode statusBody} beyond the reason and message. */
+export interface StatusOptions {
+  details?: StatusDetails;
+}
+
+const CODES: Record<StatusReason, number> = {
+  NotFound: 404,
+  BadRequest: 400,
+  Forbidden: 403,
+  Unauthorized: 401,
+  MethodNotAllowed: 405,
+  ServiceUnavailable: 503,
+  InternalError: 500,
+};
+
+/**
+ * A failure Status with fields in the order the Go API server writes them.
+ *
+ * @example
+ * ```ts
+ * statusBody("NotFound", "the server could not find the requested resource");
+ * // { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "...", reason: "NotFound", code: 404 }
+ * ```
+ */
+export function statusBody(
+  reason: StatusReason,
+  message: string,
+  options: StatusOptions = {},
+): StatusBody {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    ...(options.details ? { details: options.details } : {}),
+    code: CODES[reason],
+  };
+}
+
+/** A JSON Response carrying a failure Status, with the status code that goes with its reason. */
+export function statusResponse(
+  reason: StatusReason,
+  message: string,
+  options: StatusOptions = {},
+): Response {
+  const body = statusBody(reason, message, options);
+  return new Response(JSON.stringify(body), {
+    status: body.code,
+    headers: { "content-type": "application/json", "cache-control": "no-cache, private" },
+  });
+}

@@ -1,0 +1,994 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { MiddlewareHandler } from "hono";
+import { createApp, isServablePod } from "../../src/api/app.ts";
+import type { ApiOptions } from "../../src/api/app.ts";
+import {
+  createAdapterMetrics,
+  createMetricsApp,
+  MetricsRegistry,
+} from "../../src/api/own_metrics.ts";
+import type { RequestObservation } from "../../src/api/own_metrics.ts";
+import type { KubeObject } from "../../src/cluster/types.ts";
+import { MetricStore } from "../../src/store/store.ts";
+import type { ServedAt, StoredPlan } from "../../src/store/types.ts";
+
+const T0 = Date.UTC(2024, 0, 2, 3, 4, 5);
+const TS = "2024-01-02T03:04:05Z";
+const CM = "/apis/custom.metrics.k8s.io";
+const EM = "/apis/external.metrics.k8s.io/v1beta1";
+
+function pod(
+  name: string,
+  labels: Record<string, string>,
+  opts: { ready?: boolean; deleting?: boolean } = {},
+): KubeObject {
+  return {
+    metadata: {
+      name,
+      namespace: "default",
+      labels,
+      ...(opts.deleting ? { deletionTimestamp: "2024-01-02T03:00:00Z" } : {}),
+    },
+    status: {
+      conditions: [
+        { type: "PodScheduled", status: "True" },
+        { type: "Ready", status: opts.ready === false ? "False" : "True" },
+      ],
+    },
+  };
+}
+
+const PODS: KubeObject[] = [
+  pod("web-1", { app: "web" }),
+  pod("web-2", { app: "other" }),
+  pod("web-3", { app: "web" }, { ready: false }),
+  pod("web-4", { app: "web" }, { deleting: true }),
+  pod("web-5", { app: "api" }),
+];
+
+function custom(
+  key: string,
+  at: Omit<Extract<ServedAt, { kind: "custom" }>, "kind" | "metricSelector"> & {
+    metricSelector?: string;
+  },
+  extra: Partial<StoredPlan> = {},
+): StoredPlan {
+  return {
+    key,
+    hpa: { namespace: at.namespace || "default", name: key.split("#")[0] },
+    servedAt: { kind: "custom", metricSelector: "", ...at },
+    queryKey: "q-" + key,
+    ...extra,
+  };
+}
+
+interface Fixture {
+  store: MetricStore;
+  options: ApiOptions;
+  clock: { now: number };
+  state: { ready: boolean };
+}
+
+function fixture(overrides: Partial<ApiOptions> = {}): Fixture {
+  const store = new MetricStore();
+  const clock = { now: T0 };
+  const state = { ready: true };
+  const plans: [StoredPlan, { objectName?: string; value: number; windowSeconds?: number }[]][] = [
+    [
+      custom("web#0", {
+        namespace: "default",
+        groupResource: "pods",
+        objectName: null,
+        metricName: "rps",
+      }),
+      [
+        { objectName: "web-1", value: 1.5, windowSeconds: 60 },
+        { objectName: "web-2", value: 2 },
+        { objectName: "web-3", value: 3 },
+        { objectName: "web-4", value: 4 },
+        { objectName: "web-5", value: 2500 },
+      ],
+    ],
+    [
+      custom("web#1", {
+        namespace: "default",
+        groupResource: "deployments.apps",
+        objectName: "web",
+        metricName: "requests",
+        metricSelector: "path=api",
+      }, { metricSelectorObject: { matchLabels: { path: "api" } } }),
+      [{ value: 0.25 }],
+    ],
+    [
+      custom("nodes#0", {
+        namespace: "",
+        groupResource: "nodes",
+        objectName: "n1",
+        metricName: "load",
+      }),
+      [{ value: 7 }],
+    ],
+    [
+      custom("ns#0", {
+        namespace: "default",
+        groupResource: "namespaces",
+        objectName: "default",
+        metricName: "jobs",
+      }),
+      [{ value: 12 }],
+    ],
+    [
+      custom("sched#0", {
+        namespace: "default",
+        groupResource: "scalingschedules.zalando.org",
+        objectName: "nightly",
+        metricName: "nightly",
+      }),
+      [{ value: 100 }],
+    ],
+    [
+      {
+        key: "worker#0",
+        hpa: { namespace: "default", name: "worker" },
+        servedAt: {
+          kind: "external",
+          namespace: "default",
+          metricName: "queue-length",
+          metricLabels: { queue: "orders", type: "sqs" },
+        },
+        queryKey: "sqs:orders",
+      },
+      [{ value: 1200000 }],
+    ],
+  ];
+  for (const [plan, samples] of plans) {
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, samples.map((s) => ({ ...s, timestamp: T0 })), T0);
+  }
+  const options: ApiOptions = {
+    store,
+    pods: { listPods: (ns) => (ns === "default" ? PODS : []) },
+    now: () => clock.now,
+    ready: () => state.ready,
+    version: { gitVersion: "v0.1.0", goVersion: "node 20", platform: "linux/amd64" },
+    ...overrides,
+  };
+  return { store, options, clock, state };
+}
+
+async function get(
+  options: ApiOptions,
+  path: string,
+  init?: RequestInit,
+): Promise<{ status: number; type: string | null; body: string }> {
+  const res = await createApp(options).request(path, init);
+  return { status: res.status, type: res.headers.get("content-type"), body: await res.text() };
+}
+
+async function getJson(options: ApiOptions, path: string): Promise<[number, unknown]> {
+  const r = await get(options, path);
+  assert.equal(r.type, "application/json", `content-type of ${path}: ${r.body}`);
+  return [r.status, JSON.parse(r.body)];
+}
+
+function status(code: number, reason: string, message: string, details?: unknown): unknown {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  };
+}
+
+const POD_REF = (name: string) => ({
+  kind: "Pod",
+  namespace: "default",
+  name,
+  apiVersion: "v1",
+});
+
+describe("custom.metrics.k8s.io pods metrics", () => {
+  for (const star of ["*", "%2A", "%2a"]) {
+    it(`v1beta2 serves ready, not deleting pods matching labelSelector (name ${star})`, async () => {
+      const { options } = fixture();
+      const r = await get(
+        options,
+        `${CM}/v1beta2/namespaces/default/pods/${star}/rps?labelSelector=${
+          encodeURIComponent("app in (web,api)")
+        }`,
+      );
+      assert.equal(r.status, 200);
+      assert.equal(
+        r.body,
+        JSON.stringify({
+          kind: "MetricValueList",
+          apiVersion: "custom.metrics.k8s.io/v1beta2",
+          metadata: {},
+          items: [
+            {
+              describedObject: POD_REF("web-1"),
+              metric: { name: "rps" },
+              timestamp: TS,
+              windowSeconds: 60,
+              value: "1500m",
+            },
+            {
+              describedObject: POD_REF("web-5"),
+              metric: { name: "rps" },
+              timestamp: TS,
+              value: "2500",
+            },
+          ],
+        }),
+      );
+    });
+  }
+
+  it("v1beta1 writes metricName, window and a null selector", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(
+      options,
+      `${CM}/v1beta1/namespaces/default/pods/*/rps?labelSelector=app%3Dweb`,
+    );
+    assert.equal(code, 200);
+    assert.deepEqual(body, {
+      kind: "MetricValueList",
+      apiVersion: "custom.metrics.k8s.io/v1beta1",
+      metadata: {},
+      items: [{
+        describedObject: POD_REF("web-1"),
+        metricName: "rps",
+        timestamp: TS,
+        window: 60,
+        value: "1500m",
+        selector: null,
+      }],
+    });
+  });
+
+  it("serves every ready pod with a value when there is no labelSelector", async () => {
+    const { options } = fixture();
+    const [, body] = await getJson(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`);
+    assert.deepEqual(
+      (body as { items: { describedObject: { name: string } }[] }).items.map((i) =>
+        i.describedObject.name
+      ),
+      ["web-1", "web-2", "web-5"],
+    );
+  });
+
+  it("uses getPod when the lister has it", async () => {
+    const asked: string[] = [];
+    const { options } = fixture();
+    options.pods = {
+      listPods: () => {
+        throw new Error("listPods must not be called");
+      },
+      getPod: (ns, name) => {
+        asked.push(`${ns}/${name}`);
+        return PODS.find((p) => p.metadata.name === name);
+      },
+    };
+    const [code, body] = await getJson(
+      options,
+      `${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=app%3Dapi`,
+    );
+    assert.equal(code, 200);
+    assert.equal((body as { items: unknown[] }).items.length, 1);
+    assert.deepEqual(asked, [
+      "default/web-1",
+      "default/web-2",
+      "default/web-3",
+      "default/web-4",
+      "default/web-5",
+    ]);
+  });
+
+  it("serves one pod by name", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(options, `${CM}/v1beta2/namespaces/default/pods/web-2/rps`);
+    assert.equal(code, 200);
+    assert.deepEqual(body, {
+      kind: "MetricValueList",
+      apiVersion: "custom.metrics.k8s.io/v1beta2",
+      metadata: {},
+      items: [{
+        describedObject: POD_REF("web-2"),
+        metric: { name: "rps" },
+        timestamp: TS,
+        value: "2",
+      }],
+    });
+  });
+
+  it("answers 404 saying why when no ready pod matches", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(
+      options,
+      `${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=app%3Dnone`,
+    );
+    assert.equal(code, 404);
+    assert.deepEqual(
+      body,
+      status(
+        404,
+        "NotFound",
+        'the server could not find the metric rps for pods *: no ready pod matching labelSelector "app=none" has a value (values are stored for 5 pods in namespace default)',
+      ),
+    );
+  });
+
+  it("answers 404 with the TTL reason once values expired", async () => {
+    const { options, clock } = fixture();
+    clock.now = T0 + 900_001;
+    const [code, body] = await getJson(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`);
+    assert.equal(code, 404);
+    assert.deepEqual(
+      body,
+      status(
+        404,
+        "NotFound",
+        `the server could not find the metric rps for pods *: value expired: last collected at ${TS}, older than the TTL 15m0s`,
+      ),
+    );
+  });
+
+  it("excludes unready and deleting pods", () => {
+    assert.deepEqual(PODS.map(isServablePod), [true, true, false, false, true]);
+    assert.equal(isServablePod({ metadata: { name: "x" } }), false);
+  });
+});
+
+describe("custom.metrics.k8s.io object metrics", () => {
+  it("serves an object metric with its metric selector in both versions", async () => {
+    const { options } = fixture();
+    const q = `?metricLabelSelector=${encodeURIComponent("path=api")}`;
+    const ref = { kind: "Deployment", namespace: "default", name: "web", apiVersion: "apps/v1" };
+    const [c2, v2] = await getJson(
+      options,
+      `${CM}/v1beta2/namespaces/default/deployments.apps/web/requests${q}`,
+    );
+    assert.equal(c2, 200);
+    assert.deepEqual(v2, {
+      kind: "MetricValueList",
+      apiVersion: "custom.metrics.k8s.io/v1beta2",
+      metadata: {},
+      items: [{
+        describedObject: ref,
+        metric: { name: "requests", selector: { matchLabels: { path: "api" } } },
+        timestamp: TS,
+        value: "250m",
+      }],
+    });
+    const [c1, v1] = await getJson(
+      options,
+      `${CM}/v1beta1/namespaces/default/deployments.apps/web/requests${q}`,
+    );
+    assert.equal(c1, 200);
+    assert.deepEqual(v1, {
+      kind: "MetricValueList",
+      apiVersion: "custom.metrics.k8s.io/v1beta1",
+      metadata: {},
+      items: [{
+        describedObject: ref,
+        metricName: "requests",
+        timestamp: TS,
+        value: "250m",
+        selector: { matchLabels: { path: "api" } },
+      }],
+    });
+  });
+
+  it("answers 404 for the same object without the metric selector", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(
+      options,
+      `${CM}/v1beta2/namespaces/default/deployments.apps/web/requests`,
+    );
+    assert.equal(code, 404);
+    assert.deepEqual(
+      body,
+      status(
+        404,
+        "NotFound",
+        'the server could not find the metric requests for deployments.apps web: no HPA in namespace default asks for metric "requests" on deployments.apps/web',
+      ),
+    );
+  });
+
+  it("serves metrics of a CRD object (scalingschedules.zalando.org)", async () => {
+    const { options } = fixture();
+    const [, body] = await getJson(
+      options,
+      `${CM}/v1beta2/namespaces/default/scalingschedules.zalando.org/nightly/nightly`,
+    );
+    assert.deepEqual((body as { items: unknown[] }).items, [{
+      describedObject: {
+        kind: "ScalingSchedule",
+        namespace: "default",
+        name: "nightly",
+        apiVersion: "zalando.org/v1",
+      },
+      metric: { name: "nightly" },
+      timestamp: TS,
+      value: "100",
+    }]);
+  });
+
+  it("serves a cluster-scoped object without a namespace", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(options, `${CM}/v1beta1/nodes/n1/load`);
+    assert.equal(code, 200);
+    assert.deepEqual((body as { items: unknown[] }).items, [{
+      describedObject: { kind: "Node", name: "n1", apiVersion: "v1" },
+      metricName: "load",
+      timestamp: TS,
+      value: "7",
+      selector: null,
+    }]);
+  });
+
+  for (const path of ["namespaces/default/metrics/jobs", "namespaces/default/jobs"]) {
+    it(`serves the Namespace object's metric at ${path}`, async () => {
+      const { options } = fixture();
+      const [code, body] = await getJson(options, `${CM}/v1beta2/${path}`);
+      assert.equal(code, 200);
+      assert.deepEqual((body as { items: unknown[] }).items, [{
+        describedObject: { kind: "Namespace", name: "default", apiVersion: "v1" },
+        metric: { name: "jobs" },
+        timestamp: TS,
+        value: "12",
+      }]);
+    });
+  }
+
+  it("turns a request's matchExpressions into the served selector when the plan has none", async () => {
+    const { options, store } = fixture();
+    store.upsertPlan(
+      custom("svc#0", {
+        namespace: "default",
+        groupResource: "services",
+        objectName: "web",
+        metricName: "hits",
+        metricSelector: "code in (2xx,3xx),method=GET",
+      }),
+      T0,
+    );
+    store.recordSuccess("svc#0", [{ value: 5, timestamp: T0 }], T0);
+    const q = encodeURIComponent("method=GET,code in (3xx,2xx)");
+    const [code, body] = await getJson(
+      options,
+      `${CM}/v1beta2/namespaces/default/services/web/hits?metricLabelSelector=${q}`,
+    );
+    assert.equal(code, 200);
+    assert.deepEqual((body as { items: { metric: unknown }[] }).items[0].metric, {
+      name: "hits",
+      selector: {
+        matchLabels: { method: "GET" },
+        matchExpressions: [{ key: "code", operator: "In", values: ["2xx", "3xx"] }],
+      },
+    });
+  });
+});
+
+describe("external.metrics.k8s.io", () => {
+  it("serves values whose labels match the labelSelector", async () => {
+    const { options } = fixture();
+    const r = await get(
+      options,
+      `${EM}/namespaces/default/queue-length?labelSelector=${
+        encodeURIComponent("queue=orders,type=sqs")
+      }`,
+    );
+    assert.equal(r.status, 200);
+    assert.equal(
+      r.body,
+      JSON.stringify({
+        kind: "ExternalMetricValueList",
+        apiVersion: "external.metrics.k8s.io/v1beta1",
+        metadata: {},
+        items: [{
+          metricName: "queue-length",
+          metricLabels: { queue: "orders", type: "sqs" },
+          timestamp: TS,
+          value: "1200k",
+        }],
+      }),
+    );
+  });
+
+  it("never serves another namespace's values", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(
+      options,
+      `${EM}/namespaces/other/queue-length?labelSelector=queue%3Dorders`,
+    );
+    assert.equal(code, 404);
+    assert.deepEqual(
+      body,
+      status(
+        404,
+        "NotFound",
+        'the server could not find the metric queue-length for provided labels: no HPA in namespace other asks for external metric "queue-length" with selector "queue=orders"',
+      ),
+    );
+  });
+
+  it("answers 404 for a path that is not a metric", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(options, `${EM}/queue-length`);
+    assert.equal(code, 404);
+    assert.deepEqual(
+      body,
+      status(404, "NotFound", "the server could not find the requested resource"),
+    );
+  });
+});
+
+describe("errors", () => {
+  const table: { name: string; path: string; code: number; reason: string; message: string }[] = [
+    {
+      name: "rejects a malformed labelSelector",
+      path: `${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=${
+        encodeURIComponent("app in (a")
+      }`,
+      code: 400,
+      reason: "BadRequest",
+      message:
+        'invalid labelSelector: invalid label selector "app in (a": found "end of string", expected a value, "," or ")"',
+    },
+    {
+      name: "rejects a malformed metricLabelSelector",
+      path: `${CM}/v1beta1/namespaces/default/pods/*/rps?metricLabelSelector=a%20b`,
+      code: 400,
+      reason: "BadRequest",
+      message:
+        'invalid metricLabelSelector: invalid label selector "a b": found "b", expected one of in, notin, =, ==, !=, >, <',
+    },
+    {
+      name: "rejects a labelSelector on objects other than pods",
+      path: `${CM}/v1beta2/namespaces/default/deployments.apps/*/requests?labelSelector=a%3Db`,
+      code: 400,
+      reason: "BadRequest",
+      message: 'labelSelector "a=b" is supported for pods only, not for deployments.apps',
+    },
+    {
+      name: "answers 404 for an unknown version",
+      path: `${CM}/v1/namespaces/default/pods/*/rps`,
+      code: 404,
+      reason: "NotFound",
+      message: "the server could not find the requested resource",
+    },
+    {
+      name: "answers 404 for a path of the wrong shape",
+      path: `${CM}/v1beta2/namespaces/default/pods/rps`,
+      code: 404,
+      reason: "NotFound",
+      message: "the server could not find the requested resource",
+    },
+    {
+      name: "answers 404 for an unknown group",
+      path: "/apis/metrics.k8s.io/v1beta1",
+      code: 404,
+      reason: "NotFound",
+      message: "the server could not find the requested resource",
+    },
+    {
+      name: "names the metric and object when no HPA asks",
+      path: `${CM}/v1beta2/namespaces/default/pods/web-1/latency`,
+      code: 404,
+      reason: "NotFound",
+      message:
+        'the server could not find the metric latency for pods web-1: no HPA in namespace default asks for metric "latency" on pods/web-1',
+    },
+  ];
+  for (const t of table) {
+    it(t.name, async () => {
+      const { options } = fixture();
+      const [code, body] = await getJson(options, t.path);
+      assert.equal(code, t.code);
+      assert.deepEqual(body, status(t.code, t.reason, t.message));
+    });
+  }
+
+  it("answers 405 for other methods", async () => {
+    const { options } = fixture();
+    const r = await get(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`, {
+      method: "POST",
+    });
+    assert.equal(r.status, 405);
+    assert.deepEqual(
+      JSON.parse(r.body),
+      status(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+      ),
+    );
+  });
+
+  it("answers 503 for metric reads until the initial sync is done, discovery still 200", async () => {
+    const { options, state } = fixture();
+    state.ready = false;
+    const [code, body] = await getJson(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`);
+    assert.equal(code, 503);
+    assert.deepEqual(
+      body,
+      status(
+        503,
+        "ServiceUnavailable",
+        "the adapter has not finished its initial sync; metrics are served once it has",
+      ),
+    );
+    assert.equal((await get(options, `${CM}/v1beta2`)).status, 200);
+  });
+
+  it("answers 500 InternalError when something throws", async () => {
+    const { options } = fixture();
+    options.pods = {
+      listPods: () => {
+        throw new Error("informer gone");
+      },
+    };
+    const [code, body] = await getJson(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`);
+    assert.equal(code, 500);
+    assert.deepEqual(
+      body,
+      status(500, "InternalError", "Internal error occurred: informer gone", {
+        causes: [{ message: "informer gone" }],
+      }),
+    );
+  });
+
+  it("answers a plain 404 outside /apis", async () => {
+    const { options } = fixture();
+    const r = await get(options, "/nope");
+    assert.deepEqual([r.status, r.body], [404, "404 page not found\n"]);
+  });
+});
+
+describe("discovery", () => {
+  const customGroup = {
+    name: "custom.metrics.k8s.io",
+    versions: [
+      { groupVersion: "custom.metrics.k8s.io/v1beta2", version: "v1beta2" },
+      { groupVersion: "custom.metrics.k8s.io/v1beta1", version: "v1beta1" },
+    ],
+    preferredVersion: { groupVersion: "custom.metrics.k8s.io/v1beta2", version: "v1beta2" },
+  };
+  const externalGroup = {
+    name: "external.metrics.k8s.io",
+    versions: [{ groupVersion: "external.metrics.k8s.io/v1beta1", version: "v1beta1" }],
+    preferredVersion: { groupVersion: "external.metrics.k8s.io/v1beta1", version: "v1beta1" },
+  };
+
+  it("lists both groups at /apis", async () => {
+    const { options } = fixture();
+    const [code, body] = await getJson(options, "/apis");
+    assert.equal(code, 200);
+    assert.deepEqual(body, {
+      kind: "APIGroupList",
+      apiVersion: "v1",
+      groups: [customGroup, externalGroup],
+    });
+  });
+
+  it("describes each group at /apis/{group}", async () => {
+    const { options } = fixture();
+    assert.deepEqual(await getJson(options, "/apis/custom.metrics.k8s.io"), [
+      200,
+      { kind: "APIGroup", apiVersion: "v1", ...customGroup },
+    ]);
+    assert.deepEqual(await getJson(options, "/apis/external.metrics.k8s.io/"), [
+      200,
+      { kind: "APIGroup", apiVersion: "v1", ...externalGroup },
+    ]);
+  });
+
+  it("lists a fixed resource plus one per served metric, as upstream does", async () => {
+    const { options } = fixture();
+    const r = (name: string, namespaced: boolean, kind = "MetricValueList") => ({
+      name,
+      singularName: "",
+      namespaced,
+      kind,
+      verbs: ["get"],
+    });
+    for (const v of ["v1beta1", "v1beta2"]) {
+      assert.deepEqual(await getJson(options, `${CM}/${v}`), [200, {
+        kind: "APIResourceList",
+        apiVersion: "v1",
+        groupVersion: `custom.metrics.k8s.io/${v}`,
+        resources: [
+          r("custommetrics", true),
+          r("deployments.apps/requests", true),
+          r("namespaces/jobs", true),
+          r("nodes/load", false),
+          r("pods/rps", true),
+          r("scalingschedules.zalando.org/nightly", true),
+        ],
+      }]);
+    }
+    assert.deepEqual(await getJson(options, EM), [200, {
+      kind: "APIResourceList",
+      apiVersion: "v1",
+      groupVersion: "external.metrics.k8s.io/v1beta1",
+      resources: [
+        r("externalmetrics", true, "ExternalMetricValueList"),
+        r("queue-length", true, "ExternalMetricValueList"),
+      ],
+    }]);
+  });
+
+  it("keeps the resource list non-empty when nothing is served", async () => {
+    const { options } = fixture({ store: new MetricStore() });
+    const [, body] = await getJson(options, `${CM}/v1beta2`);
+    assert.deepEqual((body as { resources: { name: string }[] }).resources.map((x) => x.name), [
+      "custommetrics",
+    ]);
+  });
+
+  for (const disabled of ["custom", "external"] as const) {
+    it(`answers 404 on every ${disabled} path and hides the group when it is disabled`, async () => {
+      const { options } = fixture(
+        disabled === "custom" ? { enableCustom: false } : { enableExternal: false },
+      );
+      const [, list] = await getJson(options, "/apis");
+      assert.deepEqual(list, {
+        kind: "APIGroupList",
+        apiVersion: "v1",
+        groups: [disabled === "custom" ? externalGroup : customGroup],
+      });
+      const base = disabled === "custom" ? CM : "/apis/external.metrics.k8s.io";
+      const paths = disabled === "custom"
+        ? [base, `${base}/v1beta2`, `${base}/v1beta1/namespaces/default/pods/*/rps`]
+        : [base, `${base}/v1beta1`, `${EM}/namespaces/default/queue-length`];
+      for (const path of paths) {
+        assert.deepEqual(await getJson(options, path), [
+          404,
+          status(404, "NotFound", "the server could not find the requested resource"),
+        ], path);
+      }
+      const [, openapi] = await getJson(options, "/openapi/v2");
+      const keys = Object.keys((openapi as { paths: Record<string, unknown> }).paths);
+      assert.equal(keys.some((k) => k.includes(`${disabled}.metrics.k8s.io`)), false);
+      assert.equal(keys.length > 0, true);
+    });
+  }
+
+  it("reports the version", async () => {
+    const { options } = fixture();
+    assert.deepEqual(await getJson(options, "/version"), [200, {
+      major: "0",
+      minor: "1",
+      gitVersion: "v0.1.0",
+      gitCommit: "",
+      gitTreeState: "",
+      buildDate: "",
+      goVersion: "node 20",
+      compiler: "",
+      platform: "linux/amd64",
+    }]);
+  });
+
+  it("serves a Swagger 2.0 document with every metric path", async () => {
+    const { options } = fixture();
+    const [code, doc] = await getJson(options, "/openapi/v2");
+    assert.equal(code, 200);
+    const d = doc as { swagger: string; info: unknown; paths: Record<string, unknown> };
+    assert.equal(d.swagger, "2.0");
+    assert.deepEqual(d.info, { title: "hpa-metrics-adapter", version: "v0.1.0" });
+    assert.deepEqual(Object.keys(d.paths), [
+      "/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/{resource}/{name}/{metric}",
+      "/apis/custom.metrics.k8s.io/v1beta2/{resource}/{name}/{metric}",
+      "/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/metrics/{metric}",
+      "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/{resource}/{name}/{metric}",
+      "/apis/custom.metrics.k8s.io/v1beta1/{resource}/{name}/{metric}",
+      "/apis/custom.metrics.k8s.io/v1beta1/namespaces/{namespace}/metrics/{metric}",
+      "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/{metric}",
+    ]);
+    // every $ref resolves
+    const refs = JSON.stringify(doc).match(/#\/definitions\/[A-Za-z]+/g) ?? [];
+    const defs = (doc as { definitions: Record<string, unknown> }).definitions;
+    for (const ref of refs) assert.ok(defs[ref.slice(14)], ref);
+  });
+});
+
+describe("health", () => {
+  it("answers ok on /healthz, /livez and /readyz", async () => {
+    const { options } = fixture();
+    for (const p of ["/healthz", "/livez", "/readyz"]) {
+      const r = await get(options, p);
+      assert.deepEqual([r.status, r.type, r.body], [200, "text/plain; charset=utf-8", "ok"], p);
+    }
+  });
+
+  it("lists the checks with ?verbose as the Go server does", async () => {
+    const { options } = fixture();
+    assert.equal(
+      (await get(options, "/readyz?verbose")).body,
+      "[+]ping ok\n[+]initial-sync ok\nreadyz check passed\n",
+    );
+    assert.equal(
+      (await get(options, "/healthz?verbose=1")).body,
+      "[+]ping ok\nhealthz check passed\n",
+    );
+    assert.equal((await get(options, "/livez?verbose")).body, "[+]ping ok\nlivez check passed\n");
+  });
+
+  it("fails /readyz with 500 until the initial sync is done; /livez stays ok", async () => {
+    const { options, state } = fixture();
+    state.ready = false;
+    const r = await get(options, "/readyz");
+    assert.deepEqual([r.status, r.body], [
+      500,
+      "[+]ping ok\n[-]initial-sync failed: reason withheld\nreadyz check failed\n",
+    ]);
+    assert.equal((await get(options, "/livez")).status, 200);
+    assert.deepEqual(
+      [
+        (await get(options, "/readyz/initial-sync")).status,
+        (await get(options, "/readyz/ping")).body,
+      ],
+      [500, "ok"],
+    );
+    const excluded = await get(options, "/readyz?verbose&exclude=initial-sync");
+    assert.deepEqual([excluded.status, excluded.body], [
+      200,
+      "[+]ping ok\n[+]initial-sync excluded: ok\nreadyz check passed\n",
+    ]);
+  });
+});
+
+describe("hooks", () => {
+  it("runs authorize on every path except the health ones", async () => {
+    const seen: string[] = [];
+    const deny: MiddlewareHandler = async (c) => {
+      seen.push(new URL(c.req.url).pathname);
+      return c.json({ denied: true }, 403);
+    };
+    const { options } = fixture({ authorize: deny });
+    assert.equal((await get(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`)).status, 403);
+    assert.equal((await get(options, "/apis")).status, 403);
+    assert.equal((await get(options, "/version")).status, 403);
+    for (const p of ["/healthz", "/livez", "/readyz?verbose", "/readyz/ping"]) {
+      assert.equal((await get(options, p)).status, 200, p);
+    }
+    assert.deepEqual(seen, [`${CM}/v1beta2/namespaces/default/pods/*/rps`, "/apis", "/version"]);
+  });
+
+  it("lets authorized requests through", async () => {
+    const allow: MiddlewareHandler = async (_c, next) => {
+      await next();
+    };
+    const { options } = fixture({ authorize: allow });
+    assert.equal((await get(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`)).status, 200);
+  });
+
+  it("reports each request with its coarse route and code", async () => {
+    const seen: RequestObservation[] = [];
+    const { options } = fixture({ onRequest: (o) => seen.push(o) });
+    await get(options, `${CM}/v1beta2/namespaces/default/pods/*/rps`);
+    await get(options, `${EM}/namespaces/default/nope`);
+    await get(options, "/apis");
+    await get(options, "/readyz");
+    await get(options, "/openapi/v2");
+    assert.deepEqual(seen.map((o) => [o.method, o.route, o.code]), [
+      ["GET", "custom", 200],
+      ["GET", "external", 404],
+      ["GET", "discovery", 200],
+      ["GET", "health", 200],
+      ["GET", "openapi", 200],
+    ]);
+    for (const o of seen) assert.ok(o.durationSeconds >= 0 && o.durationSeconds < 5);
+  });
+});
+
+describe("own metrics", () => {
+  it("writes counters, gauges and histograms in the text format with escaped labels", async () => {
+    const registry = new MetricsRegistry();
+    const c = registry.counter({ name: "c_total", help: "A counter\\with\nnewline" });
+    const lc = registry.counter({ name: "lc_total", help: "Labelled", labelNames: ["x"] });
+    registry.counter({ name: "unused_total", help: "Never set", labelNames: ["x"] });
+    const g = registry.gauge({ name: "g", help: "A gauge" });
+    const h = registry.histogram({
+      name: "h_seconds",
+      help: "A histogram",
+      labelNames: ["k"],
+      buckets: [0.1, 1],
+    });
+    c.inc();
+    c.inc(undefined, 2);
+    lc.inc({ x: 'a"b\\c\nd' });
+    lc.inc({ x: "a" });
+    g.set(-1.5);
+    h.observe(0.05, { k: "v" });
+    h.observe(0.5, { k: "v" });
+    h.observe(3, { k: "v" });
+    const res = await createMetricsApp(registry).request("/metrics");
+    assert.equal(res.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
+    assert.equal(
+      await res.text(),
+      [
+        "# HELP c_total A counter\\\\with\\nnewline",
+        "# TYPE c_total counter",
+        "c_total 3",
+        "# HELP lc_total Labelled",
+        "# TYPE lc_total counter",
+        'lc_total{x="a"} 1',
+        'lc_total{x="a\\"b\\\\c\\nd"} 1',
+        "# HELP g A gauge",
+        "# TYPE g gauge",
+        "g -1.5",
+        "# HELP h_seconds A histogram",
+        "# TYPE h_seconds histogram",
+        'h_seconds_bucket{k="v",le="0.1"} 1',
+        'h_seconds_bucket{k="v",le="1"} 2',
+        'h_seconds_bucket{k="v",le="+Inf"} 3',
+        'h_seconds_sum{k="v"} 3.55',
+        'h_seconds_count{k="v"} 3',
+        "",
+      ].join("\n"),
+    );
+    assert.equal((await createMetricsApp(registry).request("/other")).status, 404);
+  });
+
+  it("rejects bad names, unknown labels and decreasing counters", () => {
+    const registry = new MetricsRegistry();
+    assert.throws(() => registry.counter({ name: "bad-name", help: "" }), {
+      message: 'invalid metric name "bad-name"',
+    });
+    const c = registry.counter({ name: "a_total", help: "", labelNames: ["x"] });
+    assert.throws(() => c.inc({ y: "1" }), { message: 'missing label "x" for metric a_total' });
+    assert.throws(() => c.inc({ x: "1", y: "2" }), {
+      message: 'unknown label "y" for metric a_total',
+    });
+    assert.throws(() => c.inc({ x: "1" }, -1), {
+      message: "counter a_total cannot decrease (by -1)",
+    });
+    assert.throws(() => registry.counter({ name: "a_total", help: "" }), {
+      message: "metric a_total is already registered",
+    });
+  });
+
+  it("keeps kube-metrics-adapter's counter names and serves collection, store and request metrics", async () => {
+    const { store, options } = fixture();
+    const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
+    metrics.observeCollection("prometheus", true, 0.02);
+    metrics.observeCollection("prometheus", false, 2);
+    metrics.updatesSuccess.inc();
+    options.onRequest = (o) => metrics.observeRequest(o);
+    await get(options, "/apis");
+    const text = await (await createMetricsApp(metrics.registry).request("/metrics")).text();
+    for (
+      const line of [
+        "# HELP kube_metrics_adapter_collections_success The total number of successful collections",
+        "# TYPE kube_metrics_adapter_collections_success counter",
+        "kube_metrics_adapter_collections_success 1",
+        "# HELP kube_metrics_adapter_collections_error The total number of failed collection attempts",
+        "kube_metrics_adapter_collections_error 1",
+        "# HELP kube_metrics_adapter_updates_success The total number of successful HPA updates",
+        "kube_metrics_adapter_updates_success 1",
+        "# HELP kube_metrics_adapter_updates_error The total number of failed HPA update attempts",
+        "kube_metrics_adapter_updates_error 0",
+        'kube_metrics_adapter_collector_collections_total{collector="prometheus",result="error"} 1',
+        'kube_metrics_adapter_collector_collections_total{collector="prometheus",result="success"} 1',
+        'kube_metrics_adapter_collection_duration_seconds_bucket{collector="prometheus",le="0.025"} 1',
+        'kube_metrics_adapter_collection_duration_seconds_bucket{collector="prometheus",le="+Inf"} 2',
+        'kube_metrics_adapter_collection_duration_seconds_sum{collector="prometheus"} 2.02',
+        'kube_metrics_adapter_stored_values{api="custom"} 9',
+        'kube_metrics_adapter_stored_values{api="external"} 1',
+        "kube_metrics_adapter_plans 6",
+        "kube_metrics_adapter_conflicted_plans 0",
+        'kube_metrics_adapter_request_duration_seconds_count{route="discovery",code="200"} 1',
+      ]
+    ) {
+      assert.ok(text.split("\n").includes(line), `missing line: ${line}\n${text}`);
+    }
+  });
+});
