@@ -1,0 +1,295 @@
+/**
+ * Leader election: one replica makes the writes (status updates, events, scaling adjustments).
+ *
+ * `LeaseLeaderElector` follows client-go's Lease lock (coordination.k8s.io/v1): a candidate
+ * takes the Lease when it has no holder or when its record has not changed for
+ * `leaseDurationSeconds` as measured on the candidate's own clock (so clock skew between
+ * replicas does not matter); the leader renews every `retryPeriodSeconds` and steps down when it
+ * could not renew for `renewDeadlineSeconds`. Updates carry the Lease's resourceVersion, so two
+ * candidates cannot both win (the loser gets 409 Conflict). `InMemoryLeaderElector` is for file
+ * mode, where the one process is always the leader.
+ */
+import { CoordinationV1Api, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { describeError, type KubeLogger, statusCodeOf } from "./kube_source.ts";
+
+/** Runs a campaign for leadership and reports when it is won and lost. */
+export interface LeaderElector {
+  /** Start campaigning (idempotent). */
+  start(): void;
+  /** Stop campaigning; a leader steps down (`onStoppedLeading` is called). */
+  stop(): Promise<void>;
+  isLeader(): boolean;
+}
+
+/** Options of `LeaseLeaderElector`. */
+export interface LeaseLeaderElectorOptions {
+  kubeConfig: KubeConfig;
+  /** Namespace and name of the Lease. */
+  namespace: string;
+  name: string;
+  /** This candidate's identity (usually the pod name). */
+  identity: string;
+  /** How long a Lease is valid without renewal (default 15). */
+  leaseDurationSeconds?: number;
+  /** How long the leader keeps failing to renew before it steps down (default 10). */
+  renewDeadlineSeconds?: number;
+  /** How often candidates try to acquire and the leader renews (default 2). */
+  retryPeriodSeconds?: number;
+  /** The clock, ms since the epoch. */
+  now?: () => number;
+  onStartedLeading?: () => void;
+  onStoppedLeading?: () => void;
+  /** Give the Lease up on `stop()` so another candidate takes over at once (default true). */
+  releaseOnStop?: boolean;
+  logger?: KubeLogger;
+}
+
+/** metav1.MicroTime: RFC 3339 with microseconds. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/Z$/, "000Z");
+}
+
+/** Leader election through a coordination.k8s.io/v1 Lease. */
+export class LeaseLeaderElector implements LeaderElector {
+  private readonly api: CoordinationV1Api;
+  private readonly options: LeaseLeaderElectorOptions;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly now: () => number;
+  private readonly log: KubeLogger;
+  private leading = false;
+  private running = false;
+  private loop?: Promise<void>;
+  private sleeping?: { timer: ReturnType<typeof setTimeout>; wake: () => void };
+  /** The last Lease record seen (holder and renew time) and when it was first seen. */
+  private observedRecord = "";
+  private observedTime = 0;
+  private lastRenew = 0;
+  /** Another candidate holds an unexpired Lease (seen on the last attempt). */
+  private heldByOther = false;
+
+  constructor(options: LeaseLeaderElectorOptions) {
+    this.options = options;
+    this.leaseDurationMs = (options.leaseDurationSeconds ?? 15) * 1000;
+    this.renewDeadlineMs = (options.renewDeadlineSeconds ?? 10) * 1000;
+    this.retryPeriodMs = (options.retryPeriodSeconds ?? 2) * 1000;
+    if (!(this.leaseDurationMs > this.renewDeadlineMs)) {
+      throw new Error(
+        `invalid leader election timing: lease duration ${
+          this.leaseDurationMs / 1000
+        }s must be greater than renew deadline ${this.renewDeadlineMs / 1000}s`,
+      );
+    }
+    if (!(this.renewDeadlineMs > this.retryPeriodMs) || !(this.retryPeriodMs > 0)) {
+      throw new Error(
+        `invalid leader election timing: renew deadline ${
+          this.renewDeadlineMs / 1000
+        }s must be greater than retry period ${
+          this.retryPeriodMs / 1000
+        }s (which must be positive)`,
+      );
+    }
+    if (options.identity === "") throw new Error("leader election identity must not be empty");
+    this.now = options.now ?? (() => Date.now());
+    this.log = options.logger ?? (() => {});
+    this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+  }
+
+  /** Start campaigning: one attempt now, then one every retry period. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = (async () => {
+      while (this.running) {
+        await this.step();
+        if (!this.running) break;
+        await new Promise<void>((wake) => {
+          this.sleeping = { timer: setTimeout(wake, this.retryPeriodMs), wake };
+        });
+        this.sleeping = undefined;
+      }
+    })();
+  }
+
+  /** Stop campaigning; a leader releases the Lease (unless `releaseOnStop` is false) and steps down. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.sleeping) {
+      clearTimeout(this.sleeping.timer);
+      this.sleeping.wake();
+    }
+    await this.loop;
+    this.loop = undefined;
+    if (!this.leading) return;
+    if (this.options.releaseOnStop ?? true) await this.release();
+    this.leading = false;
+    this.options.onStoppedLeading?.();
+  }
+
+  /** Whether this candidate holds the Lease. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /**
+   * One attempt to acquire or renew, with the leadership callbacks. `start()` calls it every
+   * retry period; tests call it directly with an injected clock.
+   */
+  async step(): Promise<void> {
+    const now = this.now();
+    let held = false;
+    try {
+      held = await this.tryAcquireOrRenew(now);
+    } catch (e) {
+      this.log("warn", `leader election on lease ${this.leaseName()}: ${describeError(e)}`);
+    }
+    if (held) {
+      this.lastRenew = now;
+      if (!this.leading) {
+        this.leading = true;
+        this.log("info", `${this.options.identity} is the leader (lease ${this.leaseName()})`);
+        this.options.onStartedLeading?.();
+      }
+    } else if (
+      this.leading && (this.heldByOther || now - this.lastRenew >= this.renewDeadlineMs)
+    ) {
+      this.leading = false;
+      this.log("warn", `${this.options.identity} lost the lease ${this.leaseName()}`);
+      this.options.onStoppedLeading?.();
+    }
+  }
+
+  private leaseName(): string {
+    return `${this.options.namespace}/${this.options.name}`;
+  }
+
+  private observe(holder: string, renewTime: unknown, now: number): void {
+    const record = JSON.stringify([holder, renewTime ?? null]);
+    if (record !== this.observedRecord) {
+      this.observedRecord = record;
+      this.observedTime = now;
+    }
+  }
+
+  /** Whether this candidate holds the Lease after the attempt. Throws on API errors. */
+  private async tryAcquireOrRenew(now: number): Promise<boolean> {
+    const { namespace, name, identity } = this.options;
+    const leaseDurationSeconds = Math.round(this.leaseDurationMs / 1000) || 1;
+    this.heldByOther = false;
+    let lease: V1Lease;
+    try {
+      lease = await this.api.readNamespacedLease({ name, namespace });
+    } catch (e) {
+      if (statusCodeOf(e) !== 404) throw e;
+      const t = microTime(now);
+      const body = {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name, namespace },
+        spec: {
+          holderIdentity: identity,
+          leaseDurationSeconds,
+          acquireTime: t,
+          renewTime: t,
+          leaseTransitions: 0,
+        },
+      };
+      try {
+        // MicroTime fields are sent as strings, which is their wire format
+        await this.api.createNamespacedLease({ namespace, body: body as unknown as V1Lease });
+      } catch (err) {
+        if (statusCodeOf(err) === 409) return false; // another candidate created it first
+        throw err;
+      }
+      this.observe(identity, t, now);
+      return true;
+    }
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? "";
+    this.observe(holder, spec.renewTime, now);
+    if (holder !== "" && holder !== identity) {
+      const durationMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
+      if (this.observedTime + durationMs > now) {
+        this.heldByOther = true;
+        return false;
+      }
+    }
+    const t = microTime(now);
+    const transitions = spec.leaseTransitions ?? 0;
+    const body = {
+      ...lease,
+      spec: {
+        ...spec,
+        holderIdentity: identity,
+        leaseDurationSeconds,
+        acquireTime: holder === identity ? spec.acquireTime : t,
+        renewTime: t,
+        leaseTransitions: holder === identity ? transitions : transitions + 1,
+      },
+    };
+    try {
+      await this.api.replaceNamespacedLease({ name, namespace, body: body as unknown as V1Lease });
+    } catch (e) {
+      if (statusCodeOf(e) === 409) return false; // someone else updated it since we read it
+      throw e;
+    }
+    this.observe(identity, t, now);
+    return true;
+  }
+
+  /** Give the Lease up, as client-go does: no holder, a 1 s duration. */
+  private async release(): Promise<void> {
+    const { namespace, name, identity } = this.options;
+    try {
+      const lease = await this.api.readNamespacedLease({ name, namespace });
+      if (lease.spec?.holderIdentity !== identity) return;
+      const t = microTime(this.now());
+      const body = {
+        ...lease,
+        spec: {
+          ...lease.spec,
+          holderIdentity: undefined,
+          leaseDurationSeconds: 1,
+          acquireTime: t,
+          renewTime: t,
+        },
+      };
+      await this.api.replaceNamespacedLease({ name, namespace, body: body as unknown as V1Lease });
+    } catch (e) {
+      this.log("warn", `release of lease ${this.leaseName()}: ${describeError(e)}`);
+    }
+  }
+}
+
+/** Options of `InMemoryLeaderElector`. */
+export interface InMemoryLeaderElectorOptions {
+  onStartedLeading?: () => void;
+  onStoppedLeading?: () => void;
+}
+
+/** The elector of file mode: the only process leads from `start()` to `stop()`. */
+export class InMemoryLeaderElector implements LeaderElector {
+  private leading = false;
+
+  constructor(private readonly options: InMemoryLeaderElectorOptions = {}) {}
+
+  /** Become the leader at once. */
+  start(): void {
+    if (this.leading) return;
+    this.leading = true;
+    this.options.onStartedLeading?.();
+  }
+
+  /** Step down. */
+  async stop(): Promise<void> {
+    if (!this.leading) return;
+    this.leading = false;
+    this.options.onStoppedLeading?.();
+  }
+
+  /** Whether `start()` was called and `stop()` was not. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+}
