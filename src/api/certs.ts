@@ -1,0 +1,319 @@
+/**
+ * Serving certificates: load `--tls-cert-file`/`--tls-private-key-file`, or generate a
+ * self-signed certificate for localhost into `--cert-dir` (`apiserver.crt`, `apiserver.key`)
+ * and reuse it while it is valid, as the Go generic API server does. Also issues CA and client
+ * certificates, which tests use to exercise client-certificate authentication.
+ *
+ * X.509 encoding is node-forge's (pure JavaScript, no global side effects, same on Node, Deno
+ * and Bun); keys come from `node:crypto` (RSA 2048). Parsing and checks use `node:crypto`
+ * `X509Certificate`.
+ */
+import forge from "node-forge";
+import { createPublicKey, generateKeyPairSync, randomBytes, X509Certificate } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { isIP } from "node:net";
+import { join } from "node:path";
+
+/** A certificate (PEM, leaf first) and its private key (PEM). */
+export interface CertificateAndKey {
+  cert: string;
+  key: string;
+}
+
+/** Options of {@linkcode createCertificate}. */
+export interface CertificateOptions {
+  commonName: string;
+  /** Subject O values (Kubernetes reads them as groups). */
+  organizations?: string[];
+  /** Subject alternative names: DNS names and IP addresses (v4 or v6) mixed. */
+  hosts?: string[];
+  /** A CA certificate (basicConstraints CA, keyCertSign) instead of a leaf. */
+  isCa?: boolean;
+  /** Extended key usages of a leaf; default both server and client authentication. */
+  extendedKeyUsages?: Array<"serverAuth" | "clientAuth">;
+  /** The CA that signs it; self-signed when absent. */
+  issuer?: CertificateAndKey;
+  /** Start of validity, ms since the epoch (default: one minute before `now`). */
+  notBefore?: number;
+  /** End of validity, ms since the epoch (default: `now` + 365 days). */
+  notAfter?: number;
+  /** The current time, ms since the epoch (default: the clock). */
+  now?: number;
+}
+
+const DAY_MS = 86_400_000;
+
+function newKeyPair(): { privatePem: string; publicPem: string } {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: "spki", format: "pem" },
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  });
+  return { privatePem: privateKey, publicPem: publicKey };
+}
+
+function serialNumber(): string {
+  const bytes = randomBytes(16);
+  bytes[0] &= 0x7f; // positive
+  bytes[0] |= 0x10; // no leading zero byte to strip
+  return bytes.toString("hex");
+}
+
+function subjectAttributes(
+  commonName: string,
+  organizations: string[],
+): forge.pki.CertificateField[] {
+  return [
+    ...organizations.map((value) => ({ shortName: "O", value })),
+    ...(commonName ? [{ shortName: "CN", value: commonName }] : []),
+  ];
+}
+
+/**
+ * Create a certificate with a new RSA 2048 key: a CA, or a leaf for servers and/or clients,
+ * self-signed or signed by `issuer`.
+ *
+ * @example
+ * ```ts
+ * const ca = createCertificate({ commonName: "front-proxy-ca", isCa: true });
+ * const proxy = createCertificate({ commonName: "front-proxy-client", issuer: ca,
+ *   extendedKeyUsages: ["clientAuth"] });
+ * ```
+ */
+export function createCertificate(options: CertificateOptions): CertificateAndKey {
+  const now = options.now ?? Date.now();
+  const pair = newKeyPair();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.publicKeyFromPem(pair.publicPem);
+  cert.serialNumber = serialNumber();
+  cert.validity.notBefore = new Date(options.notBefore ?? now - 60_000);
+  cert.validity.notAfter = new Date(options.notAfter ?? now + 365 * DAY_MS);
+  cert.setSubject(subjectAttributes(options.commonName, options.organizations ?? []));
+
+  let signingKey = forge.pki.privateKeyFromPem(pair.privatePem);
+  const extensions: any[] = [];
+  if (options.issuer) {
+    const issuerCert = forge.pki.certificateFromPem(options.issuer.cert);
+    cert.setIssuer(issuerCert.subject.attributes);
+    signingKey = forge.pki.privateKeyFromPem(options.issuer.key);
+    extensions.push({
+      name: "authorityKeyIdentifier",
+      keyIdentifier: issuerCert.generateSubjectKeyIdentifier().getBytes(),
+    });
+  } else {
+    cert.setIssuer(cert.subject.attributes);
+  }
+  extensions.push({ name: "subjectKeyIdentifier" });
+  if (options.isCa) {
+    extensions.push(
+      { name: "basicConstraints", cA: true, critical: true },
+      {
+        name: "keyUsage",
+        keyCertSign: true,
+        cRLSign: true,
+        digitalSignature: true,
+        critical: true,
+      },
+    );
+  } else {
+    const usages = options.extendedKeyUsages ?? ["serverAuth", "clientAuth"];
+    extensions.push(
+      { name: "basicConstraints", cA: false, critical: true },
+      { name: "keyUsage", digitalSignature: true, keyEncipherment: true, critical: true },
+      {
+        name: "extKeyUsage",
+        serverAuth: usages.includes("serverAuth"),
+        clientAuth: usages.includes("clientAuth"),
+      },
+    );
+  }
+  const hosts = options.hosts ?? [];
+  if (hosts.length > 0) {
+    extensions.push({
+      name: "subjectAltName",
+      altNames: hosts.map((h) => (isIP(h) ? { type: 7, ip: h } : { type: 2, value: h })),
+    });
+  }
+  cert.setExtensions(extensions);
+  cert.sign(signingKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: pair.privatePem };
+}
+
+/** Split a PEM bundle into its certificates (PEM blocks); other blocks are skipped. */
+export function splitPemCertificates(pem: string): string[] {
+  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+}
+
+/**
+ * Parse a PEM CA bundle. Throws when it holds no certificate or a block does not parse;
+ * `source` names the bundle in the message.
+ */
+export function parseCertificateBundle(pem: string, source: string): X509Certificate[] {
+  const blocks = splitPemCertificates(pem);
+  if (blocks.length === 0) throw new Error(`no certificate found in ${source}`);
+  return blocks.map((block, i) => {
+    try {
+      return new X509Certificate(block);
+    } catch (err) {
+      throw new Error(`invalid certificate #${i + 1} in ${source}: ${(err as Error).message}`);
+    }
+  });
+}
+
+/**
+ * Check that `pair` is usable for serving: the certificate parses, the key is its key, and it
+ * is valid at `now`. Throws with a message naming `source`.
+ */
+export function checkServingCertificate(
+  pair: CertificateAndKey,
+  options: { source: string; now?: number },
+): X509Certificate {
+  const [leafPem] = splitPemCertificates(pair.cert);
+  if (!leafPem) throw new Error(`no certificate found in ${options.source}`);
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(leafPem);
+  } catch (err) {
+    throw new Error(`invalid certificate in ${options.source}: ${(err as Error).message}`);
+  }
+  let keySpki: Buffer;
+  try {
+    keySpki = createPublicKey(pair.key).export({ type: "spki", format: "der" }) as Buffer;
+  } catch (err) {
+    throw new Error(`invalid private key in ${options.source}: ${(err as Error).message}`);
+  }
+  const certSpki = leaf.publicKey.export({ type: "spki", format: "der" }) as Buffer;
+  if (!keySpki.equals(certSpki)) {
+    throw new Error(`private key does not match certificate in ${options.source}`);
+  }
+  const now = options.now ?? Date.now();
+  const notAfter = Date.parse(leaf.validTo);
+  if (Date.parse(leaf.validFrom) > now || notAfter <= now) {
+    throw new Error(
+      `certificate in ${options.source} is not valid now (valid from ${leaf.validFrom} to ${leaf.validTo})`,
+    );
+  }
+  return leaf;
+}
+
+/** Options of {@linkcode loadCertificateFiles}. */
+export interface CertificateFiles {
+  /** `--tls-cert-file`: PEM, leaf first, then intermediates. */
+  certFile: string;
+  /** `--tls-private-key-file`. */
+  keyFile: string;
+  now?: number;
+}
+
+/**
+ * Read and check `--tls-cert-file` and `--tls-private-key-file`.
+ *
+ * @example
+ * ```ts
+ * const { cert, key } = await loadCertificateFiles({ certFile: "tls.crt", keyFile: "tls.key" });
+ * ```
+ */
+export async function loadCertificateFiles(files: CertificateFiles): Promise<CertificateAndKey> {
+  const read = async (path: string, flag: string): Promise<string> => {
+    try {
+      return await readFile(path, "utf8");
+    } catch (err) {
+      throw new Error(`cannot read ${flag} "${path}": ${(err as Error).message}`);
+    }
+  };
+  const pair = {
+    cert: await read(files.certFile, "--tls-cert-file"),
+    key: await read(files.keyFile, "--tls-private-key-file"),
+  };
+  checkServingCertificate(pair, {
+    source: `"${files.certFile}" and "${files.keyFile}"`,
+    now: files.now,
+  });
+  return pair;
+}
+
+/** Options of {@linkcode ensureSelfSignedCertificate}. */
+export interface SelfSignedOptions {
+  /** `--cert-dir`. */
+  certDir: string;
+  /** Names and addresses besides localhost, 127.0.0.1 and ::1 (e.g. the service DNS names). */
+  extraHosts?: string[];
+  /** The current time, ms since the epoch. */
+  now?: number;
+  /** Validity of a new certificate in days (default 365). */
+  validDays?: number;
+}
+
+/** A serving certificate and where it is stored. */
+export interface StoredCertificate extends CertificateAndKey {
+  certFile: string;
+  keyFile: string;
+  /** True when it was made now, false when an existing one was reused. */
+  generated: boolean;
+}
+
+/** The names a self-signed serving certificate covers. */
+export function selfSignedHosts(extraHosts: string[] = []): string[] {
+  const hosts = ["localhost", "127.0.0.1", "::1"];
+  for (const h of extraHosts) if (h && !hosts.includes(h)) hosts.push(h);
+  return hosts;
+}
+
+function coversHosts(leaf: X509Certificate, hosts: string[]): boolean {
+  const san = leaf.subjectAltName ?? "";
+  return hosts.every((h) => {
+    if (isIP(h)) return leaf.checkIP(h) !== undefined;
+    return san.split(", ").includes(`DNS:${h}`);
+  });
+}
+
+// a reused certificate must stay valid at least this long
+const MIN_REMAINING_MS = DAY_MS;
+
+/**
+ * Return the self-signed serving certificate in `certDir`, making one when there is none, it
+ * does not parse, its key does not match, it expires within a day, or it lacks one of the
+ * requested names.
+ *
+ * @example
+ * ```ts
+ * const serving = await ensureSelfSignedCertificate({ certDir: "apiserver.local.config/certificates" });
+ * ```
+ */
+export async function ensureSelfSignedCertificate(
+  options: SelfSignedOptions,
+): Promise<StoredCertificate> {
+  const now = options.now ?? Date.now();
+  const certFile = join(options.certDir, "apiserver.crt");
+  const keyFile = join(options.certDir, "apiserver.key");
+  const hosts = selfSignedHosts(options.extraHosts);
+  try {
+    const existing = {
+      cert: await readFile(certFile, "utf8"),
+      key: await readFile(keyFile, "utf8"),
+    };
+    const leaf = checkServingCertificate(existing, { source: certFile, now });
+    if (Date.parse(leaf.validTo) - now > MIN_REMAINING_MS && coversHosts(leaf, hosts)) {
+      return { ...existing, certFile, keyFile, generated: false };
+    }
+  } catch {
+    // missing or unusable: make a new one below
+  }
+  const pair = createCertificate({
+    commonName: "localhost",
+    hosts,
+    extendedKeyUsages: ["serverAuth"],
+    now,
+    notAfter: now + (options.validDays ?? 365) * DAY_MS,
+  });
+  await mkdir(options.certDir, { recursive: true });
+  await writeAtomically(keyFile, pair.key, 0o600);
+  await writeAtomically(certFile, pair.cert, 0o644);
+  return { ...pair, certFile, keyFile, generated: true };
+}
+
+async function writeAtomically(path: string, content: string, mode: number): Promise<void> {
+  const tmp = `${path}.tmp-${randomBytes(4).toString("hex")}`;
+  await writeFile(tmp, content, { mode });
+  await rename(tmp, path);
+}

@@ -1,0 +1,316 @@
+/**
+ * HTTPS and HTTP serving for Node, Deno and Bun: the only module that knows which runtime it
+ * runs on. Everything above it sees a web-standard `fetch(request, env)` app; `env.connection`
+ * carries the client certificate the TLS layer saw, so that authentication stays runtime-blind.
+ *
+ * Client certificates, measured (Node 20.20, Deno 2.9.6, Bun 1.4.5; `requestCert: true`,
+ * `rejectUnauthorized: false`, `ca` = the client CA bundle):
+ * - Node `node:https`: requests an optional client certificate; `socket.authorized`,
+ *   `authorizationError` and `getPeerCertificate(true)` (with `raw` DER and the issuer chain)
+ *   work. A client without a certificate connects (`authorized: false`,
+ *   `UNABLE_TO_GET_ISSUER_CERT`); one from an unknown CA connects with
+ *   `UNABLE_TO_VERIFY_LEAF_SIGNATURE`.
+ * - Deno `node:https`: the same, field for field.
+ * - Bun `node:https`: requests and verifies (`socket.authorized` is right) but the request's
+ *   socket has no `getPeerCertificate` ("TypeError: s.getPeerCertificate is not a function"),
+ *   so the handler cannot learn who the client is. `Bun.serve` has `tls.requestCert` but no API
+ *   that returns the peer certificate. Bun's `node:tls` server does expose it on its sockets
+ *   (`getPeerCertificate(true)` with `raw` and the chain, `getPeerX509Certificate()`), and a
+ *   `node:http` server accepts those sockets through `emit("connection", socket)`. That is the
+ *   Bun path below, so a `bun build --compile` binary verifies client certificates.
+ * - `node:crypto` `X509Certificate` (`checkIssued`, `verify`, `fingerprint256`) works on all
+ *   three; Deno leaves `keyUsage` undefined.
+ */
+import * as http from "node:http";
+import * as https from "node:https";
+import * as tls from "node:tls";
+import type { AddressInfo, Socket } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+
+/** The client certificate of a TLS connection, as the TLS layer verified it. */
+export interface PeerCertificate {
+  /** The chain verified against the `clientCa` bundle the server was given. */
+  authorized: boolean;
+  /** OpenSSL's reason when not authorized (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`, ...). */
+  authorizationError: string | null;
+  /** Subject common name ("" when absent). */
+  commonName: string;
+  /** Subject organizations, in certificate order. */
+  organizations: string[];
+  /** DER of the leaf and of the issuers the TLS layer found for it, leaf first. */
+  chain: Uint8Array[];
+  /** End of validity, ms since the epoch. */
+  notAfter: number;
+}
+
+/** What the server knows about the connection a request came on. */
+export interface ConnectionInfo {
+  remoteAddress: string;
+  /** Whether the connection is TLS. */
+  encrypted: boolean;
+  /** The client certificate, or null when the client sent none (or on plain HTTP). */
+  peerCertificate: PeerCertificate | null;
+  /**
+   * Request headers as received, `[name, value, name, value, ...]`: repeated headers stay
+   * apart here while `Request.headers` joins them with ", ". Empty when not available.
+   */
+  rawHeaders: readonly string[];
+}
+
+/** The second argument of `app.fetch` (Hono's `c.env`). */
+export interface ServeEnv {
+  connection: ConnectionInfo;
+}
+
+/** Anything with a web-standard fetch handler, e.g. a Hono app. */
+export interface FetchApp {
+  fetch(request: Request, env: ServeEnv): Response | Promise<Response>;
+}
+
+/** Options of {@linkcode serveHttps}. */
+export interface ServeHttpsOptions {
+  /** Address to bind (`0.0.0.0`, `127.0.0.1`, `::`). */
+  hostname: string;
+  /** Port; 0 picks a free one (see `RunningServer.port`). */
+  port: number;
+  /** Serving certificate (PEM), intermediates after the leaf. */
+  cert: string;
+  /** Private key (PEM). */
+  key: string;
+  /**
+   * CA bundle (PEM) that verifies client certificates. A certificate is requested but never
+   * required: clients without one (kubectl, probes) connect and their requests carry
+   * `peerCertificate: null`.
+   */
+  clientCa?: string;
+  /** Minimum TLS version (default TLSv1.2). */
+  minVersion?: "TLSv1.2" | "TLSv1.3";
+  /** Called once listening, with the bound port. */
+  onListen?: (info: { hostname: string; port: number }) => void;
+}
+
+/** Options of {@linkcode serveHttp}. */
+export interface ServeHttpOptions {
+  hostname: string;
+  port: number;
+  onListen?: (info: { hostname: string; port: number }) => void;
+}
+
+/** The new TLS material of {@linkcode RunningServer.updateTls}; omitted fields stay. */
+export interface TlsUpdate {
+  cert?: string;
+  key?: string;
+  /** New client CA bundle; "" stops verifying client certificates against any CA. */
+  clientCa?: string;
+}
+
+/** A server that is listening. */
+export interface RunningServer {
+  /** The bound port. */
+  port: number;
+  /** Replaces the serving certificate or the client CA bundle for new connections (HTTPS). */
+  updateTls(update: TlsUpdate): void;
+  /** Stops listening and closes every connection, idle or not. */
+  close(): Promise<void>;
+}
+
+/** The runtime this process runs on. */
+export function runtimeName(): "node" | "deno" | "bun" {
+  const g = globalThis as Record<string, unknown>;
+  if (g.Bun !== undefined) return "bun";
+  if (g.Deno !== undefined) return "deno";
+  return "node";
+}
+
+interface NodePeerCertificate {
+  subject?: Record<string, string | string[]>;
+  raw?: Uint8Array;
+  fingerprint256?: string;
+  valid_to?: string;
+  issuerCertificate?: NodePeerCertificate;
+}
+
+type CertSocket = Socket & {
+  authorized?: boolean;
+  authorizationError?: Error | string | null;
+  getPeerCertificate?: (detailed: boolean) => NodePeerCertificate | null;
+};
+
+function asList(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+/** Reads the peer certificate of a TLS socket; null when the client sent none. */
+function readPeerCertificate(socket: CertSocket): PeerCertificate | null {
+  if (typeof socket.getPeerCertificate !== "function") return null;
+  const leaf = socket.getPeerCertificate(true);
+  if (!leaf || !leaf.raw) return null;
+  const chain: Uint8Array[] = [];
+  const seen = new Set<string>();
+  for (let c: NodePeerCertificate | undefined = leaf; c?.raw; c = c.issuerCertificate) {
+    const id = c.fingerprint256 ?? String(chain.length);
+    if (seen.has(id)) break; // a self-signed root is its own issuer
+    seen.add(id);
+    chain.push(new Uint8Array(c.raw));
+  }
+  const err = socket.authorizationError;
+  const commonName = asList(leaf.subject?.CN);
+  const notAfter = leaf.valid_to ? Date.parse(leaf.valid_to) : NaN;
+  return {
+    authorized: socket.authorized === true,
+    authorizationError: err ? (typeof err === "string" ? err : err.message || String(err)) : null,
+    commonName: commonName[commonName.length - 1] ?? "",
+    organizations: asList(leaf.subject?.O),
+    chain,
+    notAfter: Number.isNaN(notAfter) ? 0 : notAfter,
+  };
+}
+
+// One verdict per TLS connection: keep-alive requests reuse it.
+const peerCache = new WeakMap<object, PeerCertificate | null>();
+
+function connectionOf(incoming: http.IncomingMessage): ConnectionInfo {
+  const socket = incoming.socket as CertSocket;
+  let peer = peerCache.get(socket);
+  if (peer === undefined) {
+    peer = readPeerCertificate(socket);
+    peerCache.set(socket, peer);
+  }
+  return {
+    remoteAddress: socket.remoteAddress ?? "",
+    encrypted: (socket as { encrypted?: boolean }).encrypted === true,
+    peerCertificate: peer,
+    rawHeaders: incoming.rawHeaders,
+  };
+}
+
+function requestListener(app: FetchApp): http.RequestListener {
+  return getRequestListener(
+    (request, bindings) =>
+      app.fetch(request, { connection: connectionOf(bindings.incoming as http.IncomingMessage) }),
+    // never replace the process-wide Request/Response (other code in the process uses them)
+    { overrideGlobalObjects: false },
+  ) as http.RequestListener;
+}
+
+/** Tracks open sockets so that close() does not wait for idle keep-alive connections. */
+function socketTracker(): { add(socket: Socket): void; destroyAll(): void } {
+  const open = new Set<Socket>();
+  return {
+    add(socket) {
+      open.add(socket);
+      socket.on("close", () => open.delete(socket));
+      // a reset by the peer must not become an uncaught error
+      socket.on("error", () => {});
+    },
+    destroyAll() {
+      for (const s of open) s.destroy();
+      open.clear();
+    },
+  };
+}
+
+function listen(
+  server: http.Server | tls.Server,
+  options: { hostname: string; port: number; onListen?: ServeHttpsOptions["onListen"] },
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once("error", onError);
+    server.listen(options.port, options.hostname, () => {
+      server.off("error", onError);
+      const port = (server.address() as AddressInfo).port;
+      options.onListen?.({ hostname: options.hostname, port });
+      resolve(port);
+    });
+  });
+}
+
+function closeServer(server: http.Server | tls.Server, tracker: { destroyAll(): void }) {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    tracker.destroyAll();
+  });
+}
+
+function secureOptions(
+  options: { cert: string; key: string; clientCa?: string; minVersion?: string },
+): tls.SecureContextOptions & tls.TlsOptions {
+  return {
+    cert: options.cert,
+    key: options.key,
+    ...(options.clientCa ? { ca: options.clientCa } : {}),
+    minVersion: (options.minVersion ?? "TLSv1.2") as tls.SecureVersion,
+    requestCert: true,
+    rejectUnauthorized: false,
+  };
+}
+
+/**
+ * Serve `app` over HTTPS, asking every client for a certificate (optional) and verifying it
+ * against `clientCa`. The result of that check reaches the app as `env.connection`.
+ *
+ * @example
+ * ```ts
+ * const server = await serveHttps(app, { hostname: "127.0.0.1", port: 6443, cert, key });
+ * await server.close();
+ * ```
+ */
+export async function serveHttps(
+  app: FetchApp,
+  options: ServeHttpsOptions,
+): Promise<RunningServer> {
+  let current = { cert: options.cert, key: options.key, clientCa: options.clientCa };
+  const tracker = socketTracker();
+  const listener = requestListener(app);
+  let server: http.Server | tls.Server;
+  if (runtimeName() === "bun") {
+    // Bun's node:https hides the peer certificate; its node:tls server shows it (see above)
+    const httpServer = http.createServer(listener);
+    httpServer.on("clientError", (_err, socket) => socket.destroy());
+    const tlsServer = tls.createServer(secureOptions({ ...current, ...options }), (socket) => {
+      tracker.add(socket);
+      httpServer.emit("connection", socket);
+    });
+    tlsServer.on("tlsClientError", () => {});
+    server = tlsServer;
+  } else {
+    const httpsServer = https.createServer(secureOptions({ ...current, ...options }), listener);
+    httpsServer.on("connection", (socket: Socket) => tracker.add(socket));
+    httpsServer.on("tlsClientError", () => {});
+    server = httpsServer;
+  }
+  const port = await listen(server, options);
+  return {
+    port,
+    updateTls(update) {
+      current = {
+        cert: update.cert ?? current.cert,
+        key: update.key ?? current.key,
+        clientCa: update.clientCa ?? current.clientCa,
+      };
+      (server as tls.Server).setSecureContext(
+        secureOptions({ ...current, minVersion: options.minVersion }),
+      );
+    },
+    close: () => closeServer(server, tracker),
+  };
+}
+
+/**
+ * Serve `app` over plain HTTP (the own-metrics port). `env.connection.peerCertificate` is null.
+ */
+export async function serveHttp(app: FetchApp, options: ServeHttpOptions): Promise<RunningServer> {
+  const tracker = socketTracker();
+  const server = http.createServer(requestListener(app));
+  server.on("connection", (socket: Socket) => tracker.add(socket));
+  const port = await listen(server, options);
+  return {
+    port,
+    updateTls() {
+      throw new Error("updateTls on a plain HTTP server");
+    },
+    close: () => closeServer(server, tracker),
+  };
+}
