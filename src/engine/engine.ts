@@ -1,0 +1,703 @@
+/**
+ * The engine: watches HPAs, plans each one, and runs one collector per distinct backend query
+ * at its interval, writing values and failures into the store.
+ *
+ * - Reconcile per HPA on add/update/delete: only plans whose inputs changed are restarted; a
+ *   bad metric of an HPA does not stop its good ones; a deleted HPA's plans leave the store.
+ * - Plans with the same collector query key share one collection (a "job") per interval.
+ * - One global bound on concurrent collections; each collection has a deadline.
+ * - Failures keep the last good value (until its TTL), are logged once per change of the error
+ *   text and reported as a Warning event on the HPA when the reason changes (leader only).
+ */
+import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
+import type { FlagValues } from "../cli/flags.ts";
+import { enabledCollectors } from "../cli/flags.ts";
+import type { CollectorRegistry } from "../collectors/registry.ts";
+import type { Collector, CollectResult } from "../collectors/types.ts";
+import { formatDuration } from "../core/duration.ts";
+import { planHpa, planKey, queryKey } from "../core/plan.ts";
+import type { MetricPlan } from "../core/types.ts";
+import type { MetricStore } from "../store/store.ts";
+import { describedKindFor } from "../store/store.ts";
+import type { ServedAt, StoredPlan } from "../store/types.ts";
+import type { Logger } from "./logger.ts";
+import { silentLogger } from "./logger.ts";
+import { servedAtOf } from "./served_at.ts";
+
+/** The store operations the engine uses. */
+export type EngineStore = Pick<
+  MetricStore,
+  | "upsertPlan"
+  | "removePlan"
+  | "recordSuccess"
+  | "recordFailure"
+  | "removeObject"
+  | "gc"
+  | "conflicts"
+>;
+
+/** Reported after every collection (own metrics count these). */
+export interface CollectionReport {
+  /** Collector type (`json-path`, `scaling-schedule`, ...). */
+  collector: string;
+  queryKey: string;
+  /** Keys of the plans that received the result. */
+  planKeys: string[];
+  ok: boolean;
+  error?: string;
+  warnings: string[];
+  /** ms since the epoch. */
+  startedAt: number;
+  durationMs: number;
+}
+
+/** A plan as the engine runs it (status page, tests). */
+export interface PlanStatus {
+  key: string;
+  plan: MetricPlan;
+  /** Why the plan does not run (planning or collector error), or null. */
+  problem: string | null;
+  /** The shared collection's query key, when running. */
+  queryKey: string | null;
+  /** The last collection error of its query, or null. */
+  lastError: string | null;
+}
+
+/** Options of {@linkcode Engine}. */
+export interface EngineOptions {
+  cluster: ClusterView;
+  store: EngineStore;
+  registry: CollectorRegistry;
+  /** Parsed serve flags. */
+  flags: FlagValues;
+  /** The clock, ms since the epoch. */
+  now?: () => number;
+  setTimer?: (fn: () => void, ms: number) => unknown;
+  clearTimer?: (handle: unknown) => void;
+  fetch?: typeof fetch;
+  /** In [0, 1): jitter of the collection intervals. */
+  random?: () => number;
+  logger?: Logger;
+  /** Writes events; without it (or when not leader) no events are written. */
+  writer?: ClusterWriter;
+  /** Whether this replica may write (leader election). Default: always. */
+  isLeader?: () => boolean;
+  onCollection?: (report: CollectionReport) => void;
+}
+
+/** Event reason of metrics that cannot be planned, collected or served. */
+export const COLLECTOR_EVENT_REASON = "CreateNewMetricsCollector";
+
+/** Largest share of an interval removed at random from each wait. */
+const JITTER = 0.1;
+
+interface PlanEntry {
+  key: string;
+  hpaKey: string;
+  plan: MetricPlan;
+  fingerprint: string;
+  job: Job | null;
+  problem: string | null;
+  /** Collector unknown or disabled: the HPA may belong to another adapter. */
+  incompatible: boolean;
+}
+
+interface HpaState {
+  key: string;
+  obj: KubeObject;
+  plans: Map<string, PlanEntry>;
+}
+
+interface Job {
+  id: string;
+  type: string;
+  collector: Collector;
+  subscribers: Map<string, PlanEntry>;
+  intervalMs: number;
+  timer: unknown;
+  running: boolean;
+  stopped: boolean;
+  abort: AbortController | null;
+  ready: Promise<void>;
+  last: { samples: CollectResult["samples"]; at: number } | null;
+  lastError: string | null;
+  lastWarnings: string;
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function hpaKeyOf(obj: KubeObject): string {
+  return `${obj.metadata.namespace ?? "default"}/${obj.metadata.name}`;
+}
+
+/** What of a plan decides its collection (the target does not). */
+function fingerprintOf(plan: MetricPlan): string {
+  const { target: _t, warnings: _w, ...rest } = plan;
+  return JSON.stringify(rest);
+}
+
+function numberOr(flags: FlagValues, name: string, dflt: number): number {
+  const v = flags[name];
+  return typeof v === "number" && Number.isFinite(v) ? v : dflt;
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason ?? new Error("aborted"));
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * Plans every HPA of the cluster view and keeps its metrics collected.
+ *
+ * @example
+ * ```ts
+ * const engine = new Engine({ cluster, store, registry, flags });
+ * await engine.start();
+ * // ... later
+ * await engine.stop();
+ * ```
+ */
+export class Engine {
+  readonly #cluster: ClusterView;
+  readonly #store: EngineStore;
+  readonly #registry: CollectorRegistry;
+  readonly #flags: FlagValues;
+  readonly #now: () => number;
+  readonly #setTimer: (fn: () => void, ms: number) => unknown;
+  readonly #clearTimer: (handle: unknown) => void;
+  readonly #fetch: typeof fetch;
+  readonly #random: () => number;
+  readonly #log: Logger;
+  readonly #writer?: ClusterWriter;
+  readonly #isLeader: () => boolean;
+  readonly #onCollection?: (report: CollectionReport) => void;
+  readonly #enabled: ReadonlySet<string>;
+  readonly #maxCollections: number;
+  readonly #timeoutSeconds: number;
+
+  #hpas = new Map<string, HpaState>();
+  #jobs = new Map<string, Job>();
+  #ensured = new Map<Kind, Promise<void>>();
+  #unwatch: (() => void)[] = [];
+  /** Last event message per plan key (or HPA key), to emit only on change. */
+  #events = new Map<string, string>();
+  /** Conflict messages logged, per plan key. */
+  #conflicts = new Map<string, string>();
+  #active = 0;
+  #waiters: (() => void)[] = [];
+  #inflight = new Set<Promise<void>>();
+  #gcTimer: unknown = null;
+  #started = false;
+  #stopped = false;
+
+  /** Creates an engine; nothing happens until {@linkcode Engine.start}. */
+  constructor(options: EngineOptions) {
+    this.#cluster = options.cluster;
+    this.#store = options.store;
+    this.#registry = options.registry;
+    this.#flags = options.flags;
+    this.#now = options.now ?? (() => Date.now());
+    this.#setTimer = options.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
+    this.#clearTimer = options.clearTimer ??
+      ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#random = options.random ?? Math.random;
+    this.#log = options.logger ?? silentLogger();
+    this.#writer = options.writer;
+    this.#isLeader = options.isLeader ?? (() => true);
+    this.#onCollection = options.onCollection;
+    this.#enabled = enabledCollectors(options.flags);
+    this.#maxCollections = Math.max(1, numberOr(options.flags, "max-concurrent-collections", 64));
+    this.#timeoutSeconds = numberOr(options.flags, "collection-timeout", 15);
+  }
+
+  /** Watch HPAs, plan the existing ones and start their collectors. */
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    this.#unwatch.push(
+      this.#cluster.watch("HorizontalPodAutoscaler", (type, obj) => {
+        if (this.#stopped) return;
+        if (type === "DELETED") this.#removeHpa(hpaKeyOf(obj));
+        else this.reconcile(obj);
+      }),
+    );
+    await this.#cluster.ensure("HorizontalPodAutoscaler");
+    if (this.#stopped) return;
+    for (const hpa of this.#cluster.list("HorizontalPodAutoscaler")) this.reconcile(hpa);
+    const gcSeconds = numberOr(this.#flags, "garbage-collector-interval", 600);
+    if (gcSeconds > 0) {
+      const gc = (): void => {
+        if (this.#stopped) return;
+        const freed = this.#store.gc(this.#now());
+        if (freed > 0) this.#log.debug(2, "expired values freed", { count: freed });
+        this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
+      };
+      this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
+    }
+    this.#log.info("engine started", { hpas: this.#hpas.size, collections: this.#jobs.size });
+  }
+
+  /** Stop every timer and watch, abort collections in flight and wait for them to settle. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    for (const u of this.#unwatch.splice(0)) u();
+    if (this.#gcTimer !== null) this.#clearTimer(this.#gcTimer);
+    this.#gcTimer = null;
+    for (const job of this.#jobs.values()) this.#stopJob(job);
+    this.#jobs.clear();
+    for (const w of this.#waiters.splice(0)) w();
+    await Promise.allSettled([...this.#inflight]);
+  }
+
+  /** Resolves when no collection is running or waiting (tests). */
+  async idle(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  /** Every plan the engine knows, sorted by key. */
+  status(): PlanStatus[] {
+    const out: PlanStatus[] = [];
+    for (const h of this.#hpas.values()) {
+      for (const e of h.plans.values()) {
+        out.push({
+          key: e.key,
+          plan: e.plan,
+          problem: e.problem,
+          queryKey: e.job?.id ?? null,
+          lastError: e.job?.lastError ?? null,
+        });
+      }
+    }
+    return out.sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+  }
+
+  /**
+   * Re-plan one HPA and start, keep or stop its collectors. Called for every HPA add and
+   * update; idempotent (an unchanged HPA changes nothing).
+   */
+  reconcile(hpa: KubeObject): void {
+    if (this.#stopped) return;
+    const hpaKey = hpaKeyOf(hpa);
+    let plans: MetricPlan[];
+    try {
+      plans = planHpa(hpa, {
+        defaultIntervalSeconds: numberOr(this.#flags, "default-collection-interval", 60),
+        enabledCollectors: this.#enabled,
+      });
+    } catch (e) {
+      const msg = errorText(e);
+      this.#removeHpa(hpaKey);
+      if (this.#events.get(hpaKey) !== msg) {
+        this.#log.error("invalid HPA", { hpa: hpaKey, error: msg });
+      }
+      this.#event(hpaKey, hpa, msg, false);
+      return;
+    }
+    if (this.#events.has(hpaKey)) this.#events.delete(hpaKey);
+    let state = this.#hpas.get(hpaKey);
+    if (!state) {
+      state = { key: hpaKey, obj: hpa, plans: new Map() };
+      this.#hpas.set(hpaKey, state);
+    }
+    state.obj = hpa;
+    const seen = new Set<string>();
+    for (const plan of plans) {
+      const key = planKey(plan);
+      seen.add(key);
+      const fingerprint = fingerprintOf(plan);
+      const old = state.plans.get(key);
+      if (old && old.fingerprint === fingerprint) {
+        old.plan = plan;
+        continue;
+      }
+      if (old) this.#stopEntry(old, false);
+      state.plans.set(key, this.#startEntry(state, plan, key, fingerprint));
+    }
+    for (const [key, entry] of state.plans) {
+      if (seen.has(key)) continue;
+      this.#stopEntry(entry, true);
+      state.plans.delete(key);
+    }
+    this.#checkConflicts();
+  }
+
+  // -- plans ------------------------------------------------------------------------------
+
+  #startEntry(state: HpaState, plan: MetricPlan, key: string, fingerprint: string): PlanEntry {
+    const entry: PlanEntry = {
+      key,
+      hpaKey: state.key,
+      plan,
+      fingerprint,
+      job: null,
+      problem: null,
+      incompatible: false,
+    };
+    const now = this.#now();
+    let servedAt: ServedAt | null = null;
+    try {
+      servedAt = servedAtOf(plan);
+    } catch (e) {
+      entry.problem = errorText(e);
+    }
+    if (servedAt) this.#store.upsertPlan(this.#storedPlan(key, plan, servedAt), now);
+    if (entry.problem === null && plan.error !== null) entry.problem = plan.error;
+    entry.incompatible = plan.collector === null || !this.#enabled.has(plan.collector);
+    let collector: Collector | null = null;
+    if (entry.problem === null) {
+      const factory = this.#registry.lookup(plan.collector!, plan.metricType);
+      if (!factory) {
+        entry.incompatible = true;
+        entry.problem =
+          `collector "${plan.collector}" is not available for ${plan.metricType} metrics`;
+      } else {
+        try {
+          collector = factory.create({ plan, flags: this.#flags });
+        } catch (e) {
+          entry.problem = errorText(e);
+        }
+      }
+    }
+    for (const w of plan.warnings ?? []) {
+      this.#log.warn("metric configuration warning", { plan: key, warning: w });
+    }
+    if (entry.problem !== null || !collector) {
+      const problem = entry.problem ?? "no collector";
+      if (servedAt) this.#store.recordFailure(key, problem, now);
+      const log = entry.incompatible && this.#flags["disregard-incompatible-hpas"] === true
+        ? this.#log.debug.bind(this.#log, 1)
+        : this.#log.warn.bind(this.#log);
+      log("metric cannot be collected", { plan: key, error: problem });
+      this.#event(
+        key,
+        state.obj,
+        `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${problem}`,
+        entry.incompatible,
+      );
+      return entry;
+    }
+    this.#events.delete(key);
+    this.#log.info("collector started", {
+      plan: key,
+      collector: plan.collector,
+      interval: formatDuration(plan.intervalSeconds),
+    });
+    this.#subscribe(entry, collector);
+    return entry;
+  }
+
+  #storedPlan(key: string, plan: MetricPlan, servedAt: ServedAt): StoredPlan {
+    const stored: StoredPlan = { key, hpa: { ...plan.hpa }, servedAt, queryKey: queryKey(plan) };
+    if (servedAt.kind === "custom") {
+      const d = plan.describedObject;
+      const known = describedKindFor(servedAt.groupResource);
+      if (plan.metricType === "Object" && d) {
+        stored.describedKind = {
+          kind: d.kind,
+          apiVersion: d.apiVersion ?? known?.apiVersion ?? "",
+        };
+      } else if (known) stored.describedKind = known;
+      stored.metricSelectorObject = plan.metricSelector;
+    }
+    return stored;
+  }
+
+  #stopEntry(entry: PlanEntry, removeFromStore: boolean): void {
+    if (entry.job) this.#unsubscribe(entry);
+    if (removeFromStore) {
+      this.#store.removePlan(entry.key);
+      this.#events.delete(entry.key);
+      this.#conflicts.delete(entry.key);
+      this.#log.info("collector stopped", { plan: entry.key });
+    }
+  }
+
+  #removeHpa(hpaKey: string): void {
+    const state = this.#hpas.get(hpaKey);
+    if (!state) return;
+    for (const entry of state.plans.values()) this.#stopEntry(entry, true);
+    this.#hpas.delete(hpaKey);
+    this.#events.delete(hpaKey);
+    this.#checkConflicts();
+  }
+
+  #checkConflicts(): void {
+    const current = new Set<string>();
+    for (const c of this.#store.conflicts()) {
+      current.add(c.plan.key);
+      if (this.#conflicts.get(c.plan.key) === c.message) continue;
+      this.#conflicts.set(c.plan.key, c.message);
+      this.#log.warn("metric conflict", { plan: c.plan.key, error: c.message });
+      const state = this.#hpas.get(`${c.plan.hpa.namespace}/${c.plan.hpa.name}`);
+      if (state) this.#event(c.plan.key, state.obj, c.message, false);
+    }
+    for (const key of [...this.#conflicts.keys()]) {
+      if (!current.has(key)) this.#conflicts.delete(key);
+    }
+  }
+
+  /** A Warning event on the HPA, when the message for `key` changed. */
+  #event(key: string, hpa: KubeObject, message: string, incompatible: boolean): void {
+    if (incompatible && this.#flags["disregard-incompatible-hpas"] === true) return;
+    if (this.#events.get(key) === message) return;
+    if (!this.#writer) {
+      this.#events.set(key, message);
+      return;
+    }
+    if (!this.#isLeader()) return;
+    this.#events.set(key, message);
+    this.#writer.emitEvent("HorizontalPodAutoscaler", hpa, {
+      type: "Warning",
+      reason: COLLECTOR_EVENT_REASON,
+      message,
+    }).catch((e) => {
+      this.#log.error("failed to write event", { hpa: hpaKeyOf(hpa), error: errorText(e) });
+    });
+  }
+
+  // -- jobs -------------------------------------------------------------------------------
+
+  #subscribe(entry: PlanEntry, collector: Collector): void {
+    const intervalMs = Math.max(1, entry.plan.intervalSeconds) * 1000;
+    let job = this.#jobs.get(collector.queryKey);
+    if (!job) {
+      job = {
+        id: collector.queryKey,
+        type: entry.plan.collector ?? "",
+        collector,
+        subscribers: new Map([[entry.key, entry]]),
+        intervalMs,
+        timer: null,
+        running: false,
+        stopped: false,
+        abort: null,
+        ready: this.#ensureKinds(collector.kinds ?? []),
+        last: null,
+        lastError: null,
+        lastWarnings: "",
+      };
+      entry.job = job;
+      this.#jobs.set(job.id, job);
+      this.#tick(job);
+      return;
+    }
+    job.subscribers.set(entry.key, entry);
+    entry.job = job;
+    // A plan joining a running query gets its latest result at once.
+    if (job.last) this.#recordSuccess(entry.key, job.last.samples, job.last.at);
+    if (job.lastError) this.#store.recordFailure(entry.key, job.lastError, this.#now());
+    if (intervalMs < job.intervalMs) {
+      job.intervalMs = intervalMs;
+      if (job.timer !== null) this.#clearTimer(job.timer);
+      job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+    }
+  }
+
+  #unsubscribe(entry: PlanEntry): void {
+    const job = entry.job;
+    entry.job = null;
+    if (!job) return;
+    job.subscribers.delete(entry.key);
+    if (job.subscribers.size === 0) {
+      this.#stopJob(job);
+      this.#jobs.delete(job.id);
+      return;
+    }
+    let min = Infinity;
+    for (const s of job.subscribers.values()) {
+      min = Math.min(min, Math.max(1, s.plan.intervalSeconds) * 1000);
+    }
+    job.intervalMs = min;
+  }
+
+  #stopJob(job: Job): void {
+    job.stopped = true;
+    if (job.timer !== null) this.#clearTimer(job.timer);
+    job.timer = null;
+    job.abort?.abort(new Error("collector stopped"));
+  }
+
+  #delay(job: Job): number {
+    return Math.round(job.intervalMs * (1 - JITTER * this.#random()));
+  }
+
+  #tick(job: Job): void {
+    if (job.stopped || this.#stopped) return;
+    job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+    if (job.running) {
+      this.#log.debug(2, "collection still running, interval skipped", { query: job.id });
+      return;
+    }
+    const p = this.#run(job);
+    this.#inflight.add(p);
+    p.finally(() => this.#inflight.delete(p));
+  }
+
+  #ensureKinds(kinds: readonly Kind[]): Promise<void> {
+    return Promise.all(kinds.map((k) => this.#ensure(k))).then(() => {});
+  }
+
+  #ensure(kind: Kind): Promise<void> {
+    let p = this.#ensured.get(kind);
+    if (p) return p;
+    if (kind === "Pod") {
+      // Values of a pod that goes away leave the store at once, not at the next collection.
+      this.#unwatch.push(this.#cluster.watch("Pod", (type, obj, old) => {
+        const gone = type === "DELETED" ||
+          (type === "MODIFIED" && obj.metadata.deletionTimestamp &&
+            !old?.metadata.deletionTimestamp);
+        if (gone) {
+          this.#store.removeObject(obj.metadata.namespace ?? "default", "pods", obj.metadata.name);
+        }
+      }));
+    }
+    p = this.#cluster.ensure(kind).catch((e) => {
+      this.#log.error("cannot watch kind", { kind, error: errorText(e) });
+    });
+    this.#ensured.set(kind, p);
+    return p;
+  }
+
+  async #acquire(): Promise<void> {
+    if (this.#active < this.#maxCollections) {
+      this.#active++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  #release(): void {
+    const next = this.#waiters.shift();
+    if (next) next();
+    else this.#active--;
+  }
+
+  async #run(job: Job): Promise<void> {
+    job.running = true;
+    try {
+      await job.ready;
+      if (job.stopped || this.#stopped) return;
+      await this.#acquire();
+      try {
+        if (job.stopped || this.#stopped) return;
+        await this.#collect(job);
+      } finally {
+        this.#release();
+      }
+    } finally {
+      job.running = false;
+    }
+  }
+
+  async #collect(job: Job): Promise<void> {
+    const abort = new AbortController();
+    job.abort = abort;
+    const timeout = this.#setTimer(() => {
+      abort.abort(
+        new Error(`collection timed out after ${formatDuration(this.#timeoutSeconds)}`),
+      );
+    }, this.#timeoutSeconds * 1000);
+    const startedAt = this.#now();
+    let result: CollectResult | null = null;
+    let error: string | null = null;
+    try {
+      result = await raceAbort(
+        job.collector.collect({
+          signal: abort.signal,
+          now: this.#now,
+          fetch: this.#fetch,
+          cluster: this.#cluster,
+        }),
+        abort.signal,
+      );
+    } catch (e) {
+      error = errorText(e);
+    } finally {
+      this.#clearTimer(timeout);
+      job.abort = null;
+    }
+    if (job.stopped || this.#stopped) return;
+    const at = this.#now();
+    if (result) {
+      try {
+        for (const key of job.subscribers.keys()) {
+          this.#store.recordSuccess(key, result.samples, at);
+        }
+        job.last = { samples: result.samples, at };
+      } catch (e) {
+        error = errorText(e);
+        result = null;
+      }
+    }
+    const warnings = result?.warnings ?? [];
+    if (result) this.#succeeded(job, warnings);
+    else this.#failed(job, error ?? "collection failed", at);
+    this.#log.debug(2, "collection", {
+      query: job.id,
+      ok: result !== null,
+      samples: result?.samples.length,
+      ms: at - startedAt,
+    });
+    this.#onCollection?.({
+      collector: job.type,
+      queryKey: job.id,
+      planKeys: [...job.subscribers.keys()],
+      ok: result !== null,
+      ...(result ? {} : { error: error ?? "collection failed" }),
+      warnings,
+      startedAt,
+      durationMs: at - startedAt,
+    });
+  }
+
+  #recordSuccess(key: string, samples: CollectResult["samples"], at: number): void {
+    try {
+      this.#store.recordSuccess(key, samples, at);
+    } catch (e) {
+      this.#store.recordFailure(key, errorText(e), at);
+    }
+  }
+
+  #succeeded(job: Job, warnings: string[]): void {
+    if (job.lastError !== null) {
+      this.#log.info("collection recovered", { query: job.id, plans: [...job.subscribers.keys()] });
+    }
+    job.lastError = null;
+    const w = warnings.join("; ");
+    if (w !== job.lastWarnings) {
+      if (w !== "") this.#log.warn("collection partly failed", { query: job.id, warnings: w });
+      job.lastWarnings = w;
+    }
+    for (const key of job.subscribers.keys()) this.#events.delete(key);
+  }
+
+  #failed(job: Job, error: string, at: number): void {
+    for (const key of job.subscribers.keys()) this.#store.recordFailure(key, error, at);
+    if (job.lastError !== error) {
+      this.#log.error("collection failed", {
+        query: job.id,
+        plans: [...job.subscribers.keys()],
+        error,
+      });
+    }
+    job.lastError = error;
+    for (const entry of job.subscribers.values()) {
+      const state = this.#hpas.get(entry.hpaKey);
+      if (!state) continue;
+      this.#event(
+        entry.key,
+        state.obj,
+        `failed to collect ${entry.plan.metricType} metric ${entry.plan.metricName}: ${error}`,
+        false,
+      );
+    }
+  }
+}

@@ -1,0 +1,433 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../src/cluster/types.ts";
+import { createCollectorRegistry } from "../../src/collectors/registry.ts";
+import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
+import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
+import type { FlagValues } from "../../src/cli/flags.ts";
+import { parseSelector } from "../../src/core/label_selector.ts";
+import { Engine } from "../../src/engine/engine.ts";
+import type { CollectionReport } from "../../src/engine/engine.ts";
+import { memoryLogger } from "../../src/engine/logger.ts";
+import { MetricStore } from "../../src/store/store.ts";
+import { ManualTimers, MemoryCluster, readyPod, RecordingWriter, settle } from "./support.ts";
+
+/** What the fake backend answers per endpoint: a value, an error, or a promise to wait on. */
+type Answer = number | Error | (() => Promise<number>);
+
+interface Backend {
+  answers: Map<string, Answer>;
+  calls: Map<string, number>;
+  signals: AbortSignal[];
+}
+
+function fakeExternal(backend: Backend): CollectorFactory {
+  return {
+    type: "json-path",
+    metricTypes: ["External"],
+    create({ plan }): Collector {
+      // http://a.example/ is backend "A".
+      const endpoint = new URL(plan.config["endpoint"]).hostname.split(".")[0].toUpperCase();
+      if (endpoint === "BAD") throw new Error(`unusable endpoint for metric ${plan.metricName}`);
+      return {
+        queryKey: `fake|${endpoint}`,
+        async collect(ctx: CollectContext) {
+          backend.calls.set(endpoint, (backend.calls.get(endpoint) ?? 0) + 1);
+          backend.signals.push(ctx.signal);
+          const a = backend.answers.get(endpoint) ?? 0;
+          if (a instanceof Error) throw a;
+          const value = typeof a === "function" ? await a() : a;
+          return { samples: [{ value, timestamp: ctx.now() }] };
+        },
+      };
+    },
+  };
+}
+
+function fakePods(pods: () => string[]): CollectorFactory {
+  return {
+    type: "json-path",
+    metricTypes: ["Pods"],
+    create(): Collector {
+      return {
+        queryKey: "fake-pods",
+        kinds: ["Pod"],
+        collect(ctx: CollectContext) {
+          return Promise.resolve({
+            samples: pods().map((name, i) => ({
+              objectName: name,
+              value: i + 1,
+              timestamp: ctx.now(),
+            })),
+          });
+        },
+      };
+    },
+  };
+}
+
+function externalHpa(
+  name: string,
+  metrics: { name: string; endpoint: string; type?: string; interval?: string }[],
+  namespace = "default",
+): KubeObject {
+  const annotations: Record<string, string> = {};
+  for (const m of metrics) {
+    annotations[`metric-config.external.${m.name}.json-path/endpoint`] =
+      `http://${m.endpoint.toLowerCase()}.example/`;
+    annotations[`metric-config.external.${m.name}.json-path/json-key`] = "$.n";
+    if (m.interval) annotations[`metric-config.external.${m.name}.json-path/interval`] = m.interval;
+  }
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name, namespace, annotations },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: metrics.map((m) => ({
+        type: "External",
+        external: {
+          metric: { name: m.name, selector: { matchLabels: { type: m.type ?? "json-path" } } },
+          target: { type: "AverageValue", averageValue: "10" },
+        },
+      })),
+    },
+  };
+}
+
+interface Setup {
+  cluster: MemoryCluster;
+  timers: ManualTimers;
+  store: MetricStore;
+  backend: Backend;
+  writer: RecordingWriter;
+  logger: ReturnType<typeof memoryLogger>;
+  reports: CollectionReport[];
+  engine: Engine;
+  leader: { value: boolean };
+}
+
+function setup(
+  options: { flags?: FlagValues; factories?: CollectorFactory[]; writer?: boolean } = {},
+): Setup {
+  const cluster = new MemoryCluster();
+  const timers = new ManualTimers();
+  const store = new MetricStore({ ttlSeconds: 900 });
+  const backend: Backend = { answers: new Map(), calls: new Map(), signals: [] };
+  const writer = new RecordingWriter(cluster);
+  const logger = memoryLogger();
+  const reports: CollectionReport[] = [];
+  const leader = { value: true };
+  const engine = new Engine({
+    cluster,
+    store,
+    registry: createCollectorRegistry(options.factories ?? [fakeExternal(backend)]),
+    flags: { ...flagDefaults(SERVE_FLAGS), ...(options.flags ?? {}) },
+    now: timers.clock,
+    setTimer: timers.setTimer,
+    clearTimer: timers.clearTimer,
+    random: () => 0.5,
+    logger,
+    writer: options.writer === false ? undefined : writer,
+    isLeader: () => leader.value,
+    onCollection: (r) => reports.push(r),
+  });
+  return { cluster, timers, store, backend, writer, logger, reports, engine, leader };
+}
+
+function external(s: Setup, metric: string, namespace = "default"): number[] | string {
+  const r = s.store.lookupExternal(
+    { namespace, metricName: metric, selector: parseSelector("") },
+    s.timers.now,
+  );
+  return "items" in r ? r.items.map((i) => i.value) : r.miss.reason;
+}
+
+describe("Engine", () => {
+  it("collects at once, then every interval minus at most 10% jitter", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 7);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+    );
+    await s.engine.start();
+    await settle();
+    assert.equal(s.backend.calls.get("A"), 1);
+    assert.deepEqual(external(s, "q"), [7]);
+    await s.timers.advance(56_999); // random 0.5 -> 60s x (1 - 0.05) = 57s
+    assert.equal(s.backend.calls.get("A"), 1);
+    await s.timers.advance(1);
+    assert.equal(s.backend.calls.get("A"), 2);
+    await s.engine.stop();
+  });
+
+  it("restarts only the metric that changed", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 1).set("B", 2).set("C", 3);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "a", endpoint: "A" }, { name: "b", endpoint: "B" }]),
+    );
+    await s.engine.start();
+    await settle();
+    await s.timers.advance(30_000);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "a", endpoint: "A" }, { name: "b", endpoint: "C" }]),
+    );
+    await settle();
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 1, B: 1, C: 1 });
+    assert.deepEqual(external(s, "b"), [3]);
+    await s.timers.advance(27_000); // A's first wait (57s) ends; C started 30s later
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 1, C: 1 });
+    await s.timers.advance(30_000);
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 1, C: 2 });
+    await s.engine.stop();
+  });
+
+  it("keeps the good metrics of an HPA with a bad one, and explains the bad one", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 5);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [
+        { name: "good", endpoint: "A" },
+        { name: "broken", endpoint: "BAD" },
+        { name: "prom", endpoint: "P", type: "prometheus" },
+      ]),
+    );
+    await s.engine.start();
+    await settle();
+    assert.deepEqual(external(s, "good"), [5]);
+    assert.match(String(external(s, "broken")), /unusable endpoint for metric broken/);
+    assert.deepEqual(
+      s.writer.events.map((e) => [e.name, e.event.type, e.event.reason, e.event.message]),
+      [
+        [
+          "default/web",
+          "Warning",
+          "CreateNewMetricsCollector",
+          "failed to create metrics collector for External metric broken: unusable endpoint for metric broken",
+        ],
+        [
+          "default/web",
+          "Warning",
+          "CreateNewMetricsCollector",
+          "failed to create metrics collector for External metric prom: External metric `prom` needs annotation metric-config.external.prom.json-path/query; collector `prometheus` is not enabled (start with --prometheus-server)",
+        ],
+      ],
+    );
+    // The same HPA again (a resync) changes nothing and emits nothing.
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      s.cluster.get("HorizontalPodAutoscaler", "default", "web")!,
+    );
+    await settle();
+    assert.equal(s.writer.events.length, 2);
+    assert.equal(s.backend.calls.get("A"), 1);
+    await s.engine.stop();
+  });
+
+  it("suppresses events for incompatible metrics with --disregard-incompatible-hpas", async () => {
+    const s = setup({ flags: { "disregard-incompatible-hpas": true } });
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [
+        { name: "broken", endpoint: "BAD" },
+        { name: "prom", endpoint: "P", type: "prometheus" },
+      ]),
+    );
+    await s.engine.start();
+    await settle();
+    assert.deepEqual(s.writer.events.map((e) => e.event.message.split(":")[0]), [
+      "failed to create metrics collector for External metric broken",
+    ]);
+    await s.engine.stop();
+  });
+
+  it("writes no events when not the leader", async () => {
+    const s = setup();
+    s.leader.value = false;
+    s.backend.answers.set("A", new Error("boom"));
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
+    await s.engine.start();
+    await settle();
+    assert.equal(s.backend.calls.get("A"), 1);
+    assert.deepEqual(s.writer.events, []);
+    await s.engine.stop();
+  });
+
+  it("runs identical queries of different HPAs once per interval and serves both", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 9);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("one", [{ name: "q", endpoint: "A" }], "team-a"),
+    );
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("two", [{ name: "q", endpoint: "A" }], "team-b"),
+    );
+    await s.engine.start();
+    await settle();
+    assert.equal(s.backend.calls.get("A"), 1);
+    assert.deepEqual(external(s, "q", "team-a"), [9]);
+    assert.deepEqual(external(s, "q", "team-b"), [9]);
+    await s.timers.advance(60_000);
+    assert.equal(s.backend.calls.get("A"), 2);
+    assert.deepEqual(s.reports.map((r) => r.planKeys.length), [2, 2]);
+    await s.engine.stop();
+  });
+
+  it("keeps the last value on failure, records the error and logs and reports it once per text", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 5);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "q", endpoint: "A", interval: "10s" }]),
+    );
+    await s.engine.start();
+    await settle();
+    s.backend.answers.set("A", new Error("boom"));
+    await s.timers.advance(10_000);
+    await s.timers.advance(10_000);
+    s.backend.answers.set("A", new Error("bang"));
+    await s.timers.advance(10_000);
+    assert.equal(s.backend.calls.get("A"), 4);
+    assert.deepEqual(external(s, "q"), [5]);
+    const failures = s.logger.entries.filter((e) => e.message === "collection failed");
+    assert.deepEqual(failures.map((e) => e.fields.error), ["boom", "bang"]);
+    assert.deepEqual(s.writer.events.map((e) => e.event.message), [
+      "failed to collect External metric q: boom",
+      "failed to collect External metric q: bang",
+    ]);
+    assert.deepEqual(s.reports.map((r) => r.ok), [true, false, false, false]);
+    s.backend.answers.set("A", 6);
+    await s.timers.advance(10_000);
+    assert.deepEqual(external(s, "q"), [6]);
+    assert.equal(s.logger.entries.filter((e) => e.message === "collection recovered").length, 1);
+    await s.engine.stop();
+  });
+
+  it("removes a deleted HPA's plans from the store at once and stops its collector", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 5);
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
+    await s.engine.start();
+    await settle();
+    assert.deepEqual(external(s, "q"), [5]);
+    s.cluster.delete("HorizontalPodAutoscaler", "default", "web");
+    assert.equal(typeof external(s, "q"), "string");
+    assert.deepEqual(s.engine.status(), []);
+    await s.timers.advance(120_000);
+    assert.equal(s.backend.calls.get("A"), 1);
+    await s.engine.stop();
+  });
+
+  it("watches pods only once a Pods plan exists, and drops a deleted pod's value at once", async () => {
+    let pods = ["web-1", "web-2"];
+    const s = setup({ factories: [fakePods(() => pods)] });
+    await s.engine.start();
+    assert.deepEqual(s.cluster.ensured, ["HorizontalPodAutoscaler"]);
+    s.cluster.set("HorizontalPodAutoscaler", {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: "web",
+        namespace: "default",
+        annotations: {
+          "metric-config.pods.rps.json-path/json-key": "$.rps",
+          "metric-config.pods.rps.json-path/port": "9090",
+        },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+        maxReplicas: 10,
+        metrics: [{
+          type: "Pods",
+          pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "1" } },
+        }],
+      },
+    });
+    s.cluster.set("Pod", readyPod("web-1", { ip: "10.0.0.1" }));
+    s.cluster.set("Pod", readyPod("web-2", { ip: "10.0.0.2" }));
+    await settle();
+    assert.deepEqual(s.cluster.ensured, ["HorizontalPodAutoscaler", "Pod"]);
+    const served = (): string[] => {
+      const r = s.store.lookupCustom({
+        namespace: "default",
+        groupResource: "pods",
+        name: "*",
+        metricName: "rps",
+        metricSelector: "",
+      }, s.timers.now);
+      return "items" in r ? r.items.map((i) => i.objectName) : [];
+    };
+    assert.deepEqual(served(), ["web-1", "web-2"]);
+    pods = ["web-2"];
+    s.cluster.delete("Pod", "default", "web-1");
+    assert.deepEqual(served(), ["web-2"]);
+    await s.engine.stop();
+  });
+
+  it("bounds concurrent collections by --max-concurrent-collections", async () => {
+    const s = setup({ flags: { "max-concurrent-collections": 2 } });
+    let running = 0;
+    let peak = 0;
+    const release: (() => void)[] = [];
+    for (const e of ["A", "B", "C", "D"]) {
+      s.backend.answers.set(e, () => {
+        running++;
+        peak = Math.max(peak, running);
+        return new Promise<number>((r) =>
+          release.push(() => {
+            running--;
+            r(1);
+          })
+        );
+      });
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa(`hpa-${e}`, [{ name: "q", endpoint: e }]),
+      );
+    }
+    await s.engine.start();
+    await settle();
+    assert.equal(peak, 2);
+    assert.equal(s.backend.calls.size, 2);
+    while (release.length > 0) {
+      release.shift()!();
+      await settle();
+    }
+    assert.equal(s.backend.calls.size, 4);
+    assert.equal(peak, 2);
+    await s.engine.stop();
+  });
+
+  it("fails a collection that outlives --collection-timeout and aborts its signal", async () => {
+    const s = setup({ flags: { "collection-timeout": 5 } });
+    s.backend.answers.set("A", () => new Promise<number>(() => {}));
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
+    await s.engine.start();
+    await settle();
+    await s.timers.advance(5_000);
+    assert.equal(s.backend.signals[0].aborted, true);
+    assert.deepEqual(s.reports.map((r) => r.error), ["collection timed out after 5s"]);
+    assert.match(String(external(s, "q")), /collection timed out after 5s/);
+    await s.engine.stop();
+  });
+
+  it("stops every timer and aborts collections in flight", async () => {
+    const s = setup();
+    s.backend.answers.set("A", () => new Promise<number>(() => {}));
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
+    await s.engine.start();
+    await settle();
+    await s.engine.stop();
+    assert.equal(s.backend.signals[0].aborted, true);
+    assert.equal(s.timers.pending, 0);
+  });
+});

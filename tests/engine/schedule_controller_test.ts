@@ -1,0 +1,213 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../src/cluster/types.ts";
+import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
+import {
+  adjustmentMessage,
+  planAdjustment,
+  ScheduleController,
+} from "../../src/engine/schedule_controller.ts";
+import type { ScheduleMetric } from "../../src/engine/schedule_controller.ts";
+import { ManualTimers, MemoryCluster, RecordingWriter, settle } from "./support.ts";
+
+const FLAGS = {
+  ...flagDefaults(SERVE_FLAGS),
+  "scaling-schedule": true,
+  "scaling-schedule-default-time-zone": "UTC",
+};
+
+function schedule(value: number, date = "2024-03-04T10:30:00Z"): KubeObject {
+  return {
+    apiVersion: "zalando.org/v1",
+    kind: "ScalingSchedule",
+    metadata: { name: "peak", namespace: "shop" },
+    spec: {
+      scalingWindowDurationMinutes: 10,
+      schedules: [{ type: "OneTime", date, durationMinutes: 60, value }],
+    },
+  };
+}
+
+function hpa(options: { averageValue: string; maxReplicas: number }): KubeObject {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name: "web", namespace: "shop" },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+      maxReplicas: options.maxReplicas,
+      metrics: [{
+        type: "Object",
+        object: {
+          metric: { name: "peak" },
+          describedObject: { apiVersion: "zalando.org/v1", kind: "ScalingSchedule", name: "peak" },
+          target: { type: "AverageValue", averageValue: options.averageValue },
+        },
+      }],
+    },
+  };
+}
+
+function setup() {
+  const cluster = new MemoryCluster();
+  const timers = new ManualTimers();
+  const writer = new RecordingWriter(cluster);
+  const leader = { value: true };
+  const controller = new ScheduleController({
+    cluster,
+    writer,
+    flags: FLAGS,
+    now: timers.clock,
+    setTimer: timers.setTimer,
+    clearTimer: timers.clearTimer,
+    isLeader: () => leader.value,
+  });
+  return { cluster, timers, writer, leader, controller };
+}
+
+describe("planAdjustment", () => {
+  const peak = (value: number, averageValue: number): ScheduleMetric => ({
+    kind: "ScalingSchedule",
+    name: "peak",
+    value,
+    averageValue,
+  });
+  const cases: [string, number, number, ScheduleMetric[], number | null][] = [
+    ["scales up inside the tolerance", 10, 20, [peak(105, 10)], 11],
+    ["scales up at exactly 1 + tolerance", 10, 20, [peak(110, 10)], 11],
+    ["leaves it to the HPA outside the tolerance", 10, 20, [peak(120, 10)], null],
+    ["does nothing when the schedule wants fewer", 10, 20, [peak(90, 10)], null],
+    ["does nothing when replicas already match", 11, 20, [peak(105, 10)], null],
+    ["caps at maxReplicas", 10, 10, [peak(105, 10)], null],
+    ["caps at maxReplicas above current", 20, 21, [peak(210, 10)], 21],
+    ["does nothing for zero current replicas", 0, 20, [peak(105, 10)], null],
+    ["takes the schedule asking for most replicas", 10, 20, [peak(50, 10), peak(104, 10)], 11],
+    ["accepts fractional averageValue", 10, 20, [peak(5.2, 0.5)], 11],
+  ];
+  for (const [name, current, max, metrics, want] of cases) {
+    it(name, () => {
+      const got = planAdjustment({
+        currentReplicas: current,
+        maxReplicas: max,
+        tolerance: 0.1,
+        metrics,
+      });
+      assert.equal(got?.replicas ?? null, want);
+    });
+  }
+});
+
+describe("adjustmentMessage", () => {
+  it("says what was scaled, why, and by how much", () => {
+    assert.equal(
+      adjustmentMessage({
+        target: "Deployment ns/name",
+        from: 10,
+        to: 11,
+        schedule: "ScalingSchedule ns/x",
+        tolerance: 0.1,
+      }),
+      "scaled Deployment ns/name from 10 to 11 replicas for ScalingSchedule ns/x: desired 11 is within the HPA tolerance 0.1",
+    );
+  });
+});
+
+describe("ScheduleController", () => {
+  it("flips status.active at the ramp edges and writes only on change", async () => {
+    const s = setup();
+    s.timers.now = Date.parse("2024-03-04T10:00:00Z");
+    s.cluster.set("ScalingSchedule", schedule(100));
+    await s.controller.start();
+    await settle();
+    assert.equal(s.writer.statusUpdates.length, 0);
+    await s.timers.advance(20 * 60_000); // 10:20, ramp-up begins
+    assert.deepEqual(s.writer.statusUpdates.map((u) => u.status), [{ active: true }]);
+    await s.timers.advance(60 * 60_000); // 11:20, ramp-down
+    assert.equal(s.writer.statusUpdates.length, 1);
+    await s.timers.advance(10 * 60_000); // 11:30, end of the schedule, ramping down
+    assert.equal(s.writer.statusUpdates.length, 1);
+    await s.timers.advance(10 * 60_000); // 11:40, end of the ramp
+    assert.deepEqual(s.writer.statusUpdates.map((u) => u.status), [{ active: true }, {
+      active: false,
+    }]);
+    await s.controller.stop();
+    assert.equal(s.timers.pending, 0);
+  });
+
+  it("re-evaluates at once when a schedule changes", async () => {
+    const s = setup();
+    s.timers.now = Date.parse("2024-03-04T10:00:00Z");
+    s.cluster.set("ScalingSchedule", schedule(100));
+    await s.controller.start();
+    await settle();
+    s.cluster.set("ScalingSchedule", schedule(100, "2024-03-04T10:05:00Z"));
+    await settle();
+    assert.deepEqual(s.writer.statusUpdates.map((u) => u.status), [{ active: true }]);
+    await s.controller.stop();
+  });
+
+  const adjusterCases: [string, number, string, number, number | null][] = [
+    // value at 11:00 is 105; averageValue 10 -> 11 replicas wanted.
+    ["scales 10 -> 11 inside the tolerance", 105, "10", 20, 11],
+    ["caps at maxReplicas", 115, "5", 12, null],
+    ["leaves a change outside the tolerance to the HPA", 150, "10", 20, null],
+  ];
+  for (const [name, value, averageValue, max, want] of adjusterCases) {
+    it(`adjuster: ${name}`, async () => {
+      const s = setup();
+      s.timers.now = Date.parse("2024-03-04T11:00:00Z");
+      s.cluster.set("ScalingSchedule", schedule(value));
+      s.cluster.set("Deployment", {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "web", namespace: "shop" },
+        spec: { replicas: 10 },
+      });
+      s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue, maxReplicas: max }));
+      await s.controller.runOnce();
+      assert.deepEqual(
+        s.writer.scales,
+        want === null ? [] : [{ kind: "Deployment", name: "shop/web", replicas: want }],
+      );
+      assert.deepEqual(
+        s.writer.events.map((e) => [e.name, e.event.type, e.event.reason, e.event.message]),
+        want === null ? [] : [[
+          "shop/web",
+          "Normal",
+          "ScalingAdjusted",
+          `scaled Deployment shop/web from 10 to ${want} replicas for ScalingSchedule shop/peak: desired ${want} is within the HPA tolerance 0.1`,
+        ]],
+      );
+      // A second pass finds the target at the wanted size and does nothing more.
+      await s.controller.runOnce();
+      assert.equal(s.writer.scales.length, want === null ? 0 : 1);
+    });
+  }
+
+  it("adjuster caps the replicas at maxReplicas when that is still an increase", async () => {
+    const s = setup();
+    s.timers.now = Date.parse("2024-03-04T11:00:00Z");
+    s.cluster.set("ScalingSchedule", schedule(2100));
+    s.cluster.set("Deployment", {
+      metadata: { name: "web", namespace: "shop" },
+      spec: { replicas: 200 },
+    });
+    s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue: "10", maxReplicas: 205 }));
+    await s.controller.runOnce();
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 205 }]);
+  });
+
+  it("writes nothing when not the leader", async () => {
+    const s = setup();
+    s.leader.value = false;
+    s.timers.now = Date.parse("2024-03-04T11:00:00Z");
+    s.cluster.set("ScalingSchedule", schedule(105));
+    s.cluster.set("Deployment", {
+      metadata: { name: "web", namespace: "shop" },
+      spec: { replicas: 10 },
+    });
+    s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue: "10", maxReplicas: 20 }));
+    await s.controller.runOnce();
+    assert.deepEqual([s.writer.statusUpdates, s.writer.scales, s.writer.events], [[], [], []]);
+  });
+});
