@@ -139,7 +139,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     await this.start();
   }
 
-  /** Objects of a kind, in file order. Do not mutate them. */
+  /** Objects of a kind, in the order they first appeared. Do not mutate them. */
   list(kind: Kind, namespace?: string): KubeObject[] {
     const all = [...(this.current.get(kind)?.values() ?? [])];
     if (namespace === undefined || !KIND_RESOURCES[kind].namespaced) return all;

@@ -69,6 +69,12 @@ export interface KubeClusterSourceOptions {
   eventDedupeMs?: number;
   /** `source.component` and `reportingComponent` of events (default "hpa-metrics-adapter"). */
   component?: string;
+  /**
+   * Every this many ms, each cached object is passed to the handlers again as MODIFIED with
+   * itself as `old` (client-go's resync), so that work missed or failed is redone. 0 (the
+   * default) disables it.
+   */
+  resyncMs?: number;
 }
 
 /** An error answer of the Kubernetes API, with its metav1.Status if there was one. */
@@ -235,6 +241,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   private readonly backoffMaxMs: number;
   private readonly eventDedupeMs: number;
   private readonly component: string;
+  private readonly resyncTimer?: ReturnType<typeof setInterval>;
   private closed = false;
 
   constructor(options: KubeClusterSourceOptions = {}) {
@@ -251,6 +258,16 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     this.custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
     this.apps = this.kubeConfig.makeApiClient(AppsV1Api);
     this.core = this.kubeConfig.makeApiClient(CoreV1Api);
+    if ((options.resyncMs ?? 0) > 0) {
+      this.resyncTimer = setInterval(() => this.resync(), options.resyncMs);
+    }
+  }
+
+  /** Pass every cached object to the handlers again (MODIFIED, `old` is the object itself). */
+  resync(): void {
+    for (const s of this.kinds.values()) {
+      for (const obj of [...s.objects.values()]) this.notify(s, "MODIFIED", obj, obj);
+    }
   }
 
   /** Start watching a kind; resolves after its first list (or when its CRD is missing). */
@@ -298,6 +315,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   /** Stop every informer, watch and timer; pending `ensure` calls resolve. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.resyncTimer !== undefined) clearInterval(this.resyncTimer);
     for (const t of this.delays) clearTimeout(t);
     this.delays.clear();
     for (const s of this.kinds.values()) {
@@ -622,6 +640,15 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     const old = state.objects.get(key);
     if (type === "DELETED") state.objects.delete(key);
     else state.objects.set(key, obj);
+    this.notify(state, type, obj, old);
+  }
+
+  private notify(
+    state: KindState,
+    type: WatchEventType,
+    obj: KubeObject,
+    old: KubeObject | undefined,
+  ): void {
     for (const h of [...state.handlers]) {
       try {
         h(type, obj, old);

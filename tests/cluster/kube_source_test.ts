@@ -440,6 +440,23 @@ describe("KubeClusterSource", () => {
     });
   });
 
+  it("passes every cached object to the handlers again on resync", async () => {
+    await withSource({
+      source: { resyncMs: 30 },
+      objects: [deployment("web", 2), deployment("api", 1)],
+    }, async ({ source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("a resync", () => seen.length >= 4);
+      assert.deepEqual(seen.slice(0, 4), [
+        ["ADDED", "api@1", undefined],
+        ["ADDED", "web@2", undefined],
+        ["MODIFIED", "api@1", "1"],
+        ["MODIFIED", "web@2", "2"],
+      ]);
+    });
+  });
+
   it("leaves no open watch after close", async () => {
     await withSource({ objects: [deployment("web", 1)] }, async ({ api, source }) => {
       await Promise.all([source.ensure("Deployment"), source.ensure("Pod")]);
