@@ -23,7 +23,7 @@ import {
 } from "../core/label_selector.ts";
 import { formatQuantity } from "../core/quantity.ts";
 import type { LabelSelector } from "../core/types.ts";
-import { formatTimestamp, type MetricStore } from "../store/store.ts";
+import { type CustomLookupOptions, formatTimestamp, type MetricStore } from "../store/store.ts";
 import type { CustomItem, ExternalItem } from "../store/types.ts";
 import type { RequestObservation } from "./own_metrics.ts";
 import { statusResponse } from "./status.ts";
@@ -583,27 +583,27 @@ function customMetrics(c: Context, version: string, rest: string[], options: Api
   }
 
   const now = options.now();
+  const filter = name === "*" && groupResource === "pods"
+    ? podFilter(namespace, labelSel.sel, options.pods)
+    : {};
   const result = options.store.lookupCustom(
     { namespace, groupResource, name, metricName, metricSelector },
     now,
+    filter,
   );
   const what = `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
   if ("miss" in result) return statusResponse("NotFound", `${what}: ${result.miss.reason}`);
-
-  let items = result.items;
-  if (name === "*" && groupResource === "pods") {
-    items = servablePods(items, namespace, labelSel.sel, options.pods);
-    if (items.length === 0) {
-      const sel = formatSelector(labelSel.sel);
-      const which = sel ? `matching labelSelector "${sel}"` : "in the namespace";
-      const stored = result.items.length;
-      return statusResponse(
-        "NotFound",
-        `${what}: no ready pod ${which} has a value (values are stored for ${stored} pod${
-          stored === 1 ? "" : "s"
-        } in namespace ${namespace})`,
-      );
-    }
+  const items = result.items;
+  if (items.length === 0) {
+    const sel = formatSelector(labelSel.sel);
+    const which = sel ? `matching labelSelector "${sel}"` : "in the namespace";
+    const stored = result.stored ?? 0;
+    return statusResponse(
+      "NotFound",
+      `${what}: no ready pod ${which} has a value (values are stored for ${stored} pod${
+        stored === 1 ? "" : "s"
+      } in namespace ${namespace})`,
+    );
   }
   const requestSelector = labelSelectorOf(metricSel.sel);
   return json({
@@ -614,21 +614,21 @@ function customMetrics(c: Context, version: string, rest: string[], options: Api
   });
 }
 
-function servablePods(
-  items: CustomItem[],
+/** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
+function podFilter(
   namespace: string,
   sel: Selector,
   pods: PodLister,
-): CustomItem[] {
+): CustomLookupOptions {
   const ok = (pod: KubeObject | undefined): boolean =>
     !!pod && isServablePod(pod) && matchesSelector(sel, pod.metadata.labels ?? {});
   if (pods.getPod) {
     const get = pods.getPod.bind(pods);
-    return items.filter((i) => ok(get(namespace, i.objectName)));
+    return { accept: (name) => ok(get(namespace, name)) };
   }
   const names = new Set<string>();
   for (const pod of pods.listPods(namespace)) if (ok(pod)) names.add(pod.metadata.name);
-  return items.filter((i) => names.has(i.objectName));
+  return { names };
 }
 
 function externalMetrics(c: Context, rest: string[], options: ApiOptions): Response {

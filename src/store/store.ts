@@ -34,6 +34,14 @@ export interface MetricStoreOptions {
   ttlSeconds?: number;
 }
 
+/** Options of {@linkcode MetricStore.lookupCustom}. */
+export interface CustomLookupOptions {
+  /** Wildcard reads: keep only the objects (pods) for which this returns true. */
+  accept?: (objectName: string) => boolean;
+  /** Wildcard reads: keep only these objects (looked up one by one when fewer than stored). */
+  names?: ReadonlySet<string>;
+}
+
 /** Counts for the own-metrics gauges. */
 export interface StoreStats {
   plans: number;
@@ -437,15 +445,22 @@ export class MetricStore {
     };
   }
 
-  /** Read custom metric values of one object, or of all objects (`*`) of a kind. */
-  lookupCustom(q: CustomLookup, now: number): LookupResult<CustomItem> {
+  /**
+   * Read custom metric values of one object, or of all objects (`*`) of a kind. A wildcard
+   * read filtered by `accept` or `names` returns only those objects; when none is left it
+   * returns no items and `stored`, the number of unexpired values before the filter.
+   */
+  lookupCustom(
+    q: CustomLookup,
+    now: number,
+    options: CustomLookupOptions = {},
+  ): LookupResult<CustomItem> {
     const slotKey = customSlotKey(q.namespace, q.groupResource, q.metricName, q.metricSelector);
     const slot = this.#slots.get(slotKey);
     const where = `${q.groupResource}/${q.name}`;
     if (!slot || slot.plans.size === 0) {
       return { miss: { reason: this.#nobodyAsks(q, where) } };
     }
-    const items: CustomItem[] = [];
     if (q.name !== "*") {
       const v = this.#pick(slot.entries.get(q.name), now);
       if (v) return { items: [this.#customItem(v)] };
@@ -456,12 +471,32 @@ export class MetricStore {
       if (covering.length === 0) return { miss: { reason: this.#nobodyAsks(q, where) } };
       return { miss: { reason: this.#explain(covering, q.name) } };
     }
-    const names = [...slot.entries.keys()].sort();
-    for (const name of names) {
-      const v = this.#pick(slot.entries.get(name), now);
-      if (v) items.push(this.#customItem(v));
+    const { accept, names } = options;
+    const filtered = accept !== undefined || names !== undefined;
+    const picked: StoredValue[] = [];
+    if (names && names.size < slot.entries.size) {
+      // fewer candidate objects than stored values: look each one up
+      for (const name of names) {
+        const v = this.#pick(slot.entries.get(name), now);
+        if (v && (!accept || accept(name))) picked.push(v);
+      }
+    } else {
+      for (const [name, entry] of slot.entries) {
+        if (names && !names.has(name)) continue;
+        const v = this.#pick(entry, now);
+        if (v && (!accept || accept(name))) picked.push(v);
+      }
     }
-    if (items.length > 0) return { items };
+    // how many unexpired values there are at all (needed only when the filter kept none)
+    let stored = picked.length;
+    if (picked.length === 0) {
+      for (const entry of slot.entries.values()) if (this.#pick(entry, now)) stored++;
+    }
+    if (stored > 0) {
+      picked.sort((a, b) => a.objectName < b.objectName ? -1 : a.objectName > b.objectName ? 1 : 0);
+      const items = picked.map((v) => this.#customItem(v));
+      return filtered && items.length === 0 ? { items, stored } : { items };
+    }
     const states = [...slot.plans].map((k) => this.#plans.get(k)!);
     return { miss: { reason: this.#explain(states, null) } };
   }

@@ -121,8 +121,11 @@ export interface ExternalItem {
   windowSeconds?: number;
 }
 
-/** The answer of a read: values, or why there are none. */
-export type LookupResult<T> = { items: T[] } | { miss: LookupMiss };
+/**
+ * The answer of a read: values, or why there are none. `stored` is set by filtered wildcard
+ * reads that kept nothing: how many unexpired values there were before the filter.
+ */
+export type LookupResult<T> = { items: T[]; stored?: number } | { miss: LookupMiss };
 
 /** A plan whose values cannot be served because other plans claim the same values. */
 export interface StoreConflict {

@@ -606,6 +606,58 @@ describe("MetricStore removal and garbage collection", () => {
     assert.equal(store.stats().customValues, 0);
   });
 
+  it("filters wildcard reads by accept or by names, and counts stored values when none is left", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(
+      plan.key,
+      ["a", "b", "c", "d"].map((n, i) => ({ objectName: `web-${n}`, value: i, timestamp: T0 })),
+      T0,
+    );
+    const table: {
+      name: string;
+      options: Parameters<MetricStore["lookupCustom"]>[2];
+      want: unknown;
+    }[] = [
+      {
+        name: "accept",
+        options: { accept: (n) => n !== "web-b" },
+        want: { values: [0, 2, 3] },
+      },
+      {
+        name: "fewer names than values (looked up one by one)",
+        options: { names: new Set(["web-d", "web-b", "web-x"]) },
+        want: { values: [1, 3] },
+      },
+      {
+        name: "more names than values (scanned)",
+        options: { names: new Set(["web-a", "web-c", "x1", "x2", "x3"]) },
+        want: { values: [0, 2] },
+      },
+      {
+        name: "names and accept together",
+        options: { names: new Set(["web-a", "web-c"]), accept: (n) => n === "web-c" },
+        want: { values: [2] },
+      },
+      {
+        name: "nothing left",
+        options: { names: new Set(["web-x"]) },
+        want: { items: [], stored: 4 },
+      },
+    ];
+    for (const t of table) {
+      const got = store.lookupCustom(pods("*"), T0, t.options);
+      if ("values" in (t.want as object)) {
+        assert.deepEqual(values(got), (t.want as { values: number[] }).values, t.name);
+      } else assert.deepEqual(got, t.want, t.name);
+    }
+    assert.equal(
+      reason(store.lookupCustom(pods("*"), T0 + 901 * SEC, { names: new Set(["web-a"]) })),
+      "value expired: last collected at 2024-01-02T03:04:05Z, older than the TTL 15m0s",
+    );
+  });
+
   it("wildcard reads visit only the namespace and metric asked for", () => {
     const store = new MetricStore();
     const inA = podsPlan("web", "q", "a");
