@@ -1,0 +1,320 @@
+/**
+ * External metrics of type `nakadi`: the consumer lag or the unconsumed events of Nakadi
+ * subscriptions (`--nakadi-endpoint`).
+ *
+ * Config keys: `metric-type` (`consumer-lag-seconds`: the maximum over partitions, event types and
+ * subscriptions; `unconsumed-events`: the sum), and either `subscription-id` or all of
+ * `owning-application`, `event-types` (comma list) and `consumer-group`, which find the
+ * subscriptions with `GET /subscriptions?owning_application=..&event_type=..&consumer_group=..`,
+ * following `_links.next` page by page. Stats come from
+ * `GET /subscriptions/<id>/stats?show_time_lag=true`.
+ *
+ * Each request is tried up to 3 times: 5xx answers and network errors are retried after 100 ms,
+ * then 200 ms; a 429 waits its `Retry-After` (seconds or an HTTP date, at most 30 s) instead;
+ * other 4xx answers fail at once. Every wait ends when the collection is aborted.
+ *
+ * Differences from kube-metrics-adapter: a filter that matches no subscription is an error (it
+ * reported 0), and a page link to another host is refused.
+ *
+ * @module
+ */
+import type { MetricPlan } from "../core/types.ts";
+import {
+  backendRequest,
+  bodyExcerpt,
+  maxResponseBytes,
+  RequestAbortedError,
+  ResponseTooLargeError,
+  sleep,
+  tokenSourceFromFlags,
+} from "./oauth_backend.ts";
+import type { BackendResponse, TokenSource } from "./oauth_backend.ts";
+import type {
+  CollectContext,
+  Collector,
+  CollectorFactory,
+  CollectorFactoryOptions,
+  CollectResult,
+} from "./types.ts";
+
+/** Timeout of one Nakadi request, seconds. */
+export const NAKADI_REQUEST_TIMEOUT_SECONDS = 10;
+/** Tries per request (the first and two retries). */
+export const NAKADI_MAX_TRIES = 3;
+/** First back-off, ms; doubled per retry. */
+export const NAKADI_INITIAL_BACKOFF_MS = 100;
+/** Longest wait for a 429's Retry-After, ms. */
+export const NAKADI_MAX_RETRY_AFTER_MS = 30_000;
+/** Most subscription pages followed. */
+export const NAKADI_MAX_PAGES = 100;
+
+/** The two values a Nakadi metric can be. */
+export type NakadiMetricType = "consumer-lag-seconds" | "unconsumed-events";
+
+/** Which subscriptions a plan reads. */
+export type SubscriptionFilter =
+  | { subscriptionId: string }
+  | { owningApplication: string; eventTypes: string[]; consumerGroup: string };
+
+/** A Nakadi plan's config. */
+export interface NakadiConfig {
+  metricType: NakadiMetricType;
+  filter: SubscriptionFilter;
+}
+
+/** Read and check a plan's Nakadi config; throws naming the metric and the bad value. */
+export function parseNakadiConfig(plan: MetricPlan): NakadiConfig {
+  const c = plan.config;
+  const metric = plan.metricName;
+  const t = c["metric-type"];
+  if (t !== "consumer-lag-seconds" && t !== "unconsumed-events") {
+    throw new Error(
+      t === undefined
+        ? `missing metric-type for metric ${metric} (consumer-lag-seconds or unconsumed-events)`
+        : `invalid metric-type "${t}" for metric ${metric}: want consumer-lag-seconds or unconsumed-events`,
+    );
+  }
+  const id = (c["subscription-id"] ?? "").trim();
+  if (id !== "") {
+    if (!/^[A-Za-z0-9._-]+$/.test(id)) {
+      throw new Error(`invalid subscription-id "${id}" for metric ${metric}`);
+    }
+    return { metricType: t, filter: { subscriptionId: id } };
+  }
+  const owningApplication = (c["owning-application"] ?? "").trim();
+  const consumerGroup = (c["consumer-group"] ?? "").trim();
+  const eventTypes = (c["event-types"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  if (owningApplication === "" || consumerGroup === "" || eventTypes.length === 0) {
+    throw new Error(
+      `metric ${metric} needs subscription-id or all of owning-application, event-types, consumer-group`,
+    );
+  }
+  return { metricType: t, filter: { owningApplication, eventTypes, consumerGroup } };
+}
+
+/** The first page of the subscriptions matching a filter. */
+export function subscriptionsUrl(
+  endpoint: string,
+  filter: { owningApplication: string; eventTypes: string[]; consumerGroup: string },
+): string {
+  const q = new URLSearchParams();
+  q.append("owning_application", filter.owningApplication);
+  for (const e of filter.eventTypes) q.append("event_type", e);
+  q.append("consumer_group", filter.consumerGroup);
+  return `${endpoint}/subscriptions?${q.toString()}`;
+}
+
+function parseRetryAfter(value: string, now: number): number | null {
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, at - now) : null;
+}
+
+interface Page {
+  items: string[];
+  next: string | null;
+}
+
+function parseJson(res: BackendResponse, url: string): unknown {
+  try {
+    return JSON.parse(res.text);
+  } catch (e) {
+    throw new Error(`invalid JSON from ${url}: ${(e as Error).message}`);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function parsePage(doc: unknown, url: string): Page {
+  const bad = (what: string): Error =>
+    new Error(`unexpected subscriptions response from ${url}: ${what}`);
+  if (!isObject(doc) || !Array.isArray(doc.items)) throw bad("no items list");
+  const items = doc.items.map((it, i) => {
+    if (!isObject(it) || typeof it.id !== "string" || it.id === "") {
+      throw bad(`items[${i}] has no id`);
+    }
+    return it.id;
+  });
+  const links = doc._links;
+  let next: string | null = null;
+  if (isObject(links) && isObject(links.next)) {
+    const href = links.next.href;
+    if (typeof href === "string" && href !== "") next = href;
+  }
+  return { items, next };
+}
+
+interface PartitionStats {
+  unconsumed: number;
+  lag: number;
+}
+
+function parseStats(doc: unknown, url: string): PartitionStats[] {
+  const bad = (what: string): Error => new Error(`unexpected stats response from ${url}: ${what}`);
+  if (!isObject(doc) || !Array.isArray(doc.items)) throw bad("no items list");
+  if (doc.items.length === 0) throw bad("no event types");
+  const out: PartitionStats[] = [];
+  doc.items.forEach((et, i) => {
+    if (!isObject(et) || !Array.isArray(et.partitions)) {
+      throw bad(`items[${i}] has no partitions list`);
+    }
+    et.partitions.forEach((p, j) => {
+      if (!isObject(p)) throw bad(`items[${i}].partitions[${j}] is not an object`);
+      const num = (k: string): number => {
+        const v = p[k];
+        if (v === undefined || v === null) return 0;
+        if (typeof v !== "number" || !Number.isFinite(v)) {
+          throw bad(`items[${i}].partitions[${j}].${k} is ${JSON.stringify(v)}, want a number`);
+        }
+        return v;
+      };
+      out.push({ unconsumed: num("unconsumed_events"), lag: num("consumer_lag_seconds") });
+    });
+  });
+  return out;
+}
+
+class NakadiCollector implements Collector {
+  readonly queryKey: string;
+  readonly #endpoint: string;
+  readonly #config: NakadiConfig;
+  readonly #tokens: TokenSource;
+  readonly #maxBytes: number;
+
+  constructor(
+    options: { endpoint: string; config: NakadiConfig; tokens: TokenSource; maxBytes: number },
+  ) {
+    this.#endpoint = options.endpoint.replace(/\/+$/, "");
+    this.#config = options.config;
+    this.#tokens = options.tokens;
+    this.#maxBytes = options.maxBytes;
+    this.queryKey = `nakadi/External|${this.#endpoint}|${this.#config.metricType}|${
+      JSON.stringify(this.#config.filter)
+    }`;
+  }
+
+  /** GET with retries; returns the parsed JSON of a 200 answer. */
+  async #get(url: string, ctx: CollectContext): Promise<unknown> {
+    let lastError = new Error(`no request to ${url}`);
+    for (let attempt = 1; attempt <= NAKADI_MAX_TRIES; attempt++) {
+      let waitMs = NAKADI_INITIAL_BACKOFF_MS * 2 ** (attempt - 1);
+      const token = await this.#tokens.token();
+      let res: BackendResponse | null = null;
+      try {
+        res = await backendRequest(url, {
+          fetch: ctx.fetch,
+          signal: ctx.signal,
+          timeoutSeconds: NAKADI_REQUEST_TIMEOUT_SECONDS,
+          maxBytes: this.#maxBytes,
+          headers: { accept: "application/json", authorization: `Bearer ${token}` },
+        });
+      } catch (e) {
+        // An abort ends the collection; an oversized answer will not shrink on a retry.
+        if (e instanceof RequestAbortedError || e instanceof ResponseTooLargeError) throw e;
+        lastError = e as Error;
+      }
+      if (res !== null) {
+        if (res.status === 200) return parseJson(res, url);
+        const what = `unsuccessful response "${res.status}" from ${url}: ${bodyExcerpt(res.text)}`;
+        if (res.status === 429) {
+          const ra = res.headers.get("retry-after");
+          if (ra !== null) {
+            const ms = parseRetryAfter(ra, ctx.now());
+            if (ms === null) throw new Error(`${what} (invalid Retry-After "${ra}")`);
+            waitMs = Math.min(ms, NAKADI_MAX_RETRY_AFTER_MS);
+          }
+        } else if (res.status >= 400 && res.status < 500) {
+          throw new Error(what);
+        }
+        lastError = new Error(what);
+      }
+      if (attempt < NAKADI_MAX_TRIES) await sleep(waitMs, ctx.signal, `request to ${url}`);
+    }
+    throw new Error(`${lastError.message} (after ${NAKADI_MAX_TRIES} tries)`);
+  }
+
+  async #subscriptionIds(ctx: CollectContext): Promise<string[]> {
+    const filter = this.#config.filter;
+    if ("subscriptionId" in filter) return [filter.subscriptionId];
+    const origin = new URL(this.#endpoint).origin;
+    let url: string | null = subscriptionsUrl(this.#endpoint, filter);
+    const seen = new Set<string>();
+    const ids: string[] = [];
+    for (let page = 0; url !== null; page++) {
+      if (page >= NAKADI_MAX_PAGES) {
+        throw new Error(
+          `more than ${NAKADI_MAX_PAGES} pages of subscriptions from ${this.#endpoint}`,
+        );
+      }
+      if (seen.has(url)) throw new Error(`subscriptions page ${url} links to itself`);
+      seen.add(url);
+      const p = parsePage(await this.#get(url, ctx), url);
+      for (const id of p.items) if (!ids.includes(id)) ids.push(id);
+      if (p.next === null) break;
+      // Nakadi sends a path (`/subscriptions?offset=..`); it is relative to the endpoint.
+      const next: string = /^[a-z][a-z0-9+.-]*:/i.test(p.next)
+        ? p.next
+        : `${this.#endpoint}${p.next.startsWith("/") ? "" : "/"}${p.next}`;
+      if (new URL(next).origin !== origin) {
+        throw new Error(`subscriptions page link "${p.next}" leaves ${origin}`);
+      }
+      url = next;
+    }
+    if (ids.length === 0) {
+      throw new Error(
+        `no subscriptions match owning_application=${filter.owningApplication} event_type=${
+          filter.eventTypes.join(",")
+        } consumer_group=${filter.consumerGroup} at ${this.#endpoint}`,
+      );
+    }
+    return ids;
+  }
+
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const ids = await this.#subscriptionIds(ctx);
+    let max = 0;
+    let total = 0;
+    for (const id of ids) {
+      const url = `${this.#endpoint}/subscriptions/${
+        encodeURIComponent(id)
+      }/stats?show_time_lag=true`;
+      for (const p of parseStats(await this.#get(url, ctx), url)) {
+        if (p.lag > max) max = p.lag;
+        total += p.unconsumed;
+      }
+    }
+    const value = this.#config.metricType === "consumer-lag-seconds" ? max : total;
+    return { samples: [{ value, timestamp: ctx.now() }] };
+  }
+}
+
+/**
+ * External `nakadi`. Flags: `nakadi-endpoint` (required), the token (`token`, else
+ * `<credentials-dir>/<nakadi-token-name>-token-secret`), `max-response-bytes`.
+ */
+export const nakadiFactory: CollectorFactory = {
+  type: "nakadi",
+  metricTypes: ["External"],
+  create(options: CollectorFactoryOptions): Collector {
+    const { plan, flags } = options;
+    const endpoint = flags["nakadi-endpoint"];
+    if (typeof endpoint !== "string" || endpoint === "") {
+      throw new Error(`nakadi metric ${plan.metricName} needs --nakadi-endpoint`);
+    }
+    try {
+      const u = new URL(endpoint);
+      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
+    } catch {
+      throw new Error(`invalid --nakadi-endpoint "${endpoint}": want an http(s) URL`);
+    }
+    return new NakadiCollector({
+      endpoint,
+      config: parseNakadiConfig(plan),
+      tokens: tokenSourceFromFlags(flags, { nameFlag: "nakadi-token-name", defaultName: "nakadi" }),
+      maxBytes: maxResponseBytes(flags),
+    });
+  },
+};
