@@ -1,0 +1,847 @@
+import { after, before, beforeEach, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Hono } from "hono";
+import {
+  authOptionsFromFlags,
+  type AuthVariables,
+  configFromConfigMap,
+  createAuthMiddleware,
+  createDelegatedAuth,
+  type DelegatedAuth,
+  type DelegatedAuthOptions,
+  forbiddenMessage,
+  pathAlwaysAllowed,
+  type RequestAttributes,
+  requestAttributes,
+} from "../../src/api/auth.ts";
+import { type RunningServer, serveHttps } from "../../src/runtime/serve.ts";
+import {
+  type FakeAuthApi,
+  httpsGet,
+  makeTestPki,
+  startFakeAuthApi,
+  type TestPki,
+} from "../fakes/auth_api.ts";
+
+const UNAUTHORIZED = {
+  kind: "Status",
+  apiVersion: "v1",
+  metadata: {},
+  status: "Failure",
+  message: "Unauthorized",
+  reason: "Unauthorized",
+  code: 401,
+};
+
+const CUSTOM_PATH = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/queue-length";
+const EXTERNAL_PATH = "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue-length";
+
+function memoryLog() {
+  const lines: string[] = [];
+  const fields: Array<Record<string, unknown> | undefined> = [];
+  const record = (level: string) => (m: string, f?: Record<string, unknown>) => {
+    lines.push(`${level} ${m}`);
+    fields.push(f);
+  };
+  return { lines, fields, warn: record("warn"), info: record("info") };
+}
+
+/** Log lines other than the per-request authentication failures. */
+function configLines(log: ReturnType<typeof memoryLog>): string[] {
+  return log.lines.filter((l) => l !== "warn unable to authenticate the request");
+}
+
+/** An app behind the middleware that shows who it thinks the caller is. */
+function whoAmIApp(auth: DelegatedAuth): Hono<{ Variables: AuthVariables }> {
+  const app = new Hono<{ Variables: AuthVariables }>();
+  app.use("*", createAuthMiddleware({ auth }));
+  app.get("*", (c) =>
+    c.json({
+      user: c.var.user,
+      remoteUser: c.req.header("x-remote-user") ?? null,
+      remoteGroup: c.req.header("x-remote-group") ?? null,
+    }));
+  return app;
+}
+
+/** A server with delegated auth in front of whoAmIApp; the TLS CA follows the auth config. */
+async function startServer(pki: TestPki, options: DelegatedAuthOptions) {
+  const auth = createDelegatedAuth(options);
+  await auth.start();
+  const server = await serveHttps(whoAmIApp(auth), {
+    hostname: "127.0.0.1",
+    port: 0,
+    cert: pki.server.cert,
+    key: pki.server.key,
+    clientCa: auth.clientCaBundle(),
+  });
+  auth.onClientCaChange((clientCa) => server.updateTls({ clientCa }));
+  return { auth, server };
+}
+
+function flagsConfig(pki: TestPki): Pick<DelegatedAuthOptions, "clientCa" | "requestHeader"> {
+  return {
+    clientCa: pki.clientCa.cert,
+    requestHeader: {
+      clientCa: pki.requestHeaderCa.cert,
+      allowedNames: ["front-proxy-client"],
+      usernameHeaders: ["X-Remote-User"],
+      uidHeaders: [],
+      groupHeaders: ["X-Remote-Group"],
+      extraHeaderPrefixes: ["X-Remote-Extra-"],
+    },
+  };
+}
+
+describe("authentication over real TLS connections", () => {
+  let pki: TestPki;
+  let fake: FakeAuthApi;
+  let auth: DelegatedAuth;
+  let server: RunningServer;
+  let clock = 1_000_000;
+  const log = memoryLog();
+  const lastErrors = () => log.fields[log.fields.length - 1]?.errors;
+
+  before(async () => {
+    pki = makeTestPki();
+    fake = await startFakeAuthApi();
+    ({ auth, server } = await startServer(pki, {
+      ...flagsConfig(pki),
+      kubeRequest: fake.kubeRequest,
+      lookupConfigMap: false,
+      now: () => clock,
+      log,
+    }));
+  });
+  after(async () => {
+    auth.stop();
+    await server.close();
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.decide = () => ({ allowed: true });
+    fake.sars.length = 0;
+    fake.tokenReviews.length = 0;
+    clock += 60_000; // every test starts with empty caches
+  });
+
+  it("takes the identity from X-Remote-* headers of the front proxy", async () => {
+    const res = await httpsGet({
+      port: server.port,
+      path: CUSTOM_PATH,
+      cert: pki.frontProxy,
+      headers: {
+        "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+        "X-Remote-Group": ["system:serviceaccounts", "system:authenticated", "a, b"],
+        "X-Remote-Extra-Authentication.kubernetes.io%2fpod-name": "hpa-0",
+        "X-Remote-Extra-Scopes": ["one", "two"],
+      },
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json(), {
+      user: {
+        name: "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+        groups: ["system:serviceaccounts", "system:authenticated", "a, b"],
+        extra: { "authentication.kubernetes.io/pod-name": ["hpa-0"], scopes: ["one", "two"] },
+      },
+      remoteUser: null,
+      remoteGroup: null,
+    });
+  });
+
+  it("rejects a requestheader-CA certificate whose CN is not allowed", async () => {
+    const res = await httpsGet({
+      port: server.port,
+      path: CUSTOM_PATH,
+      cert: pki.otherProxy,
+      headers: { "X-Remote-User": "admin", "X-Remote-Group": "system:masters" },
+    });
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.json(), UNAUTHORIZED);
+    assert.equal(
+      lastErrors(),
+      "x509: subject with cn=other-proxy is not in the allowed list; " +
+        'verifying certificate CN="other-proxy" failed: x509: certificate signed by unknown authority',
+    );
+  });
+
+  it("rejects a front-proxy CN signed by a stranger CA", async () => {
+    const res = await httpsGet({
+      port: server.port,
+      path: CUSTOM_PATH,
+      cert: pki.strangerProxy,
+      headers: { "X-Remote-User": "admin", "X-Remote-Group": "system:masters" },
+    });
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.json(), UNAUTHORIZED);
+    const failed =
+      'verifying certificate CN="front-proxy-client" failed: UNABLE_TO_VERIFY_LEAF_SIGNATURE';
+    assert.equal(lastErrors(), `${failed}; ${failed}`);
+  });
+
+  it("rejects a stranger certificate even on an always-allowed path", async () => {
+    const res = await httpsGet({ port: server.port, path: "/healthz", cert: pki.strangerProxy });
+    assert.equal(res.status, 401);
+  });
+
+  it("rejects the front proxy's certificate without a user header", async () => {
+    const res = await httpsGet({ port: server.port, path: CUSTOM_PATH, cert: pki.frontProxy });
+    assert.equal(res.status, 401);
+  });
+
+  it("takes CN and O of a client-CA certificate and ignores X-Remote-* headers", async () => {
+    const res = await httpsGet({
+      port: server.port,
+      path: CUSTOM_PATH,
+      cert: pki.alice,
+      headers: { "X-Remote-User": "admin", "X-Remote-Group": "system:masters" },
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json(), {
+      user: { name: "alice", groups: ["dev", "ops", "system:authenticated"], extra: {} },
+      remoteUser: null,
+      remoteGroup: null,
+    });
+    assert.equal(fake.sars.length, 1);
+    assert.equal(fake.sars[0].user, "alice");
+  });
+
+  it("serves the health paths without a certificate and strips X-Remote-* headers", async () => {
+    for (const path of ["/healthz", "/livez", "/readyz"]) {
+      const res = await httpsGet({
+        port: server.port,
+        path: `${path}?verbose`,
+        headers: { "X-Remote-User": "admin" },
+      });
+      assert.equal(res.status, 200, path);
+      assert.deepEqual(res.json(), {
+        user: { name: "system:anonymous", groups: ["system:unauthenticated"], extra: {} },
+        remoteUser: null,
+        remoteGroup: null,
+      });
+    }
+    assert.equal(fake.sars.length, 0);
+  });
+
+  it("answers 401 to an anonymous request for a metric or discovery", async () => {
+    for (const path of [CUSTOM_PATH, "/apis", "/openapi/v2"]) {
+      const res = await httpsGet({ port: server.port, path, headers: { "X-Remote-User": "x" } });
+      assert.equal(res.status, 401, path);
+      assert.deepEqual(res.json(), UNAUTHORIZED);
+    }
+  });
+
+  it("authenticates a bearer token through a cached TokenReview", async () => {
+    fake.tokens.set("good-token", {
+      username: "bob",
+      uid: "42",
+      groups: ["team-a"],
+      extra: { scopes: ["x"] },
+    });
+    const get = () =>
+      httpsGet({
+        port: server.port,
+        path: "/apis",
+        headers: { Authorization: "Bearer good-token" },
+      });
+    const first = await get();
+    const second = await get();
+    assert.equal(first.status, 200);
+    assert.deepEqual(first.json().user, {
+      name: "bob",
+      uid: "42",
+      groups: ["team-a", "system:authenticated"],
+      extra: { scopes: ["x"] },
+    });
+    assert.deepEqual(second.json(), first.json());
+    assert.deepEqual(fake.tokenReviews, ["good-token"]);
+    clock += 10_001; // --authentication-token-webhook-cache-ttl 10s
+    await get();
+    assert.deepEqual(fake.tokenReviews, ["good-token", "good-token"]);
+  });
+
+  it("answers 401 to a token the TokenReview does not accept", async () => {
+    const res = await httpsGet({
+      port: server.port,
+      path: "/apis",
+      headers: { Authorization: "Bearer bad-token" },
+    });
+    assert.equal(res.status, 401);
+    assert.deepEqual(res.json(), UNAUTHORIZED);
+  });
+});
+
+describe("authorization by SubjectAccessReview", () => {
+  let pki: TestPki;
+  let fake: FakeAuthApi;
+  let auth: DelegatedAuth;
+  let server: RunningServer;
+  let clock = 5_000_000;
+  const hpa = {
+    "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+    "X-Remote-Group": ["system:serviceaccounts", "system:authenticated"],
+  };
+  const get = (path: string, headers: Record<string, string | string[]> = hpa) =>
+    httpsGet({ port: server.port, path, cert: pki.frontProxy, headers });
+
+  before(async () => {
+    pki = makeTestPki();
+    fake = await startFakeAuthApi();
+    ({ auth, server } = await startServer(pki, {
+      ...flagsConfig(pki),
+      kubeRequest: fake.kubeRequest,
+      lookupConfigMap: false,
+      now: () => clock,
+    }));
+  });
+  after(async () => {
+    auth.stop();
+    await server.close();
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.sars.length = 0;
+    fake.failWith = null;
+    clock += 60_000;
+  });
+
+  it("asks for get on the pods resource with the metric as subresource for custom metrics", async () => {
+    fake.decide = () => ({ allowed: true });
+    const res = await get(CUSTOM_PATH.replace("*", "%2A") + "?labelSelector=app%3Dweb");
+    assert.equal(res.status, 200);
+    assert.deepEqual(fake.sars, [{
+      resourceAttributes: {
+        namespace: "default",
+        verb: "get",
+        group: "custom.metrics.k8s.io",
+        version: "v1beta2",
+        resource: "pods",
+        subresource: "queue-length",
+        name: "*",
+      },
+      user: "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+      groups: ["system:serviceaccounts", "system:authenticated"],
+    }]);
+  });
+
+  it("asks for list on the metric resource for external metrics", async () => {
+    fake.decide = () => ({ allowed: true });
+    await get(EXTERNAL_PATH + "?labelSelector=queue%3Dq1");
+    assert.deepEqual(fake.sars[0].resourceAttributes, {
+      namespace: "default",
+      verb: "list",
+      group: "external.metrics.k8s.io",
+      version: "v1beta1",
+      resource: "queue-length",
+    });
+  });
+
+  it("asks with nonResourceAttributes for discovery paths", async () => {
+    fake.decide = () => ({ allowed: true });
+    await get("/apis/custom.metrics.k8s.io/v1beta2");
+    assert.deepEqual(fake.sars[0].nonResourceAttributes, {
+      path: "/apis/custom.metrics.k8s.io/v1beta2",
+      verb: "get",
+    });
+    assert.equal(fake.sars[0].resourceAttributes, undefined);
+  });
+
+  it("answers 403 with the Go server's message when denied", async () => {
+    fake.decide = () => ({ allowed: false, reason: "no RBAC policy matched" });
+    const res = await get(CUSTOM_PATH);
+    assert.equal(res.status, 403);
+    assert.deepEqual(res.json(), {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: 'pods.custom.metrics.k8s.io "*" is forbidden: User ' +
+        '"system:serviceaccount:kube-system:horizontal-pod-autoscaler" cannot get resource ' +
+        '"pods/queue-length" in API group "custom.metrics.k8s.io" in the namespace "default": ' +
+        "no RBAC policy matched",
+      reason: "Forbidden",
+      details: { name: "*", group: "custom.metrics.k8s.io", kind: "pods" },
+      code: 403,
+    });
+  });
+
+  it("answers 403 for a denied non-resource path", async () => {
+    fake.decide = () => ({ allowed: false });
+    const res = await get("/openapi/v2");
+    assert.deepEqual(res.json(), {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: 'forbidden: User "system:serviceaccount:kube-system:horizontal-pod-autoscaler" ' +
+        'cannot get path "/openapi/v2"',
+      reason: "Forbidden",
+      details: {},
+      code: 403,
+    });
+  });
+
+  it("treats denied: true as a denial even when allowed is set", async () => {
+    fake.decide = () => ({ allowed: true, denied: true });
+    assert.equal((await get(CUSTOM_PATH)).status, 403);
+  });
+
+  it("caches an allow for 10 s", async () => {
+    fake.decide = () => ({ allowed: true });
+    assert.equal((await get(CUSTOM_PATH)).status, 200);
+    fake.decide = () => ({ allowed: false });
+    assert.equal((await get(CUSTOM_PATH)).status, 200);
+    assert.equal(fake.sars.length, 1);
+    clock += 10_001;
+    assert.equal((await get(CUSTOM_PATH)).status, 403);
+    assert.equal(fake.sars.length, 2);
+  });
+
+  it("caches a denial for 10 s", async () => {
+    fake.decide = () => ({ allowed: false });
+    assert.equal((await get(EXTERNAL_PATH)).status, 403);
+    fake.decide = () => ({ allowed: true });
+    assert.equal((await get(EXTERNAL_PATH)).status, 403);
+    clock += 9_000;
+    assert.equal((await get(EXTERNAL_PATH)).status, 403);
+    assert.equal(fake.sars.length, 1);
+    clock += 1_001;
+    assert.equal((await get(EXTERNAL_PATH)).status, 200);
+    assert.equal(fake.sars.length, 2);
+  });
+
+  it("keeps cache entries of different users apart", async () => {
+    fake.decide = (spec) => ({ allowed: spec.user === "alice" });
+    assert.equal((await get(CUSTOM_PATH, { "X-Remote-User": "alice" })).status, 200);
+    assert.equal((await get(CUSTOM_PATH, { "X-Remote-User": "mallory" })).status, 403);
+    assert.equal(fake.sars.length, 2);
+  });
+
+  it("makes one SubjectAccessReview for concurrent identical requests", async () => {
+    fake.decide = () => ({ allowed: true });
+    const all = await Promise.all([get(CUSTOM_PATH), get(CUSTOM_PATH), get(CUSTOM_PATH)]);
+    assert.deepEqual(all.map((r) => r.status), [200, 200, 200]);
+    assert.equal(fake.sars.length, 1);
+  });
+
+  it("lets system:masters through without a SubjectAccessReview", async () => {
+    fake.decide = () => ({ allowed: false });
+    const res = await get(CUSTOM_PATH, {
+      "X-Remote-User": "root",
+      "X-Remote-Group": "system:masters",
+    });
+    assert.equal(res.status, 200);
+    assert.equal(fake.sars.length, 0);
+  });
+
+  it("answers 500 when the SubjectAccessReview fails", async () => {
+    fake.failWith = 503;
+    const res = await get("/apis/custom.metrics.k8s.io/v1beta1/namespaces/x/pods/*/m");
+    assert.equal(res.status, 500);
+    assert.deepEqual(res.json(), {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "Internal error occurred: subjectaccessreview failed with status 503",
+      reason: "InternalError",
+      details: { causes: [{ message: "subjectaccessreview failed with status 503" }] },
+      code: 500,
+    });
+  });
+});
+
+describe("the extension-apiserver-authentication ConfigMap", () => {
+  let pki: TestPki;
+  let fake: FakeAuthApi;
+
+  const configMapFor = (requestHeaderCa: string, names: string[]) => ({
+    "client-ca-file": pki.clientCa.cert,
+    "requestheader-client-ca-file": requestHeaderCa,
+    "requestheader-allowed-names": JSON.stringify(names),
+    "requestheader-username-headers": '["X-Remote-User"]',
+    "requestheader-group-headers": '["X-Remote-Group"]',
+    "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
+  });
+
+  before(async () => {
+    pki = makeTestPki();
+    fake = await startFakeAuthApi();
+    fake.decide = () => ({ allowed: true });
+  });
+  after(async () => {
+    await fake.close();
+  });
+
+  it("supplies the CAs and header names, and is reloaded when it changes", async () => {
+    fake.configMap = configMapFor(pki.requestHeaderCa.cert, ["front-proxy-client"]);
+    const log = memoryLog();
+    const { auth, server } = await startServer(pki, { kubeRequest: fake.kubeRequest, log });
+    const asProxy = (cert = pki.frontProxy) =>
+      httpsGet({ port: server.port, path: "/apis", cert, headers: { "X-Remote-User": "hpa" } });
+    try {
+      assert.equal(auth.mode(), "delegated");
+      assert.equal((await asProxy()).status, 200);
+      assert.equal((await asProxy(pki.otherProxy)).status, 401);
+      assert.equal((await asProxy(pki.strangerProxy)).status, 401);
+
+      // the aggregator's CA is rotated to what was the stranger CA, with other allowed names
+      fake.configMap = configMapFor(pki.strangerCa.cert, ["front-proxy-client", "other-proxy"]);
+      await auth.refresh();
+      assert.equal((await asProxy(pki.strangerProxy)).status, 200);
+      assert.equal((await asProxy(pki.frontProxy)).status, 401);
+      assert.equal(auth.clientCaBundle().includes(pki.strangerCa.cert.trim()), true);
+      assert.deepEqual(configLines(log), [
+        "info authentication config loaded from the configmap",
+        "info authentication config changed",
+      ]);
+    } finally {
+      auth.stop();
+      await server.close();
+    }
+  });
+
+  it("keeps the last good config when a reload fails", async () => {
+    fake.configMap = configMapFor(pki.requestHeaderCa.cert, ["front-proxy-client"]);
+    const log = memoryLog();
+    const { auth, server } = await startServer(pki, { kubeRequest: fake.kubeRequest, log });
+    try {
+      fake.failWith = 500;
+      await auth.refresh();
+      fake.failWith = null;
+      fake.configMap = { ...fake.configMap, "requestheader-allowed-names": "not json" };
+      await auth.refresh();
+      const res = await httpsGet({
+        port: server.port,
+        path: "/apis",
+        cert: pki.frontProxy,
+        headers: { "X-Remote-User": "hpa" },
+      });
+      assert.equal(res.status, 200);
+      assert.deepEqual(configLines(log), [
+        "info authentication config loaded from the configmap",
+        "warn keeping the last good authentication config",
+        "warn keeping the last good authentication config",
+      ]);
+      assert.deepEqual(log.fields.slice(1).map((f) => f?.error), [
+        "reading configmap kube-system/extension-apiserver-authentication: status 500",
+        'invalid JSON in key "requestheader-allowed-names" of configmap extension-apiserver-authentication',
+      ]);
+    } finally {
+      auth.stop();
+      await server.close();
+    }
+  });
+
+  it("fails start when it cannot be read, unless failures are tolerated", async () => {
+    fake.failWith = 403;
+    try {
+      await assert.rejects(createDelegatedAuth({ kubeRequest: fake.kubeRequest }).start(), {
+        message: "reading configmap kube-system/extension-apiserver-authentication: status 403",
+      });
+      const log = memoryLog();
+      const tolerant = createDelegatedAuth({
+        kubeRequest: fake.kubeRequest,
+        tolerateLookupFailure: true,
+        log,
+      });
+      await tolerant.start();
+      tolerant.stop();
+      assert.deepEqual(log.lines, [
+        "warn starting without the extension-apiserver-authentication configmap",
+      ]);
+    } finally {
+      fake.failWith = null;
+    }
+  });
+
+  it("is not read with --authentication-skip-lookup", async () => {
+    const reads = fake.configMapReads;
+    const auth = createDelegatedAuth({ kubeRequest: fake.kubeRequest, lookupConfigMap: false });
+    await auth.start();
+    await auth.refresh();
+    auth.stop();
+    assert.equal(fake.configMapReads, reads);
+    assert.deepEqual(auth.config(), { clientCa: "", requestHeader: null });
+  });
+
+  it("yields to the requestheader and client CA flags", () => {
+    const flags = flagsConfig(pki);
+    const config = configFromConfigMap(configMapFor(pki.strangerCa.cert, ["x"]), flags);
+    assert.deepEqual(config, { clientCa: flags.clientCa, requestHeader: flags.requestHeader });
+  });
+
+  it("reads every requestheader key", () => {
+    const config = configFromConfigMap({
+      "requestheader-client-ca-file": "CA",
+      "requestheader-allowed-names": '["front-proxy-client"]',
+      "requestheader-username-headers": '["X-Remote-User"]',
+      "requestheader-uid-headers": '["X-Remote-Uid"]',
+      "requestheader-group-headers": '["X-Remote-Group"]',
+      "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
+    });
+    assert.deepEqual(config, {
+      clientCa: "",
+      requestHeader: {
+        clientCa: "CA",
+        allowedNames: ["front-proxy-client"],
+        usernameHeaders: ["X-Remote-User"],
+        uidHeaders: ["X-Remote-Uid"],
+        groupHeaders: ["X-Remote-Group"],
+        extraHeaderPrefixes: ["X-Remote-Extra-"],
+      },
+    });
+  });
+});
+
+describe("local use", () => {
+  it("allows everything with one warning when there is no CA and no cluster", async () => {
+    const log = memoryLog();
+    const auth = createDelegatedAuth({ log });
+    await auth.start();
+    const app = whoAmIApp(auth);
+    const res = await app.fetch(
+      new Request("https://localhost" + CUSTOM_PATH, { headers: { "X-Remote-User": "admin" } }),
+    );
+    await app.fetch(new Request("https://localhost/apis"));
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), {
+      user: { name: "system:anonymous", groups: ["system:unauthenticated"], extra: {} },
+      remoteUser: null,
+      remoteGroup: null,
+    });
+    assert.equal(auth.mode(), "local");
+    assert.equal(auth.clientCaBundle(), "");
+    assert.deepEqual(log.lines, [
+      "warn no client CA and no cluster: authentication and authorization are off, every request is allowed",
+    ]);
+  });
+
+  it("allows authenticated users without SubjectAccessReview when CAs are set but no cluster", async () => {
+    const pki = makeTestPki();
+    const log = memoryLog();
+    const { auth, server } = await startServer(pki, { ...flagsConfig(pki), log });
+    try {
+      const alice = await httpsGet({ port: server.port, path: CUSTOM_PATH, cert: pki.alice });
+      const anonymous = await httpsGet({ port: server.port, path: CUSTOM_PATH });
+      assert.equal(alice.status, 200);
+      assert.equal(anonymous.status, 401);
+      assert.deepEqual(log.lines, [
+        "warn no cluster: bearer tokens and SubjectAccessReview are off, every authenticated request is allowed",
+      ]);
+    } finally {
+      auth.stop();
+      await server.close();
+    }
+  });
+});
+
+describe("requestAttributes", () => {
+  const base: RequestAttributes = {
+    isResourceRequest: true,
+    path: "",
+    verb: "get",
+    apiGroup: "",
+    apiVersion: "",
+    namespace: "",
+    resource: "",
+    subresource: "",
+    name: "",
+  };
+  const cases: Array<[string, string, Partial<RequestAttributes>]> = [
+    [
+      "GET",
+      "/apis/custom.metrics.k8s.io/v1beta1/namespaces/ns/deployments.apps/web/requests-per-second",
+      {
+        apiGroup: "custom.metrics.k8s.io",
+        apiVersion: "v1beta1",
+        namespace: "ns",
+        resource: "deployments.apps",
+        name: "web",
+        subresource: "requests-per-second",
+      },
+    ],
+    [
+      "GET",
+      "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns/pods/%2A/m",
+      {
+        apiGroup: "custom.metrics.k8s.io",
+        apiVersion: "v1beta2",
+        namespace: "ns",
+        resource: "pods",
+        name: "*",
+        subresource: "m",
+      },
+    ],
+    [
+      "GET",
+      "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ns/metrics/m",
+      {
+        apiGroup: "custom.metrics.k8s.io",
+        apiVersion: "v1beta2",
+        namespace: "ns",
+        resource: "metrics",
+        name: "m",
+      },
+    ],
+    [
+      "GET",
+      "/apis/custom.metrics.k8s.io/v1beta2/nodes/n1/m",
+      {
+        apiGroup: "custom.metrics.k8s.io",
+        apiVersion: "v1beta2",
+        resource: "nodes",
+        name: "n1",
+        subresource: "m",
+      },
+    ],
+    [
+      "GET",
+      "/apis/external.metrics.k8s.io/v1beta1/namespaces/ns/queue-length",
+      {
+        apiGroup: "external.metrics.k8s.io",
+        apiVersion: "v1beta1",
+        namespace: "ns",
+        resource: "queue-length",
+        verb: "list",
+      },
+    ],
+    [
+      "GET",
+      "/apis/external.metrics.k8s.io/v1beta1/namespaces/ns/queue-length?watch=true",
+      {
+        apiGroup: "external.metrics.k8s.io",
+        apiVersion: "v1beta1",
+        namespace: "ns",
+        resource: "queue-length",
+        verb: "watch",
+      },
+    ],
+    [
+      "GET",
+      "/apis/external.metrics.k8s.io/v1beta1/namespaces",
+      {
+        apiGroup: "external.metrics.k8s.io",
+        apiVersion: "v1beta1",
+        resource: "namespaces",
+        verb: "list",
+      },
+    ],
+    ["GET", "/apis/custom.metrics.k8s.io/v1beta2", { isResourceRequest: false }],
+    ["GET", "/apis", { isResourceRequest: false }],
+    ["GET", "/openapi/v2", { isResourceRequest: false }],
+    ["GET", "/healthz", { isResourceRequest: false }],
+    ["HEAD", "/version", { isResourceRequest: false, verb: "head" }],
+    [
+      "POST",
+      "/api/v1/namespaces/ns/pods",
+      { apiVersion: "v1", namespace: "ns", resource: "pods", verb: "create" },
+    ],
+  ];
+  for (const [method, url, expected] of cases) {
+    it(`derives ${method} ${url}`, () => {
+      const u = new URL("https://x" + url);
+      const want = { ...base, ...expected, path: decodeURIComponent(u.pathname) };
+      if (expected.isResourceRequest === false) want.verb = expected.verb ?? "get";
+      assert.deepEqual(requestAttributes(method, u), want);
+    });
+  }
+});
+
+describe("forbiddenMessage", () => {
+  const user = { name: "u", groups: [], extra: {} };
+  const attrs = requestAttributes(
+    "GET",
+    new URL("https://x/apis/custom.metrics.k8s.io/v1beta1/namespaces/n/services/svc/<m>"),
+  );
+  it("escapes HTML in the Go message and keeps the reason as it is", () => {
+    assert.equal(
+      forbiddenMessage(user, attrs, "<r>"),
+      'services.custom.metrics.k8s.io "svc" is forbidden: User "u" cannot get resource ' +
+        '"services/&lt;m&gt;" in API group "custom.metrics.k8s.io" in the namespace "n": <r>',
+    );
+  });
+  it("words cluster-scoped requests without a name", () => {
+    const cluster = requestAttributes(
+      "GET",
+      new URL("https://x/apis/external.metrics.k8s.io/v1beta1/m"),
+    );
+    assert.equal(
+      forbiddenMessage(user, cluster, ""),
+      'm.external.metrics.k8s.io is forbidden: User "u" cannot list resource "m" in API group ' +
+        '"external.metrics.k8s.io" at the cluster scope',
+    );
+  });
+});
+
+describe("pathAlwaysAllowed", () => {
+  const cases: Array<[string, string[], boolean]> = [
+    ["/healthz", ["/healthz", "/readyz", "/livez"], true],
+    ["/healthz/ping", ["/healthz"], false],
+    ["/healthz/ping", ["/healthz*"], true],
+    ["/metrics", ["/healthz"], false],
+    ["/", ["/"], true],
+    ["/apis", [], false],
+  ];
+  for (const [path, allowed, want] of cases) {
+    it(`${want ? "allows" : "does not allow"} ${path} with ${JSON.stringify(allowed)}`, () => {
+      assert.equal(pathAlwaysAllowed(path, allowed), want);
+    });
+  }
+});
+
+describe("authOptionsFromFlags", () => {
+  it("reads the CA files and maps every flag", async () => {
+    const pki = makeTestPki();
+    const dir = await mkdtemp(join(tmpdir(), "auth-flags-"));
+    try {
+      await writeFile(join(dir, "client-ca.crt"), pki.clientCa.cert);
+      await writeFile(join(dir, "front-proxy-ca.crt"), pki.requestHeaderCa.cert);
+      const options = await authOptionsFromFlags({
+        "client-ca-file": join(dir, "client-ca.crt"),
+        "requestheader-client-ca-file": join(dir, "front-proxy-ca.crt"),
+        "requestheader-allowed-names": ["front-proxy-client"],
+        "requestheader-username-headers": ["X-Remote-User"],
+        "requestheader-group-headers": ["X-Remote-Group"],
+        "requestheader-extra-headers-prefix": ["X-Remote-Extra-"],
+        "requestheader-uid-headers": [],
+        "authentication-skip-lookup": true,
+        "authentication-tolerate-lookup-failure": false,
+        "authentication-token-webhook-cache-ttl": 30,
+        "authorization-always-allow-paths": ["/healthz"],
+        "authorization-webhook-cache-authorized-ttl": 5,
+        "authorization-webhook-cache-unauthorized-ttl": 2,
+      });
+      assert.deepEqual(options, {
+        clientCa: pki.clientCa.cert,
+        requestHeader: {
+          clientCa: pki.requestHeaderCa.cert,
+          allowedNames: ["front-proxy-client"],
+          usernameHeaders: ["X-Remote-User"],
+          uidHeaders: [],
+          groupHeaders: ["X-Remote-Group"],
+          extraHeaderPrefixes: ["X-Remote-Extra-"],
+        },
+        lookupConfigMap: false,
+        tolerateLookupFailure: false,
+        tokenCacheTtlSeconds: 30,
+        alwaysAllowPaths: ["/healthz"],
+        allowCacheTtlSeconds: 5,
+        denyCacheTtlSeconds: 2,
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("names the flag and path of a CA file it cannot read", async () => {
+    await assert.rejects(
+      authOptionsFromFlags({ "client-ca-file": "/nonexistent/ca.crt" }),
+      (err: Error) =>
+        err.message.startsWith('cannot read --client-ca-file "/nonexistent/ca.crt": '),
+    );
+  });
+});
