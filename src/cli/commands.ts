@@ -5,10 +5,11 @@
 import { type Command, type CommandIO, UsageError } from "./command.ts";
 import { planCommand } from "./plan.ts";
 import { scheduleCommand } from "./schedule.ts";
+import { serveCommand } from "./serve.ts";
 import { versionCommand } from "./version.ts";
 
 /** Every command, in the order `help` lists them. */
-export const COMMANDS: Command[] = [planCommand, scheduleCommand, versionCommand];
+export const COMMANDS: Command[] = [serveCommand, planCommand, scheduleCommand, versionCommand];
 
 function usageText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 4);

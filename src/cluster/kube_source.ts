@@ -658,6 +658,38 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     }
   }
 
+  /**
+   * One request to the Kubernetes API with the kubeconfig's credentials; answers the status and
+   * the parsed JSON body whatever the status (for TokenReview, SubjectAccessReview, ConfigMaps).
+   */
+  async apiRequest(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: unknown }> {
+    const cluster = this.kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("kubeconfig has no current cluster");
+    const ctx = new RequestContext(
+      cluster.server.replace(/\/+$/, "") + path,
+      method === "GET" ? HttpMethod.GET : HttpMethod.POST,
+    );
+    ctx.setHeaderParam("Accept", "application/json");
+    if (body !== undefined) {
+      ctx.setHeaderParam("Content-Type", "application/json");
+      ctx.setBody(JSON.stringify(body));
+    }
+    await this.kubeConfig.applySecurityAuthentication(ctx);
+    const res = await this.http.send(ctx).toPromise();
+    const text = await res.body.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = text;
+    }
+    return { status: res.httpStatusCode, body: parsed };
+  }
+
   /** A request with the kubeconfig's credentials, answered as plain JSON. */
   private async request(
     method: HttpMethod,

@@ -1,0 +1,359 @@
+/**
+ * `serve`: the adapter. Builds the cluster view (a cluster, or manifests in file mode), the
+ * store, the engine and the API, serves HTTPS until stopped, and tears everything down in
+ * reverse order. This file only wires; every part lives in its own folder.
+ */
+import { hostname as osHostname } from "node:os";
+import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createApp } from "../api/app.ts";
+import {
+  authOptionsFromFlags,
+  createAuthMiddleware,
+  createDelegatedAuth,
+  type KubeRequest,
+} from "../api/auth.ts";
+import { ensureSelfSignedCertificate, loadCertificateFiles } from "../api/certs.ts";
+import { createAdapterMetrics, createMetricsApp } from "../api/own_metrics.ts";
+import { FileClusterSource } from "../cluster/file_source.ts";
+import { KubeClusterSource } from "../cluster/kube_source.ts";
+import {
+  InMemoryLeaderElector,
+  type LeaderElector,
+  LeaseLeaderElector,
+} from "../cluster/leader_election.ts";
+import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
+import { backendCollectorFactories } from "../collectors/backends.ts";
+import { createCollectorRegistry, defaultCollectorFactories } from "../collectors/registry.ts";
+import { Engine } from "../engine/engine.ts";
+import { createLogger, type Logger } from "../engine/logger.ts";
+import { ScheduleController } from "../engine/schedule_controller.ts";
+import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
+import { MetricStore } from "../store/store.ts";
+import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { startDemoEndpoint } from "./demo_endpoint.ts";
+import {
+  boolFlag,
+  type FlagValues,
+  listFlag,
+  numberFlag,
+  parseArgs,
+  SERVE_FLAGS,
+  stringFlag,
+} from "./flags.ts";
+import { runtimeName, VERSION } from "./version.ts";
+
+/** Where `--demo` finds its manifests (the repository's examples/demo). */
+export const DEMO_MANIFESTS: string = fileURLToPath(
+  new URL("../../examples/demo", import.meta.url),
+);
+/** The port of the demo's JSON endpoints (named in examples/demo/hpas.yaml). */
+export const DEMO_ENDPOINT_PORT = 18080;
+const DEMO_HOSTS = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"];
+
+/** A running adapter (what `serve` starts; tests start it in-process). */
+export interface RunningAdapter {
+  /** The HTTPS port of the metrics APIs. */
+  securePort: number;
+  /** The own-metrics port, or null when `--metrics-address ""`. */
+  metricsPort: number | null;
+  engine: Engine;
+  store: MetricStore;
+  cluster: ClusterView & ClusterWriter;
+  /** Stops everything, in reverse order of start. */
+  close(): Promise<void>;
+}
+
+/** Host and port of an address flag (`:7979`, `127.0.0.1:7979`, `[::1]:7979`). */
+export function splitHostPort(address: string, flag: string): { hostname: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(address);
+  if (!m) throw new UsageError(`invalid --${flag} "${address}": want host:port or :port`);
+  return { hostname: m[1] ?? (m[2] || "0.0.0.0"), port: Number(m[3]) };
+}
+
+function kubeRequestOf(source: KubeClusterSource): KubeRequest {
+  return (req) => source.apiRequest(req.method, req.path, req.body);
+}
+
+/**
+ * Start the adapter with parsed serve flags. Resolves once it is serving and the initial sync
+ * is done (ready). Throws, having stopped what it started, when it cannot start.
+ */
+export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<RunningAdapter> {
+  const log: Logger = createLogger({
+    format: stringFlag(flags, "log-format") === "json" ? "json" : "text",
+    verbosity: numberFlag(flags, "v"),
+    write: (line) => io.stderr(line + "\n"),
+    now: io.now,
+  });
+  const closers: (() => Promise<void> | void)[] = [];
+  const close = async (): Promise<void> => {
+    for (const c of closers.reverse()) {
+      try {
+        await c();
+      } catch (e) {
+        log.warn(`shutdown step failed: ${(e as Error).message}`);
+      }
+    }
+    closers.length = 0;
+  };
+  const kubeLogger = (level: "debug" | "info" | "warn" | "error", message: string): void => {
+    if (level === "debug") log.debug(2, message);
+    else log[level](message);
+  };
+  try {
+    const manifests = listFlag(flags, "manifests");
+    let cluster: ClusterView & ClusterWriter;
+    let kubeSource: KubeClusterSource | null = null;
+    let leader: LeaderElector;
+    if (manifests.length > 0) {
+      const source = new FileClusterSource({
+        paths: manifests,
+        onError: (message) => log.error(`manifests: ${message}`),
+        onDebug: (message) => log.debug(2, message),
+        onEvent: (ev) =>
+          log.info(
+            `event ${ev.type} ${ev.reason} on ${ev.kind} ${
+              ev.namespace ?? ""
+            }/${ev.name}: ${ev.message}`,
+          ),
+        now: io.now,
+      });
+      await source.start();
+      closers.push(() => source.close());
+      cluster = source;
+      leader = new InMemoryLeaderElector();
+    } else {
+      const source = new KubeClusterSource({
+        kubeconfig: stringFlag(flags, "kubeconfig"),
+        qps: numberFlag(flags, "kube-client-qps"),
+        burst: numberFlag(flags, "kube-client-burst"),
+        logger: kubeLogger,
+      });
+      closers.push(() => source.close());
+      kubeSource = source;
+      cluster = source;
+      leader = boolFlag(flags, "leader-elect")
+        ? new LeaseLeaderElector({
+          kubeConfig: source.kubeConfig,
+          namespace: stringFlag(flags, "leader-elect-resource-namespace") ?? io.env.POD_NAMESPACE ??
+            "kube-system",
+          name: stringFlag(flags, "leader-elect-resource-name") ?? "hpa-metrics-adapter",
+          identity: `${io.env.POD_NAME ?? osHostname()}_${crypto.randomUUID().slice(0, 8)}`,
+          leaseDurationSeconds: numberFlag(flags, "leader-elect-lease-duration"),
+          renewDeadlineSeconds: numberFlag(flags, "leader-elect-renew-deadline"),
+          retryPeriodSeconds: numberFlag(flags, "leader-elect-retry-period"),
+          onStartedLeading: () => log.info("became the leader: writing status, events and scale"),
+          onStoppedLeading: () => log.info("stopped leading"),
+          logger: kubeLogger,
+        })
+        : new InMemoryLeaderElector();
+    }
+    leader.start();
+    closers.push(() => leader.stop());
+    const isLeader = (): boolean => leader.isLeader();
+
+    const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
+    const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
+    const registry = createCollectorRegistry([
+      ...defaultCollectorFactories(),
+      ...backendCollectorFactories(),
+    ]);
+    const engine = new Engine({
+      cluster,
+      store,
+      registry,
+      flags,
+      logger: log,
+      writer: cluster,
+      isLeader,
+      now: io.now,
+      onCollection: (r) => metrics.observeCollection(r.collector, r.ok, r.durationMs / 1000),
+    });
+    const gcTimer = setInterval(
+      () => store.gc(io.now()),
+      Math.max(1, numberFlag(flags, "garbage-collector-interval")) * 1000,
+    );
+    closers.push(() => clearInterval(gcTimer));
+
+    const auth = createDelegatedAuth({
+      ...await authOptionsFromFlags(flags),
+      kubeRequest: kubeSource ? kubeRequestOf(kubeSource) : null,
+      lookupConfigMap: kubeSource !== null && !boolFlag(flags, "authentication-skip-lookup"),
+      now: io.now,
+      log,
+    });
+    await auth.start();
+    closers.push(() => auth.stop());
+
+    const tlsCert = stringFlag(flags, "tls-cert-file");
+    const tlsKey = stringFlag(flags, "tls-private-key-file");
+    if ((tlsCert === null) !== (tlsKey === null)) {
+      throw new UsageError("--tls-cert-file and --tls-private-key-file go together");
+    }
+    const serving = tlsCert && tlsKey
+      ? await loadCertificateFiles({ certFile: tlsCert, keyFile: tlsKey })
+      : await ensureSelfSignedCertificate({
+        certDir: stringFlag(flags, "cert-dir") ?? "apiserver.local.config/certificates",
+        now: io.now(),
+      });
+
+    let ready = false;
+    const app = createApp({
+      store,
+      pods: {
+        listPods: (ns) => cluster.list("Pod", ns),
+        getPod: (ns, name) => cluster.get("Pod", ns, name),
+      },
+      now: io.now,
+      enableCustom: boolFlag(flags, "enable-custom-metrics-api"),
+      enableExternal: boolFlag(flags, "enable-external-metrics-api"),
+      ready: () => ready,
+      version: { gitVersion: `v${VERSION}`, goVersion: runtimeName(), compiler: "typescript" },
+      authorize: createAuthMiddleware({ auth }),
+      onRequest: (obs) => metrics.observeRequest(obs),
+    });
+    const minVersion = stringFlag(flags, "tls-min-version");
+    const server: RunningServer = await serveHttps(app, {
+      hostname: stringFlag(flags, "bind-address") ?? "0.0.0.0",
+      port: numberFlag(flags, "secure-port"),
+      cert: serving.cert,
+      key: serving.key,
+      clientCa: auth.clientCaBundle() || undefined,
+      minVersion: minVersion === "VersionTLS13" ? "TLSv1.3" : "TLSv1.2",
+    });
+    closers.push(() => server.close());
+    auth.onClientCaChange((bundle) => server.updateTls({ clientCa: bundle }));
+
+    let metricsServer: RunningServer | null = null;
+    const metricsAddress = stringFlag(flags, "metrics-address");
+    if (metricsAddress) {
+      const { hostname, port } = splitHostPort(metricsAddress, "metrics-address");
+      metricsServer = await serveHttp(createMetricsApp(metrics.registry), { hostname, port });
+      closers.push(() => metricsServer?.close());
+    }
+
+    await engine.start();
+    closers.push(() => engine.stop());
+    if (boolFlag(flags, "scaling-schedule")) {
+      const controller = new ScheduleController({
+        cluster,
+        writer: cluster,
+        flags,
+        now: io.now,
+        logger: log,
+        isLeader,
+      });
+      await controller.start();
+      closers.push(() => controller.stop());
+    }
+    ready = true;
+    log.info(
+      `serving the metrics APIs on https://${stringFlag(flags, "bind-address")}:${server.port}`,
+      {
+        mode: kubeSource ? "cluster" : "manifests",
+        auth: auth.mode(),
+      },
+    );
+    return {
+      securePort: server.port,
+      metricsPort: metricsServer?.port ?? null,
+      engine,
+      store,
+      cluster,
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** A kubeconfig for kubectl against the demo (a token user: kubectl prompts for credentials without one). */
+export function demoKubeconfig(port: number): string {
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    `- name: demo\n  cluster:\n    server: https://127.0.0.1:${port}\n    insecure-skip-tls-verify: true`,
+    "users:",
+    "- name: demo\n  user:\n    token: demo",
+    "contexts:",
+    "- name: demo\n  context:\n    cluster: demo\n    user: demo",
+    "current-context: demo",
+    "",
+  ].join("\n");
+}
+
+function demoBanner(port: number, metricsPort: number | null, kubeconfig: string): string {
+  const base = `https://127.0.0.1:${port}`;
+  const k = `kubectl --kubeconfig ${kubeconfig} get --raw`;
+  return [
+    "",
+    `hpa-metrics-adapter demo: serving ${base} from examples/demo (edit the files; changes are picked up)`,
+    "",
+    "try:",
+    `  ${k} /apis/custom.metrics.k8s.io/v1beta2`,
+    `  ${k} '/apis/custom.metrics.k8s.io/v1beta2/namespaces/demo/pods/*/requests-per-second?labelSelector=app%3Dshop'`,
+    `  ${k} /apis/custom.metrics.k8s.io/v1beta2/namespaces/demo/scalingschedules.zalando.org/hourly-peak/hourly-peak`,
+    `  ${k} '/apis/external.metrics.k8s.io/v1beta1/namespaces/demo/queue-length?labelSelector=queue%3Dorders'`,
+    `  ${k} /apis/custom.metrics.k8s.io/v1beta2/namespaces/demo/pods/*/no-such-metric   # a 404 that says why`,
+    ...(metricsPort !== null
+      ? [`  curl -s http://127.0.0.1:${metricsPort}/metrics | grep kube_metrics_adapter`]
+      : []),
+    "",
+    "Ctrl-C stops it.",
+    "",
+  ].join("\n");
+}
+
+/** The `serve` command. */
+export const serveCommand: Command = {
+  name: "serve",
+  summary: "run the adapter: watch HPAs, collect their metrics, serve the metrics APIs",
+  usage:
+    "hpa-metrics-adapter serve [--manifests DIR|FILE]... [--demo] [flags] (see README for every flag)",
+  async run(args, io) {
+    const parsed = parseArgs(args, SERVE_FLAGS);
+    if (parsed.positionals.length > 0) {
+      throw new UsageError(`unexpected argument "${parsed.positionals[0]}"`);
+    }
+    const flags = parsed.values;
+    let demo: Awaited<ReturnType<typeof startDemoEndpoint>> | null = null;
+    if (boolFlag(flags, "demo")) {
+      if (!existsSync(DEMO_MANIFESTS)) {
+        io.stderr(
+          `error: --demo needs the demo manifests at ${DEMO_MANIFESTS} (run it from the repository)\n`,
+        );
+        return 1;
+      }
+      if (listFlag(flags, "manifests").length === 0) flags.manifests = [DEMO_MANIFESTS];
+      if (!parsed.given.has("secure-port")) flags["secure-port"] = 6443;
+      if (!parsed.given.has("bind-address")) flags["bind-address"] = "127.0.0.1";
+      if (!parsed.given.has("metrics-address")) flags["metrics-address"] = "127.0.0.1:7979";
+      if (!parsed.given.has("scaling-schedule")) flags["scaling-schedule"] = true;
+      if (!parsed.given.has("cert-dir")) flags["cert-dir"] = ".tmp/demo/certs";
+      demo = await startDemoEndpoint({ port: DEMO_ENDPOINT_PORT, hosts: DEMO_HOSTS, now: io.now });
+      for (const f of demo.failed) io.stderr(`warning: demo endpoint could not listen on ${f}\n`);
+    }
+    let adapter: RunningAdapter;
+    try {
+      adapter = await startAdapter(flags, io);
+    } catch (e) {
+      await demo?.close();
+      throw e;
+    }
+    if (demo) {
+      const kubeconfig = `${flags["cert-dir"]}/../kubeconfig`;
+      await writeFile(kubeconfig, demoKubeconfig(adapter.securePort));
+      io.stderr(demoBanner(adapter.securePort, adapter.metricsPort, relative(".", kubeconfig)));
+    }
+    await (io.stopped ?? new Promise<void>(() => {}));
+    io.stderr("stopping\n");
+    await adapter.close();
+    await demo?.close();
+    return 0;
+  },
+};
