@@ -1,0 +1,275 @@
+/**
+ * External metrics of type `influxdb` (legacy metric name `flux-query`): a Flux query against an
+ * InfluxDB 2.x server (`--influxdb-address`, `--influxdb-token`, `--influxdb-org`), run with the
+ * official client `@influxdata/influxdb-client`.
+ *
+ * Config keys: `query` (the plan resolves the legacy `query-name` label to it; a `query-name`
+ * left unresolved is read here too), `address` and `org` (override the flags; `org-id` is the
+ * older spelling of `org`), and `token`, refused unless the operator passes
+ * `--allow-annotation-tokens` (tokens belong in flags or files).
+ *
+ * The value is read from the `metricvalue` column (what kube-metrics-adapter's README renames
+ * `_value` to), else from `_value`. kube-metrics-adapter meant a query to reduce to one row and
+ * kept the first (and, through a decoding bug, reported 0). Here each table of the result is one
+ * series whose last row is its latest value, and the metric is the sum of those values over the
+ * tables, the way the external metrics API sums the items it returns: a query that reduces to
+ * one row gets exactly that row's value. An empty result, a missing value column, a null or
+ * non-numeric value are errors that quote the query.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { InfluxDB, linesToTables } from "@influxdata/influxdb-client";
+import type { Cancellable, FluxTableMetaData } from "@influxdata/influxdb-client";
+import type { MetricPlan } from "../core/types.ts";
+import { isLinkLocalHost } from "./http_json_path.ts";
+import { maxResponseBytes } from "./oauth_backend.ts";
+import type {
+  CollectContext,
+  Collector,
+  CollectorFactory,
+  CollectorFactoryOptions,
+  CollectResult,
+} from "./types.ts";
+
+/** Timeout of one Flux query, ms (the client's socket timeout; the collection may end sooner). */
+export const INFLUXDB_QUERY_TIMEOUT_MS = 10_000;
+
+/** What an InfluxDB plan queries. */
+export interface InfluxDbConfig {
+  address: string;
+  org: string;
+  token: string;
+  query: string;
+  /** True when the token came from an annotation (results are then not shared across HPAs). */
+  annotationToken: boolean;
+}
+
+function flagString(flags: Record<string, unknown>, name: string): string {
+  const v = flags[name];
+  return typeof v === "string" ? v : "";
+}
+
+/** Read and check a plan's InfluxDB config against the flags; throws naming the metric. */
+export function parseInfluxDbConfig(
+  plan: MetricPlan,
+  flags: Record<string, unknown>,
+): InfluxDbConfig {
+  const c = plan.config;
+  const metric = plan.metricName;
+  let query = c["query"];
+  if (query === undefined && c["query-name"] !== undefined) query = c[c["query-name"]];
+  if (query === undefined || query.trim() === "") {
+    throw new Error(`missing Flux query for metric ${metric} (config key "query")`);
+  }
+  const address = c["address"] ?? flagString(flags, "influxdb-address");
+  if (address === "") {
+    throw new Error(`influxdb metric ${metric} needs --influxdb-address or an address config`);
+  }
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    throw new Error(`invalid address "${address}" for metric ${metric}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`invalid address "${address}" for metric ${metric}: want http or https`);
+  }
+  if (isLinkLocalHost(url.hostname) && flags["allow-link-local-targets"] !== true) {
+    throw new Error(
+      `address "${address}" of metric ${metric} is a link-local address (allow with --allow-link-local-targets)`,
+    );
+  }
+  const org = c["org"] ?? c["org-id"] ?? flagString(flags, "influxdb-org");
+  if (org === "") {
+    throw new Error(`influxdb metric ${metric} needs --influxdb-org or an org config`);
+  }
+  let token = flagString(flags, "influxdb-token");
+  const annotationToken = c["token"] !== undefined;
+  if (annotationToken) {
+    if (flags["allow-annotation-tokens"] !== true) {
+      throw new Error(
+        `token in the config of metric ${metric} refused: tokens come from --influxdb-token (allow with --allow-annotation-tokens)`,
+      );
+    }
+    token = c["token"];
+  }
+  return { address: url.href.replace(/\/+$/, ""), org, token, query, annotationToken };
+}
+
+function quoteQuery(query: string): string {
+  const q = JSON.stringify(query.replace(/\s+/g, " ").trim());
+  return q.length > 240 ? `${q.slice(0, 236)}..."` : q;
+}
+
+const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** One table's latest value: the value column of its last row. */
+interface TableValue {
+  raw: string;
+  column: string;
+}
+
+class InfluxDbCollector implements Collector {
+  readonly queryKey: string;
+  readonly #config: InfluxDbConfig;
+  readonly #maxBytes: number;
+  readonly #metric: string;
+
+  constructor(config: InfluxDbConfig, options: { plan: MetricPlan; maxBytes: number }) {
+    this.#config = config;
+    this.#maxBytes = options.maxBytes;
+    this.#metric = options.plan.metricName;
+    // A token from an annotation is the HPA's own: never share its results with another HPA.
+    const scope = config.annotationToken
+      ? `|${options.plan.hpa.namespace}/${options.plan.hpa.name}/${
+        createHash("sha256").update(config.token).digest("hex").slice(0, 16)
+      }`
+      : "";
+    this.queryKey = `influxdb/External|${
+      JSON.stringify([config.address, config.org, config.query])
+    }${scope}`;
+  }
+
+  collect(ctx: CollectContext): Promise<CollectResult> {
+    const cfg = this.#config;
+    const queryApi = new InfluxDB({
+      url: cfg.address,
+      token: cfg.token === "" ? undefined : cfg.token,
+      timeout: INFLUXDB_QUERY_TIMEOUT_MS,
+    }).getQueryApi(cfg.org);
+    const what = `flux query ${quoteQuery(cfg.query)} of metric ${this.#metric} at ${cfg.address}`;
+    return new Promise<CollectResult>((resolve, reject) => {
+      let cancellable: Cancellable | null = null;
+      let settled = false;
+      let bytes = 0;
+      const tables = new Map<string, TableValue | null>();
+      const finish = (err: Error | null, result?: CollectResult): void => {
+        if (settled) return;
+        settled = true;
+        ctx.signal.removeEventListener("abort", onAbort);
+        if (err !== null) {
+          cancellable?.cancel();
+          reject(err);
+        } else resolve(result!);
+      };
+      const onAbort = (): void => {
+        const r = ctx.signal.reason;
+        const reason = r instanceof Error
+          ? (r.name === "TimeoutError" ? "timed out" : r.message)
+          : typeof r === "string"
+          ? r
+          : "aborted";
+        finish(new Error(`${what} failed: ${reason}`));
+      };
+      if (ctx.signal.aborted) {
+        onAbort();
+        return;
+      }
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      const rows = linesToTables({
+        next: (values: string[], meta: FluxTableMetaData): void => {
+          if (settled) return;
+          // Flux reports errors after the response started as a table `error,reference`; the
+          // client passes it on as rows.
+          const errCol = meta.columns.find((c) => c.label === "error");
+          if (errCol && meta.columns.some((c) => c.label === "reference")) {
+            const msg = (values[errCol.index] ?? "").replace(/\s+/g, " ").slice(0, 200);
+            finish(new Error(`${what} failed: ${msg}`));
+            return;
+          }
+          const col = meta.columns.find((c) => c.label === "metricvalue") ??
+            meta.columns.find((c) => c.label === "_value");
+          const tableCol = meta.columns.find((c) => c.label === "table");
+          const table = tableCol ? (values[tableCol.index] ?? "") : "";
+          // Tables with another schema start a new block: key by block and table number.
+          const key = `${meta.columns.map((c) => c.label).join(",")}#${table}`;
+          if (!col) {
+            tables.set(key, null);
+            return;
+          }
+          const raw = values[col.index] ?? "";
+          tables.set(key, { raw: raw === "" ? (col.defaultValue ?? "") : raw, column: col.label });
+        },
+        error: (e: Error): void => finish(this.#explain(e, what)),
+        complete: (): void => {
+          try {
+            finish(null, this.#result(tables, what, ctx));
+          } catch (e) {
+            finish(e as Error);
+          }
+        },
+        useCancellable: (c: Cancellable): void => {
+          cancellable = c;
+        },
+      });
+      queryApi.queryLines(cfg.query, {
+        next: (line: string): void => {
+          if (settled) return;
+          bytes += line.length + 2;
+          if (bytes > this.#maxBytes) {
+            finish(new Error(`response to ${what} exceeds ${this.#maxBytes} bytes`));
+            return;
+          }
+          rows.next(line);
+        },
+        error: (e: Error): void => rows.error(e),
+        complete: (): void => rows.complete(),
+        useCancellable: (c: Cancellable): void => {
+          cancellable = c;
+          if (settled) c.cancel();
+        },
+      });
+    });
+  }
+
+  #explain(e: Error, what: string): Error {
+    const err = e as Error & { statusCode?: number; body?: string; json?: { message?: unknown } };
+    if (typeof err.statusCode === "number") {
+      const msg = typeof err.json?.message === "string" ? err.json.message : (err.body ?? "");
+      return new Error(
+        `${what} failed: unsuccessful response "${err.statusCode}": ${
+          msg.replace(/\s+/g, " ").slice(0, 200)
+        }`,
+      );
+    }
+    if (err.name === "RequestTimedOutError") {
+      return new Error(`${what} failed: timed out after ${INFLUXDB_QUERY_TIMEOUT_MS / 1000}s`);
+    }
+    return new Error(`${what} failed: ${err.message}`);
+  }
+
+  #result(
+    tables: Map<string, TableValue | null>,
+    what: string,
+    ctx: CollectContext,
+  ): CollectResult {
+    if (tables.size === 0) throw new Error(`${what} returned no rows`);
+    let sum = 0;
+    for (const v of tables.values()) {
+      if (v === null) throw new Error(`${what} returned no _value or metricvalue column`);
+      if (v.raw === "") throw new Error(`${what} returned a null ${v.column}`);
+      const n = NUMERIC.test(v.raw) ? Number(v.raw) : NaN;
+      if (!Number.isFinite(n)) {
+        throw new Error(`${what} returned a non-numeric ${v.column} "${v.raw.slice(0, 60)}"`);
+      }
+      sum += n;
+    }
+    return { samples: [{ value: sum, timestamp: ctx.now() }] };
+  }
+}
+
+/**
+ * External `influxdb` (legacy `flux-query`). Flags: `influxdb-address`, `influxdb-token`,
+ * `influxdb-org`, `allow-annotation-tokens`, `allow-link-local-targets`, `max-response-bytes`.
+ */
+export const influxDbFactory: CollectorFactory = {
+  type: "influxdb",
+  metricTypes: ["External"],
+  create(options: CollectorFactoryOptions): Collector {
+    return new InfluxDbCollector(parseInfluxDbConfig(options.plan, options.flags), {
+      plan: options.plan,
+      maxBytes: maxResponseBytes(options.flags),
+    });
+  },
+};

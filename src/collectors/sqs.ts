@@ -1,0 +1,240 @@
+/**
+ * External metrics of type `sqs-queue-length`: the approximate number of messages in an AWS SQS
+ * queue, read with `@aws-sdk/client-sqs` (`--aws-external-metrics`).
+ *
+ * Config keys (selector labels): `queue-name` and `region` (required; the region must be one of
+ * `--aws-region`), and the optional `include-in-flight: "true"` (adds
+ * `ApproximateNumberOfMessagesNotVisible`, received but not yet deleted) and
+ * `include-delayed: "true"` (adds `ApproximateNumberOfMessagesDelayed`).
+ *
+ * One `SQSClient` per region, credentials from the SDK's default chain; `--aws-endpoint-url`
+ * (else the SDK's own `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL`) points it at an emulator or a
+ * VPC endpoint, for every request (the SDK would otherwise send requests to the host named in the
+ * queue URL). The queue URL is resolved with GetQueueUrl on the first collection and again after
+ * a "queue does not exist" error (the queue may have been re-created); every collection calls
+ * GetQueueAttributes. kube-metrics-adapter resolved the URL once, when the HPA was first seen, and
+ * never again.
+ *
+ * @module
+ */
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  type QueueAttributeName,
+  SQSClient,
+  type SQSClientConfig,
+} from "@aws-sdk/client-sqs";
+import type { MetricPlan } from "../core/types.ts";
+import type {
+  CollectContext,
+  Collector,
+  CollectorFactory,
+  CollectorFactoryOptions,
+  CollectResult,
+} from "./types.ts";
+
+/** What an SQS plan reads. */
+export interface SqsQueueConfig {
+  queueName: string;
+  region: string;
+  includeInFlight: boolean;
+  includeDelayed: boolean;
+}
+
+function boolConfig(plan: MetricPlan, key: string): boolean {
+  const v = plan.config[key];
+  if (v === undefined || v === "" || v === "false") return false;
+  if (v === "true") return true;
+  throw new Error(`invalid ${key} "${v}" for metric ${plan.metricName}: want true or false`);
+}
+
+/** Read and check a plan's SQS config; `regions` are the allowed `--aws-region` values. */
+export function parseSqsConfig(plan: MetricPlan, regions: readonly string[]): SqsQueueConfig {
+  const c = plan.config;
+  const metric = plan.metricName;
+  const queueName = c["queue-name"] ?? "";
+  if (queueName === "") throw new Error(`missing queue-name for metric ${metric}`);
+  if (!/^[A-Za-z0-9_-]{1,80}(\.fifo)?$/.test(queueName)) {
+    throw new Error(`invalid queue-name "${queueName}" for metric ${metric}`);
+  }
+  const region = c["region"] ?? "";
+  if (region === "") throw new Error(`missing region for metric ${metric}`);
+  if (!regions.includes(region)) {
+    throw new Error(
+      `region "${region}" of metric ${metric} is not configured: want one of --aws-region (${
+        regions.length ? regions.join(", ") : "none given"
+      })`,
+    );
+  }
+  return {
+    queueName,
+    region,
+    includeInFlight: boolConfig(plan, "include-in-flight"),
+    includeDelayed: boolConfig(plan, "include-delayed"),
+  };
+}
+
+/** Options of {@linkcode createSqsQueueLengthFactory}. */
+export interface SqsFactoryOptions {
+  /** Extra client configuration (tests: credentials, retries); endpoint and region are set. */
+  clientConfig?: Partial<SQSClientConfig>;
+}
+
+function isQueueMissing(e: unknown): boolean {
+  const err = e as { name?: string; Code?: string; message?: string };
+  return err?.name === "QueueDoesNotExist" ||
+    err?.name === "AWS.SimpleQueueService.NonExistentQueue" ||
+    err?.Code === "AWS.SimpleQueueService.NonExistentQueue";
+}
+
+function describe(e: unknown): string {
+  const err = e as { name?: string; message?: string };
+  const msg = (err?.message ?? String(e)).replace(/\s+/g, " ").slice(0, 200);
+  return err?.name && err.name !== "Error" ? `${err.name}: ${msg}` : msg;
+}
+
+class SqsQueueLengthCollector implements Collector {
+  readonly queryKey: string;
+  readonly #config: SqsQueueConfig;
+  readonly #client: () => SQSClient;
+  readonly #metric: string;
+  #queueUrl: string | null = null;
+
+  constructor(
+    config: SqsQueueConfig,
+    options: { client: () => SQSClient; metric: string; endpoint: string | null },
+  ) {
+    this.#config = config;
+    this.#client = options.client;
+    this.#metric = options.metric;
+    this.queryKey = `sqs-queue-length/External|${
+      options.endpoint ?? ""
+    }|${config.region}|${config.queueName}|${config.includeInFlight ? "in-flight" : ""}|${
+      config.includeDelayed ? "delayed" : ""
+    }`;
+  }
+
+  async #resolve(ctx: CollectContext): Promise<string> {
+    const { queueName, region } = this.#config;
+    try {
+      const out = await this.#client().send(new GetQueueUrlCommand({ QueueName: queueName }), {
+        abortSignal: ctx.signal,
+      });
+      if (!out.QueueUrl) throw new Error("no QueueUrl in the answer");
+      this.#queueUrl = out.QueueUrl;
+      return out.QueueUrl;
+    } catch (e) {
+      if (isQueueMissing(e)) {
+        throw new Error(`sqs queue "${queueName}" does not exist in region ${region}`);
+      }
+      throw new Error(
+        `failed to get the URL of sqs queue "${queueName}" in region ${region}: ${
+          this.#abortText(ctx) ?? describe(e)
+        }`,
+      );
+    }
+  }
+
+  #abortText(ctx: CollectContext): string | null {
+    if (!ctx.signal.aborted) return null;
+    const r = ctx.signal.reason;
+    if (r instanceof Error) return r.name === "TimeoutError" ? "timed out" : r.message;
+    return typeof r === "string" ? r : "aborted";
+  }
+
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const { queueName, region } = this.#config;
+    const names: QueueAttributeName[] = ["ApproximateNumberOfMessages"];
+    if (this.#config.includeInFlight) names.push("ApproximateNumberOfMessagesNotVisible");
+    if (this.#config.includeDelayed) names.push("ApproximateNumberOfMessagesDelayed");
+    let attributes: Record<string, string> | undefined;
+    for (let attempt = 0;; attempt++) {
+      const url = this.#queueUrl ?? await this.#resolve(ctx);
+      try {
+        const out = await this.#client().send(
+          new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: names }),
+          { abortSignal: ctx.signal },
+        );
+        attributes = out.Attributes ?? {};
+        break;
+      } catch (e) {
+        if (isQueueMissing(e) && attempt === 0) {
+          // Deleted, maybe re-created under a new URL: resolve once more.
+          this.#queueUrl = null;
+          continue;
+        }
+        if (isQueueMissing(e)) this.#queueUrl = null;
+        throw new Error(
+          `failed to get the length of sqs queue "${queueName}" in region ${region}: ${
+            this.#abortText(ctx) ?? describe(e)
+          }`,
+        );
+      }
+    }
+    let value = 0;
+    for (const name of names) {
+      const raw = attributes[name];
+      if (raw === undefined || !/^\d+$/.test(raw)) {
+        throw new Error(
+          `sqs queue "${queueName}" in region ${region} answered ${name}=${
+            raw === undefined ? "nothing" : `"${raw}"`
+          } for metric ${this.#metric}`,
+        );
+      }
+      value += Number(raw);
+    }
+    return { samples: [{ value, timestamp: ctx.now() }] };
+  }
+}
+
+/**
+ * A factory of SQS collectors with its own client per region (made on first use, kept for the
+ * factory's lifetime). Flags: `aws-region`, `aws-endpoint-url`.
+ */
+export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): CollectorFactory {
+  const clients = new Map<string, SQSClient>();
+  const clientFor = (region: string, endpoint: string | null): SQSClient => {
+    const key = `${region}|${endpoint ?? ""}`;
+    let c = clients.get(key);
+    if (!c) {
+      c = new SQSClient({
+        // Requests go to the configured (or the region's) endpoint, not to the host in the
+        // queue URL: an emulator's or a VPC endpoint's queue URLs name hosts that may not resolve.
+        useQueueUrlAsEndpoint: false,
+        ...options.clientConfig,
+        region,
+        ...(endpoint ? { endpoint } : {}),
+      });
+      clients.set(key, c);
+    }
+    return c;
+  };
+  return {
+    type: "sqs-queue-length",
+    metricTypes: ["External"],
+    create(opts: CollectorFactoryOptions): Collector {
+      const rawRegions = opts.flags["aws-region"];
+      const regions = Array.isArray(rawRegions)
+        ? rawRegions.filter((r): r is string => typeof r === "string")
+        : [];
+      const config = parseSqsConfig(opts.plan, regions);
+      const ep = opts.flags["aws-endpoint-url"];
+      const endpoint = typeof ep === "string" && ep !== "" ? ep : null;
+      if (endpoint !== null) {
+        try {
+          new URL(endpoint);
+        } catch {
+          throw new Error(`invalid --aws-endpoint-url "${endpoint}"`);
+        }
+      }
+      return new SqsQueueLengthCollector(config, {
+        client: () => clientFor(config.region, endpoint),
+        metric: opts.plan.metricName,
+        endpoint,
+      });
+    },
+  };
+}
+
+/** External `sqs-queue-length` with the SDK's defaults (one client per region). */
+export const sqsQueueLengthFactory: CollectorFactory = createSqsQueueLengthFactory();

@@ -1,0 +1,306 @@
+import { after, before, beforeEach, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { influxDbFactory } from "../../src/collectors/influxdb.ts";
+import type { Collector } from "../../src/collectors/types.ts";
+import {
+  annotatedCsv,
+  fluxCompileError,
+  fluxErrorCsv,
+  startInfluxFake,
+} from "../fakes/influxdb_v2.ts";
+import type { FluxAnswer, FluxBlock, InfluxFake } from "../fakes/influxdb_v2.ts";
+import { context, externalPlan, NOW, rejection, thrown } from "./backend_support.ts";
+
+const QUERY = `from(bucket: "apps")
+  |> range(start: -30s)
+  |> filter(fn: (r) => r._measurement == "queue_depth")`;
+
+const SERIES_COLUMNS: FluxBlock["columns"] = [
+  { label: "_start", datatype: "dateTime:RFC3339", group: true },
+  { label: "_stop", datatype: "dateTime:RFC3339", group: true },
+  { label: "_time", datatype: "dateTime:RFC3339" },
+  { label: "_value", datatype: "double" },
+  { label: "_field", datatype: "string", group: true },
+  { label: "_measurement", datatype: "string", group: true },
+  { label: "host", datatype: "string", group: true },
+];
+
+function row(time: string, value: string, host: string): string[] {
+  return [
+    "2024-05-01T10:00:00Z",
+    "2024-05-01T10:00:30Z",
+    `2024-05-01T10:00:${time}Z`,
+    value,
+    "depth",
+    "queue_depth",
+    host,
+  ];
+}
+
+describe("annotated CSV of the fake", () => {
+  it("writes the #datatype, #group and #default rows, the header and CRLF line ends", () => {
+    assert.equal(
+      annotatedCsv([{
+        columns: [{ label: "_value", datatype: "double" }, {
+          label: "host",
+          datatype: "string",
+          group: true,
+        }],
+        tables: [[["1.5", "a,b"]], [["2", "c"]]],
+      }]),
+      "#datatype,string,long,double,string\r\n#group,false,false,false,true\r\n" +
+        "#default,_result,,,\r\n,result,table,_value,host\r\n" +
+        ',,0,1.5,"a,b"\r\n,,1,2,c\r\n\r\n',
+    );
+  });
+});
+
+describe("influxdb collector against an InfluxDB 2 fake", () => {
+  let fake: InfluxFake;
+  let answer: (q: string) => FluxAnswer = () => ({ blocks: [] });
+  before(async () => {
+    fake = await startInfluxFake({ org: "acme", token: "T0k", answer: (q) => answer(q) });
+  });
+  after(async () => {
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.queries.length = 0;
+    fake.server.requests.length = 0;
+  });
+  const flags = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    "influxdb-address": fake.url,
+    "influxdb-token": "T0k",
+    "influxdb-org": "acme",
+    "allow-annotation-tokens": false,
+    "max-response-bytes": 10485760,
+    ...extra,
+  });
+  const make = (config: Record<string, string>, extra?: Record<string, unknown>): Collector =>
+    influxDbFactory.create({
+      plan: externalPlan("influxdb", config, "queue-depth"),
+      flags: flags(extra),
+    });
+
+  it("posts the Flux query to /api/v2/query?org= with the token and reads _value", async () => {
+    answer = () => ({ blocks: [{ columns: SERIES_COLUMNS, tables: [[row("10", "12.5", "a")]] }] });
+    const got = await make({ query: QUERY }).collect(context());
+    assert.deepEqual(got, { samples: [{ value: 12.5, timestamp: NOW }] });
+    const req = fake.server.requests[0];
+    assert.equal(req.method, "POST");
+    assert.equal(req.path, "/api/v2/query");
+    assert.deepEqual(req.query, [["org", "acme"]]);
+    assert.equal(req.headers["authorization"], "Token T0k");
+    assert.deepEqual(JSON.parse(req.body), {
+      query: QUERY,
+      dialect: {
+        header: true,
+        delimiter: ",",
+        quoteChar: '"',
+        commentPrefix: "#",
+        annotations: ["datatype", "group", "default"],
+      },
+      type: "flux",
+    });
+  });
+
+  it("reads the metricvalue column of the README's renamed query (the original reported 0)", async () => {
+    answer = () => ({
+      blocks: [{ columns: [{ label: "metricvalue", datatype: "double" }], tables: [[["37.25"]]] }],
+    });
+    const got = await make({ query: QUERY }).collect(context());
+    assert.equal(got.samples[0].value, 37.25);
+  });
+
+  it("takes the last row of each table and sums the tables", async () => {
+    answer = () => ({
+      blocks: [{
+        columns: SERIES_COLUMNS,
+        tables: [
+          [row("00", "1", "a"), row("10", "2", "a"), row("20", "3", "a")],
+          [row("05", "10", "b"), row("15", "20", "b")],
+        ],
+      }, {
+        columns: [{ label: "_value", datatype: "long" }, {
+          label: "host",
+          datatype: "string",
+          group: true,
+        }],
+        tables: [[["100", "c"]]],
+      }],
+    });
+    const got = await make({ query: QUERY }).collect(context());
+    assert.equal(got.samples[0].value, 3 + 20 + 100);
+  });
+
+  it("reads the query named by query-name", async () => {
+    answer = (q) => ({
+      blocks: [{
+        columns: [{ label: "_value", datatype: "long" }],
+        tables: [[[q === "buckets()" ? "5" : "0"]]],
+      }],
+    });
+    const got = await make({ "query-name": "q2", q2: "buckets()" }).collect(context());
+    assert.equal(got.samples[0].value, 5);
+  });
+
+  it("uses the address and org of the config over the flags", async () => {
+    answer = () => ({
+      blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["1"]]] }],
+    });
+    await make({ query: QUERY, address: fake.url, org: "acme" }, {
+      "influxdb-address": "http://127.0.0.1:9",
+      "influxdb-org": "other",
+    }).collect(context());
+    assert.deepEqual(fake.server.requests[0].query, [["org", "acme"]]);
+  });
+
+  it("refuses a token in the config unless --allow-annotation-tokens", async () => {
+    assert.equal(
+      thrown(() => make({ query: QUERY, token: "T0k" }, { "influxdb-token": "wrong" })),
+      "token in the config of metric queue-depth refused: tokens come from --influxdb-token (allow with --allow-annotation-tokens)",
+    );
+    answer = () => ({
+      blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["4"]]] }],
+    });
+    const c = make({ query: QUERY, token: "T0k" }, {
+      "influxdb-token": "wrong",
+      "allow-annotation-tokens": true,
+    });
+    assert.equal((await c.collect(context())).samples[0].value, 4);
+    assert.equal(fake.server.requests[0].headers["authorization"], "Token T0k");
+    assert.notEqual(c.queryKey, make({ query: QUERY }).queryKey);
+  });
+
+  const failures: [string, FluxAnswer, Record<string, unknown>, RegExp][] = [
+    [
+      "an empty result",
+      { blocks: [] },
+      {},
+      /^flux query "from\(bucket: \\"apps\\"\) \|> range\(start: -30s\) \|> filter\(fn: \(r\) => r._measurement == \\"queue_depth\\"\)" of metric queue-depth at http:\/\/127\.0\.0\.1:\d+ returned no rows$/,
+    ],
+    [
+      "a result without a value column",
+      { blocks: [{ columns: [{ label: "host", datatype: "string" }], tables: [[["a"]]] }] },
+      {},
+      / returned no _value or metricvalue column$/,
+    ],
+    [
+      "a non-numeric value",
+      { blocks: [{ columns: [{ label: "_value", datatype: "string" }], tables: [[["many"]]] }] },
+      {},
+      / returned a non-numeric _value "many"$/,
+    ],
+    [
+      "a null value",
+      { blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[[""]]] }] },
+      {},
+      / returned a null _value$/,
+    ],
+    [
+      "a query that does not compile (400)",
+      fluxCompileError("undefined identifier fromm"),
+      {},
+      /^flux query ".*" of metric queue-depth at .* failed: unsuccessful response "400": compilation failed: undefined identifier fromm$/,
+    ],
+    [
+      "a wrong token (401)",
+      { blocks: [] },
+      { "influxdb-token": "bad" },
+      /failed: unsuccessful response "401": unauthorized access$/,
+    ],
+    [
+      "an unknown org (404)",
+      { blocks: [] },
+      { "influxdb-org": "nobody" },
+      /failed: unsuccessful response "404": organization name "nobody" not found$/,
+    ],
+    [
+      "a 500 with a garbage body",
+      { status: 500, headers: { "content-type": "text/html" }, body: "<h1>oops</h1>" },
+      {},
+      /failed: unsuccessful response "500": <h1>oops<\/h1>$/,
+    ],
+    [
+      "an error reported inside the CSV",
+      {
+        status: 200,
+        headers: { "content-type": "text/csv" },
+        body: fluxErrorCsv("runtime error: boom"),
+      },
+      {},
+      / failed: runtime error: boom$/,
+    ],
+    [
+      "a garbage CSV body",
+      { status: 200, headers: { "content-type": "text/csv" }, body: "hello\r\nworld\r\n" },
+      {},
+      / returned no _value or metricvalue column$/,
+    ],
+  ];
+  for (const [name, a, extra, want] of failures) {
+    it(`reports ${name} as an error quoting the query`, async () => {
+      answer = () => a;
+      assert.match(await rejection(make({ query: QUERY }, extra).collect(context())), want);
+    });
+  }
+
+  it("refuses a response larger than --max-response-bytes", async () => {
+    answer = () => ({
+      blocks: [{
+        columns: SERIES_COLUMNS,
+        tables: [
+          Array.from(
+            { length: 100 },
+            (_, i) => row(String(i % 60).padStart(2, "0"), String(i), "a"),
+          ),
+        ],
+      }],
+    });
+    assert.match(
+      await rejection(make({ query: QUERY }, { "max-response-bytes": 1000 }).collect(context())),
+      /^response to flux query ".*" of metric queue-depth at .* exceeds 1000 bytes$/,
+    );
+  });
+
+  it("gives up on a server that never answers when the collection times out", async () => {
+    answer = () => ({ hang: true });
+    const start = Date.now();
+    assert.match(
+      await rejection(make({ query: QUERY }).collect(context(AbortSignal.timeout(200)))),
+      /^flux query ".*" of metric queue-depth at .* failed: timed out$/,
+    );
+    assert.ok(Date.now() - start < 3000);
+  });
+
+  const configErrors: [string, Record<string, string>, Record<string, unknown>, string][] = [
+    ["a missing query", {}, {}, 'missing Flux query for metric queue-depth (config key "query")'],
+    [
+      "a missing address",
+      { query: QUERY },
+      { "influxdb-address": null },
+      "influxdb metric queue-depth needs --influxdb-address or an address config",
+    ],
+    [
+      "an address that is not http",
+      { query: QUERY, address: "ftp://x" },
+      {},
+      'invalid address "ftp://x" for metric queue-depth: want http or https',
+    ],
+    [
+      "a link-local address",
+      { query: QUERY, address: "http://169.254.169.254" },
+      {},
+      'address "http://169.254.169.254" of metric queue-depth is a link-local address (allow with --allow-link-local-targets)',
+    ],
+    [
+      "a missing org",
+      { query: QUERY },
+      { "influxdb-org": null },
+      "influxdb metric queue-depth needs --influxdb-org or an org config",
+    ],
+  ];
+  for (const [name, config, extra, want] of configErrors) {
+    it(`refuses ${name}`, () => assert.equal(thrown(() => make(config, extra)), want));
+  }
+});
