@@ -3,9 +3,13 @@
  * its own flags when it builds a collector, so a disabled backend gives a clear error on the
  * metric, not a silent gap. Registered beside the default collectors by `serve`.
  */
+import { influxDbFactory } from "./influxdb.ts";
+import { nakadiFactory } from "./nakadi.ts";
+import { sqsQueueLengthFactory } from "./sqs.ts";
 import type { CollectorFactory } from "./types.ts";
+import { zmonFactory } from "./zmon.ts";
 
 /** Every backend collector factory of this release. */
 export function backendCollectorFactories(): CollectorFactory[] {
-  return [];
+  return [influxDbFactory, sqsQueueLengthFactory, zmonFactory, nakadiFactory];
 }
