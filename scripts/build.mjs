@@ -1,0 +1,248 @@
+#!/usr/bin/env node
+// Builds what ships (run by `npm run build`):
+//   dist/hpa-metrics-adapter.mjs  one ESM file (esbuild) that runs under node, deno run -A and bun
+//   dist/hpa-metrics-adapter      the single binary, with no node_modules needed at run time
+//
+// usage: node scripts/build.mjs [--target bun|node-sea] [--no-bytecode] [--sourcemap]
+//                               [--bundle-only] [--quiet]
+//
+// The binary is `bun build --compile` of the ESM bundle by default. `--target node-sea` makes
+// Node's single executable application instead (an esbuild CJS bundle injected into a copy of
+// the running `node` with postject); it needs `postject` installed (npm). Switching the shipped
+// binary is the one line DEFAULT_TARGET below.
+import { spawnSync } from "node:child_process";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+/** What `npm run build` ships: "bun" or "node-sea". */
+const DEFAULT_TARGET = "bun";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dist = join(root, "dist");
+const entry = join(root, "src", "main.ts");
+const bundleFile = join(dist, "hpa-metrics-adapter.mjs");
+const binaryFile = join(dist, "hpa-metrics-adapter");
+const bin = (name) => join(root, "node_modules", ".bin", name);
+
+// An ESM bundle of CommonJS packages calls `require("node:...")`; esbuild's shim throws
+// `Dynamic require of "node:assert" is not supported` unless a real `require` is in scope.
+const REQUIRE_BANNER = "import { createRequire as __hmaCreateRequire } from 'node:module'; " +
+  "const require = __hmaCreateRequire(import.meta.url);";
+
+// The packages bundle as they are (checked with @kubernetes/client-node 2.0.1 + undici 7,
+// @aws-sdk/client-sqs 3.x incl. the lazily imported credential providers that IRSA uses,
+// @influxdata/influxdb-client 1.35, node-forge, hono): no externals are needed. The only
+// optional native add-ons anything asks for are ws's, which ws loads in try/catch.
+const EXTERNAL = ["bufferutil", "utf-8-validate"];
+
+function parseOptions(argv) {
+  const opts = {
+    target: DEFAULT_TARGET,
+    bytecode: true,
+    sourcemap: false,
+    bundleOnly: false,
+    quiet: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--target") opts.target = argv[++i];
+    else if (a.startsWith("--target=")) opts.target = a.slice("--target=".length);
+    else if (a === "--no-bytecode") opts.bytecode = false;
+    else if (a === "--sourcemap") opts.sourcemap = true;
+    else if (a === "--bundle-only") opts.bundleOnly = true;
+    else if (a === "--quiet") opts.quiet = true;
+    else fail(`unknown argument "${a}"`, 2);
+  }
+  if (opts.target !== "bun" && opts.target !== "node-sea") {
+    fail(`invalid target "${opts.target}": want bun or node-sea`, 2);
+  }
+  return opts;
+}
+
+function fail(message, code = 1) {
+  console.error(`build: ${message}`);
+  process.exit(code);
+}
+
+let quiet = false;
+function log(message) {
+  if (!quiet) console.log(message);
+}
+
+/** Runs a tool; on failure prints the tail of its output (bun echoes whole minified lines: cut them). */
+function run(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, encoding: "utf8", maxBuffer: 64 << 20, ...options });
+  if (r.error) fail(`cannot run ${relative(root, cmd) || cmd}: ${r.error.message}`);
+  if (r.status !== 0) {
+    const out = `${r.stdout ?? ""}${r.stderr ?? ""}`
+      .split("\n")
+      .map((l) => (l.length > 300 ? `${l.slice(0, 300)} ...` : l))
+      .slice(-30)
+      .join("\n");
+    fail(`${relative(root, cmd) || cmd} ${args.join(" ")} exited ${r.status}\n${out}`);
+  }
+  return r;
+}
+
+function size(file) {
+  return `${(statSync(file).size / 1048576).toFixed(1)} MiB`;
+}
+
+/** dist/hpa-metrics-adapter.mjs: the ESM bundle for node, deno and bun. */
+async function buildEsmBundle(opts) {
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    outfile: bundleFile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    minify: true,
+    sourcemap: opts.sourcemap ? "linked" : false,
+    legalComments: "none",
+    banner: { js: REQUIRE_BANNER },
+    external: EXTERNAL,
+    logLevel: "warning",
+    // No absolute paths of this checkout in the output: builds compare equal across clones.
+    absWorkingDir: root,
+  });
+  if (result.errors.length) fail("esbuild failed");
+  log(`built ${relative(root, bundleFile)} (${size(bundleFile)})`);
+}
+
+/** dist/hpa-metrics-adapter with Bun: `bun build --compile` of the ESM bundle. */
+function buildBunBinary(opts) {
+  const args = [
+    "build",
+    "--compile",
+    "--minify",
+    "--target=bun",
+    "--format=esm",
+    // A server binary must not pick up a .env or bunfig.toml from whatever directory it runs in.
+    "--no-compile-autoload-dotenv",
+    "--no-compile-autoload-bunfig",
+    ...(opts.bytecode ? ["--bytecode"] : []),
+    bundleFile,
+    "--outfile",
+    binaryFile,
+  ];
+  run(bin("bun"), args);
+  log(
+    `built ${relative(root, binaryFile)} with bun${opts.bytecode ? " --bytecode" : ""} (${
+      size(binaryFile)
+    })`,
+  );
+}
+
+// Node's SEA runs one CommonJS script, and CommonJS has no top-level await: src/main.ts awaits at
+// the top level. This plugin wraps main.ts's statements after its imports in an async function
+// for the CJS build only, so the source stays one file for every runtime.
+const wrapMainForCjs = {
+  name: "wrap-main-for-cjs",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]src[\\/]main\.ts$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      const imports = [];
+      const body = source.replace(/^import\s[\s\S]*?\sfrom\s+"[^"]+";\s*$/gm, (m) => {
+        imports.push(m);
+        return "";
+      });
+      if (/^\s*import\s/m.test(body)) {
+        fail(`cannot wrap ${args.path}: an import statement was not recognised`);
+      }
+      const contents = `${imports.join("\n")}\nvoid (async () => {\n${body}\n})();\n`;
+      return { contents, loader: "ts" };
+    });
+  },
+};
+
+/** dist/hpa-metrics-adapter as Node's single executable application. */
+async function buildNodeSeaBinary() {
+  const postject = bin("postject");
+  if (!existsSync(postject)) {
+    fail("--target node-sea needs postject: npm install --save-dev postject");
+  }
+  const work = join(dist, "sea");
+  mkdirSync(work, { recursive: true });
+  const cjs = join(work, "main.cjs");
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    outfile: cjs,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    minify: true,
+    legalComments: "none",
+    external: EXTERNAL,
+    plugins: [wrapMainForCjs],
+    // CJS has no import.meta; the few packages that read import.meta.url get the script's URL.
+    define: { "import.meta.url": "__hmaImportMetaUrl" },
+    banner: {
+      js: "const __hmaImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+    },
+    logLevel: "warning",
+    absWorkingDir: root,
+  });
+  if (result.errors.length) fail("esbuild failed");
+  const blob = join(work, "sea-prep.blob");
+  const config = join(work, "sea-config.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      main: cjs,
+      output: blob,
+      disableExperimentalSEAWarning: true,
+      useCodeCache: false,
+    }),
+  );
+  run(process.execPath, ["--experimental-sea-config", config]);
+  rmSync(binaryFile, { force: true });
+  copyFileSync(process.execPath, binaryFile);
+  run(postject, [
+    binaryFile,
+    "NODE_SEA_BLOB",
+    blob,
+    "--sentinel-fuse",
+    "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2",
+  ]);
+  rmSync(work, { recursive: true, force: true });
+  log(
+    `built ${relative(root, binaryFile)} as a node ${process.versions.node} single executable (${
+      size(binaryFile)
+    })`,
+  );
+}
+
+/** The binary must start outside the checkout, where no node_modules can be found. */
+function smokeTest() {
+  const r = spawnSync(binaryFile, ["version"], { cwd: tmpdir(), encoding: "utf8" });
+  if (r.status !== 0 || !r.stdout.startsWith("hpa-metrics-adapter ")) {
+    fail(`${relative(root, binaryFile)} version failed (exit ${r.status}): ${r.stdout}${r.stderr}`);
+  }
+  log(`ok: ${r.stdout.trim()}`);
+}
+
+const opts = parseOptions(process.argv.slice(2));
+quiet = opts.quiet;
+const started = Date.now();
+mkdirSync(dirname(bundleFile), { recursive: true });
+for (const f of [bundleFile, `${bundleFile}.map`, binaryFile]) rmSync(f, { force: true });
+await buildEsmBundle(opts);
+if (!opts.bundleOnly) {
+  if (opts.target === "bun") buildBunBinary(opts);
+  else await buildNodeSeaBinary();
+  smokeTest();
+}
+log(`done in ${((Date.now() - started) / 1000).toFixed(1)} s`);

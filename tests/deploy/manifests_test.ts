@@ -1,0 +1,532 @@
+/**
+ * The install as `kubectl kustomize` renders it (deploy/, each overlay, and all components
+ * together): the objects, the Deployment's hardening, the APIServices, and RBAC evaluated rule by
+ * rule for every resource the adapter reads or writes (taken from the cluster kind table, so a
+ * new kind without a rule fails here). Every flag in the Deployment's args must parse with
+ * serve's flag definitions.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadAll } from "js-yaml";
+import { KIND_RESOURCES } from "../../src/cluster/types.ts";
+import { type FlagValues, parseArgs, SERVE_FLAGS } from "../../src/cli/flags.ts";
+import { VERSION } from "../../src/cli/version.ts";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const DEPLOY = join(ROOT, "deploy");
+const NS = "hpa-metrics-adapter";
+const ADAPTER = { kind: "ServiceAccount", name: "hpa-metrics-adapter", namespace: NS };
+const HPA_CONTROLLER = {
+  kind: "ServiceAccount",
+  name: "horizontal-pod-autoscaler",
+  namespace: "kube-system",
+};
+
+// deno-lint-ignore no-explicit-any
+type Obj = Record<string, any>;
+
+function kustomize(dir: string): Obj[] {
+  const r = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8", maxBuffer: 64 << 20 });
+  assert.equal(r.status, 0, `kubectl kustomize ${dir} failed: ${r.error?.message ?? r.stderr}`);
+  return (loadAll(r.stdout) as Obj[]).filter((o) => o !== null && o !== undefined);
+}
+
+function ids(objects: Obj[]): string[] {
+  return objects
+    .map((o) =>
+      `${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata.name}`
+    )
+    .sort();
+}
+
+function find(objects: Obj[], kind: string, name: string): Obj {
+  const o = objects.find((x) => x.kind === kind && x.metadata.name === name);
+  assert.ok(o, `no ${kind} ${name} rendered`);
+  return o;
+}
+
+function container(objects: Obj[]): Obj {
+  return find(objects, "Deployment", "hpa-metrics-adapter").spec.template.spec.containers[0];
+}
+
+/** serve's flag values as the container's args set them ($(VAR) left as text). */
+function serveFlags(objects: Obj[]): FlagValues {
+  return parseArgs(container(objects).args, SERVE_FLAGS).values;
+}
+
+/** Copies deploy/ to a temporary folder (for overlays that need files or a new kustomization). */
+function copyDeploy(): string {
+  const dir = mkdtempSync(join(tmpdir(), "hpa-deploy-"));
+  cpSync(DEPLOY, join(dir, "deploy"), { recursive: true });
+  return join(dir, "deploy");
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBAC evaluation over the rendered objects (the bootstrap roles are taken as granted).
+
+interface Subject {
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+interface Access {
+  group: string;
+  resource: string;
+  verb: string;
+  /** Namespace of the request; undefined for cluster-scoped or all-namespace requests. */
+  namespace?: string;
+}
+
+function matches(list: string[] | undefined, value: string): boolean {
+  return (list ?? []).includes("*") || (list ?? []).includes(value);
+}
+
+function ruleAllows(rule: Obj, a: Access): boolean {
+  return matches(rule.apiGroups, a.group) && matches(rule.resources, a.resource) &&
+    matches(rule.verbs, a.verb) && rule.resourceNames === undefined;
+}
+
+function bound(binding: Obj, s: Subject): boolean {
+  return (binding.subjects ?? []).some((b: Obj) =>
+    b.kind === s.kind && b.name === s.name &&
+    (s.kind !== "ServiceAccount" || b.namespace === s.namespace)
+  );
+}
+
+/** Whether the rendered RBAC lets `s` do `a`. */
+function allowed(objects: Obj[], s: Subject, a: Access): boolean {
+  for (const b of objects) {
+    if (b.kind !== "ClusterRoleBinding" && b.kind !== "RoleBinding") continue;
+    if (!bound(b, s)) continue;
+    // A RoleBinding grants only in its namespace; a ClusterRoleBinding everywhere.
+    if (b.kind === "RoleBinding" && b.metadata.namespace !== a.namespace) continue;
+    const role = objects.find((r) =>
+      r.kind === b.roleRef.kind && r.metadata.name === b.roleRef.name &&
+      (r.kind === "ClusterRole" || r.metadata.namespace === b.metadata.namespace)
+    );
+    if (role && (role.rules ?? []).some((rule: Obj) => ruleAllows(rule, a))) return true;
+  }
+  return false;
+}
+
+function bindingTo(
+  objects: Obj[],
+  kind: string,
+  roleKind: string,
+  roleName: string,
+): Obj | undefined {
+  return objects.find((b) =>
+    b.kind === kind && b.roleRef.kind === roleKind && b.roleRef.name === roleName &&
+    bound(b, ADAPTER)
+  );
+}
+
+/** What the adapter must be able to do: derived from the kind table the cluster view watches. */
+function requiredAccess(): Access[] {
+  const out: Access[] = [];
+  for (const r of Object.values(KIND_RESOURCES)) {
+    for (const verb of ["get", "list", "watch"]) {
+      out.push({ group: r.group, resource: r.plural, verb });
+    }
+    if (r.scale) {
+      for (const verb of ["get", "update", "patch"]) {
+        out.push({ group: r.group, resource: `${r.plural}/scale`, verb });
+      }
+    }
+  }
+  for (const plural of ["scalingschedules", "clusterscalingschedules"]) {
+    for (const verb of ["update", "patch"]) {
+      out.push({ group: "zalando.org", resource: `${plural}/status`, verb });
+    }
+  }
+  for (const verb of ["create", "patch"]) out.push({ group: "", resource: "events", verb });
+  for (const verb of ["get", "create", "update"]) {
+    out.push({ group: "coordination.k8s.io", resource: "leases", verb, namespace: NS });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("kubectl kustomize deploy", () => {
+  const objects = kustomize(DEPLOY);
+
+  it("renders exactly the install's objects", () => {
+    assert.deepEqual(ids(objects), [
+      "APIService v1beta1.custom.metrics.k8s.io",
+      "APIService v1beta1.external.metrics.k8s.io",
+      "APIService v1beta2.custom.metrics.k8s.io",
+      "ClusterRole hpa-metrics-adapter",
+      "ClusterRole hpa-metrics-adapter:metrics-reader",
+      "ClusterRole hpa-metrics-adapter:scaling-schedules",
+      "ClusterRoleBinding hpa-metrics-adapter",
+      "ClusterRoleBinding hpa-metrics-adapter:hpa-controller",
+      "ClusterRoleBinding hpa-metrics-adapter:scaling-schedules",
+      "ClusterRoleBinding hpa-metrics-adapter:system:auth-delegator",
+      "CustomResourceDefinition clusterscalingschedules.zalando.org",
+      "CustomResourceDefinition scalingschedules.zalando.org",
+      "Deployment hpa-metrics-adapter/hpa-metrics-adapter",
+      "Namespace hpa-metrics-adapter",
+      "PodDisruptionBudget hpa-metrics-adapter/hpa-metrics-adapter",
+      "Role hpa-metrics-adapter/hpa-metrics-adapter:leader-election",
+      "RoleBinding hpa-metrics-adapter/hpa-metrics-adapter:leader-election",
+      "RoleBinding kube-system/hpa-metrics-adapter:extension-apiserver-authentication-reader",
+      "Service hpa-metrics-adapter/hpa-metrics-adapter",
+      "ServiceAccount hpa-metrics-adapter/hpa-metrics-adapter",
+    ]);
+  });
+
+  it("runs two replicas of the released image under the adapter's service account", () => {
+    const d = find(objects, "Deployment", "hpa-metrics-adapter");
+    assert.equal(d.spec.replicas, 2);
+    assert.equal(d.spec.template.spec.serviceAccountName, "hpa-metrics-adapter");
+    assert.equal(
+      container(objects).image,
+      `ghcr.io/hpa-metrics-adapter/hpa-metrics-adapter:${VERSION}`,
+    );
+  });
+
+  it("passes serve flags that exist, with leader election and the secure port", () => {
+    const flags = serveFlags(objects);
+    assert.equal(flags["secure-port"], 6443);
+    assert.equal(flags["cert-dir"], "/tmp/certs");
+    assert.equal(flags["leader-elect"], true);
+    assert.equal(flags["leader-elect-resource-namespace"], "$(POD_NAMESPACE)");
+    assert.equal(flags["scaling-schedule"], true);
+    assert.ok(container(objects).env.some((e: Obj) => e.name === "POD_NAMESPACE"));
+  });
+
+  it("probes /readyz and /livez over HTTPS on the secure port", () => {
+    const c = container(objects);
+    const port = c.ports.find((p: Obj) => p.name === "https");
+    assert.equal(port.containerPort, serveFlags(objects)["secure-port"]);
+    assert.deepEqual(c.readinessProbe.httpGet, { path: "/readyz", port: "https", scheme: "HTTPS" });
+    assert.deepEqual(c.livenessProbe.httpGet, { path: "/livez", port: "https", scheme: "HTTPS" });
+  });
+
+  it("runs non-root, read-only, without capabilities, with a writable emptyDir for --cert-dir", () => {
+    const pod = find(objects, "Deployment", "hpa-metrics-adapter").spec.template.spec;
+    const c = container(objects);
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.equal(pod.securityContext.runAsUser, 65532);
+    assert.equal(pod.securityContext.seccompProfile.type, "RuntimeDefault");
+    assert.deepEqual(c.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    const mount = c.volumeMounts.find((m: Obj) => m.mountPath === serveFlags(objects)["cert-dir"]);
+    assert.ok(mount, "no volume mounted at --cert-dir");
+    const volume = pod.volumes.find((v: Obj) => v.name === mount.name);
+    assert.ok(volume.emptyDir, "--cert-dir is not an emptyDir");
+    assert.notEqual(mount.readOnly, true);
+  });
+
+  it("requests resources and caps memory", () => {
+    const r = container(objects).resources;
+    assert.deepEqual(Object.keys(r.requests).sort(), ["cpu", "memory"]);
+    assert.ok(r.limits.memory);
+  });
+
+  it("exposes 443 to the secure port and selects the pods", () => {
+    const svc = find(objects, "Service", "hpa-metrics-adapter");
+    const d = find(objects, "Deployment", "hpa-metrics-adapter");
+    assert.deepEqual(svc.spec.ports, [{
+      name: "https",
+      port: 443,
+      targetPort: "https",
+      protocol: "TCP",
+    }]);
+    for (const [k, v] of Object.entries(svc.spec.selector)) {
+      assert.equal(d.spec.template.metadata.labels[k], v);
+    }
+    assert.deepEqual(d.spec.selector.matchLabels, svc.spec.selector);
+  });
+
+  it("registers the three API versions with the Service", () => {
+    const want = [
+      ["v1beta1.custom.metrics.k8s.io", "custom.metrics.k8s.io", "v1beta1", 100],
+      ["v1beta2.custom.metrics.k8s.io", "custom.metrics.k8s.io", "v1beta2", 200],
+      ["v1beta1.external.metrics.k8s.io", "external.metrics.k8s.io", "v1beta1", 100],
+    ] as const;
+    for (const [name, group, version, versionPriority] of want) {
+      const s = find(objects, "APIService", name).spec;
+      assert.deepEqual(
+        { group: s.group, version: s.version, versionPriority, groupPriorityMinimum: 100 },
+        {
+          group,
+          version,
+          versionPriority: s.versionPriority,
+          groupPriorityMinimum: s.groupPriorityMinimum,
+        },
+      );
+      assert.deepEqual(s.service, { name: "hpa-metrics-adapter", namespace: NS, port: 443 });
+    }
+  });
+
+  it("keeps one replica through disruptions", () => {
+    const pdb = find(objects, "PodDisruptionBudget", "hpa-metrics-adapter");
+    assert.equal(pdb.spec.minAvailable, 1);
+  });
+
+  it("installs both ScalingSchedule CRDs with status, printer column Active and the right scope", () => {
+    for (
+      const [name, scope] of [
+        ["scalingschedules.zalando.org", "Namespaced"],
+        ["clusterscalingschedules.zalando.org", "Cluster"],
+      ]
+    ) {
+      const crd = find(objects, "CustomResourceDefinition", name);
+      assert.equal(crd.spec.scope, scope);
+      const v1 = crd.spec.versions.find((v: Obj) => v.name === "v1");
+      assert.deepEqual(v1.subresources, { status: {} });
+      assert.equal(v1.additionalPrinterColumns[0].name, "Active");
+    }
+  });
+
+  describe("RBAC", () => {
+    for (const a of requiredAccess()) {
+      const what = `${a.verb} ${a.group ? `${a.group}/` : ""}${a.resource}${
+        a.namespace ? ` in ${a.namespace}` : ""
+      }`;
+      it(`lets the adapter ${what}`, () => {
+        assert.equal(allowed(objects, ADAPTER, a), true);
+      });
+    }
+
+    const denied: Access[] = [
+      { group: "", resource: "secrets", verb: "get" },
+      { group: "", resource: "pods", verb: "delete" },
+      { group: "apps", resource: "deployments", verb: "update" },
+      { group: "autoscaling", resource: "horizontalpodautoscalers", verb: "update" },
+      { group: "zalando.org", resource: "scalingschedules", verb: "update" },
+      {
+        group: "coordination.k8s.io",
+        resource: "leases",
+        verb: "create",
+        namespace: "kube-system",
+      },
+    ];
+    for (const a of denied) {
+      it(`does not let the adapter ${a.verb} ${a.resource}${a.namespace ? ` in ${a.namespace}` : ""}`, () => {
+        assert.equal(allowed(objects, ADAPTER, a), false);
+      });
+    }
+
+    it("binds the adapter to system:auth-delegator and the authentication reader in kube-system", () => {
+      assert.ok(bindingTo(objects, "ClusterRoleBinding", "ClusterRole", "system:auth-delegator"));
+      const rb = bindingTo(
+        objects,
+        "RoleBinding",
+        "Role",
+        "extension-apiserver-authentication-reader",
+      );
+      assert.equal(rb?.metadata.namespace, "kube-system");
+    });
+
+    for (const group of ["custom.metrics.k8s.io", "external.metrics.k8s.io"]) {
+      for (const verb of ["get", "list"]) {
+        it(`lets the HPA controller ${verb} ${group}`, () => {
+          assert.equal(
+            allowed(objects, HPA_CONTROLLER, { group, resource: "pods/requests", verb }),
+            true,
+          );
+        });
+      }
+    }
+
+    it("names the namespace of every namespaced object, so rbac.yaml applies without kustomize", () => {
+      const file = loadAll(readFileSync(join(DEPLOY, "base", "rbac.yaml"), "utf8")) as Obj[];
+      const namespaced = file.filter((o) =>
+        ["ServiceAccount", "Role", "RoleBinding"].includes(o.kind)
+      );
+      assert.ok(namespaced.length >= 4);
+      for (const o of namespaced) assert.ok(o.metadata.namespace, `${o.kind} ${o.metadata.name}`);
+      for (const b of file.filter((o) => o.kind.endsWith("Binding"))) {
+        for (const s of b.subjects) {
+          if (s.kind === "ServiceAccount") {
+            assert.ok(s.namespace, `${b.metadata.name}: subject namespace`);
+          }
+        }
+      }
+    });
+  });
+});
+
+describe("overlays", () => {
+  it("prometheus: passes --prometheus-server", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "prometheus"));
+    assert.equal(
+      serveFlags(objects)["prometheus-server"],
+      "http://prometheus.monitoring.svc.cluster.local:9090",
+    );
+    assert.equal(objects.length, kustomize(DEPLOY).length);
+  });
+
+  it("sqs-irsa: annotates the service account with the role and enables SQS metrics", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "sqs-irsa"));
+    const sa = find(objects, "ServiceAccount", "hpa-metrics-adapter");
+    assert.match(
+      sa.metadata.annotations["eks.amazonaws.com/role-arn"],
+      /^arn:aws:iam::\d{12}:role\/.+/,
+    );
+    const flags = serveFlags(objects);
+    assert.equal(flags["aws-external-metrics"], true);
+    assert.deepEqual(flags["aws-region"], ["eu-central-1"]);
+    // IRSA's projected token is readable by the non-root user through fsGroup.
+    assert.equal(
+      find(objects, "Deployment", "hpa-metrics-adapter").spec.template.spec.securityContext.fsGroup,
+      65532,
+    );
+  });
+
+  it("no-scaling-schedules: turns the flag off and leaves out the CRDs and their rules", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "no-scaling-schedules"));
+    assert.equal(serveFlags(objects)["scaling-schedule"], false);
+    const left = ids(objects).filter((id) => /scaling-?schedule/i.test(id));
+    assert.deepEqual(left, []);
+    assert.equal(
+      allowed(objects, ADAPTER, {
+        group: "zalando.org",
+        resource: "scalingschedules",
+        verb: "list",
+      }),
+      false,
+    );
+  });
+
+  it("cert-manager: serves the issued certificate and has the CA injected into every APIService", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "cert-manager"));
+    const flags = serveFlags(objects);
+    assert.equal(flags["tls-cert-file"], "/etc/hpa-metrics-adapter/tls/tls.crt");
+    assert.equal(flags["tls-private-key-file"], "/etc/hpa-metrics-adapter/tls/tls.key");
+    const cert = find(objects, "Certificate", "hpa-metrics-adapter-tls");
+    assert.ok(cert.spec.dnsNames.includes("hpa-metrics-adapter.hpa-metrics-adapter.svc"));
+    const pod = find(objects, "Deployment", "hpa-metrics-adapter").spec.template.spec;
+    assert.deepEqual(pod.volumes.find((v: Obj) => v.name === "tls").secret, {
+      secretName: cert.spec.secretName,
+    });
+    for (const s of objects.filter((o) => o.kind === "APIService")) {
+      assert.equal(s.spec.insecureSkipTLSVerify, false);
+      assert.equal(
+        s.metadata.annotations["cert-manager.io/inject-ca-from"],
+        `${NS}/${cert.metadata.name}`,
+      );
+    }
+  });
+
+  it("tls: mounts the generated Secret and sets every APIService's caBundle to ca.crt", () => {
+    const deploy = copyDeploy();
+    try {
+      const dir = join(deploy, "overlays", "tls");
+      const openssl = (args: string[]): void => {
+        const r = spawnSync("openssl", args, { cwd: dir, encoding: "utf8" });
+        assert.equal(r.status, 0, `openssl ${args.join(" ")}: ${r.error?.message ?? r.stderr}`);
+      };
+      const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+      openssl([
+        "req",
+        "-x509",
+        ...ec,
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-subj",
+        "/CN=ca",
+        "-days",
+        "1",
+      ]);
+      openssl([
+        "req",
+        ...ec,
+        "-keyout",
+        "tls.key",
+        "-out",
+        "tls.csr",
+        "-subj",
+        `/CN=${NS}.${NS}.svc`,
+      ]);
+      openssl([
+        "x509",
+        "-req",
+        "-in",
+        "tls.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "tls.crt",
+        "-days",
+        "1",
+      ]);
+      const objects = kustomize(dir);
+      const secret = objects.find((o) => o.kind === "Secret") as Obj;
+      assert.equal(secret.type, "kubernetes.io/tls");
+      assert.equal(secret.metadata.namespace, NS);
+      const pod = find(objects, "Deployment", "hpa-metrics-adapter").spec.template.spec;
+      assert.equal(
+        pod.volumes.find((v: Obj) => v.name === "tls").secret.secretName,
+        secret.metadata.name,
+      );
+      const ca = readFileSync(join(dir, "ca.crt"), "utf8");
+      for (const s of objects.filter((o) => o.kind === "APIService")) {
+        assert.equal(s.spec.insecureSkipTLSVerify, false);
+        assert.equal(
+          Buffer.from(s.spec.caBundle.replace(/\s/g, ""), "base64").toString("utf8"),
+          ca,
+        );
+      }
+      assert.equal(serveFlags(objects)["tls-cert-file"], "/etc/hpa-metrics-adapter/tls/tls.crt");
+    } finally {
+      rmSync(join(deploy, ".."), { recursive: true, force: true });
+    }
+  });
+
+  it("components combine in one kustomization", () => {
+    const deploy = copyDeploy();
+    try {
+      const dir = join(deploy, "mine");
+      cpSync(join(deploy, "overlays", "prometheus"), dir, { recursive: true });
+      writeFileSync(
+        join(dir, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          "resources: [../base]",
+          "components:",
+          ...["prometheus", "sqs-irsa", "no-scaling-schedules", "cert-manager"].map((c) =>
+            `  - ../components/${c}`
+          ),
+          "",
+        ].join("\n"),
+      );
+      const flags = serveFlags(kustomize(dir));
+      assert.deepEqual(
+        [
+          flags["prometheus-server"],
+          flags["aws-external-metrics"],
+          flags["scaling-schedule"],
+          flags["tls-cert-file"],
+        ],
+        [
+          "http://prometheus.monitoring.svc.cluster.local:9090",
+          true,
+          false,
+          "/etc/hpa-metrics-adapter/tls/tls.crt",
+        ],
+      );
+    } finally {
+      rmSync(join(deploy, ".."), { recursive: true, force: true });
+    }
+  });
+});
