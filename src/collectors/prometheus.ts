@@ -1,0 +1,425 @@
+/**
+ * The `prometheus` collector: one PromQL instant query per collection, for External metrics
+ * (`type: prometheus`, or the legacy metric name `prometheus-query` with `query-name`) and for
+ * Object metrics on any kind (the `prometheus` annotation), served under the object's own
+ * group-resource.
+ *
+ * Differences from kube-metrics-adapter, on purpose:
+ * - A vector counts every series: the value is the sum of all series (the original kept the
+ *   first and dropped the rest silently). One summed item is what the HPA controller would
+ *   compute from one item per series anyway (it sums the items of an External metric), and it
+ *   keeps the served labels the HPA's own, whatever series come and go.
+ * - An empty vector, NaN, ±Inf, a matrix or a string is an error naming the query.
+ * - `per-replica` divides by the scale target's `status.replicas` (Deployment, StatefulSet,
+ *   Rollout); zero replicas is an error, not a division by zero; it applies to External
+ *   metrics too (the original ignored it there).
+ * - `prometheus-server` / `prometheus-server-alias` override the server for Object metrics
+ *   too (the original: External only). A URL given in an annotation gets no token and may not
+ *   be link-local unless `--allow-link-local-targets`.
+ * - Every query has a timeout (`--prometheus-query-timeout`) and a response size cap.
+ */
+import type { ClusterView, Kind } from "../cluster/types.ts";
+import type { MetricPlan, ObjectReference } from "../core/types.ts";
+import { isLinkLocalHost } from "./http_json_path.ts";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "./pod_json_path.ts";
+import {
+  DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
+  PrometheusClient,
+  type QueryResult,
+} from "./prometheus_client.ts";
+import type {
+  CollectContext,
+  Collector,
+  CollectorFactory,
+  CollectorFactoryOptions,
+  CollectResult,
+} from "./types.ts";
+
+/** The Prometheus servers and limits the flags configure. */
+export interface PrometheusBackends {
+  /** `--prometheus-server` (with `--prometheus-server-token-file`), or null. */
+  default: PrometheusClient | null;
+  /** `--additional-prometheus-server alias=url` (with their token files), by alias. */
+  aliases: ReadonlyMap<string, PrometheusClient>;
+  /** `--prometheus-query-timeout`, seconds. */
+  timeoutSeconds: number;
+  /** `--max-response-bytes`. */
+  maxBytes: number;
+  /** `--allow-link-local-targets`. */
+  allowLinkLocal: boolean;
+}
+
+function stringFlag(flags: Record<string, unknown>, name: string): string | null {
+  const v = flags[name];
+  return typeof v === "string" && v !== "" ? v : null;
+}
+
+function listFlag(flags: Record<string, unknown>, name: string): string[] {
+  const v = flags[name];
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
+}
+
+function positiveFlag(flags: Record<string, unknown>, name: string, dflt: number): number {
+  const v = flags[name];
+  return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : dflt;
+}
+
+function splitPair(entry: string, flag: string, want: string): [string, string] {
+  const eq = entry.indexOf("=");
+  const key = eq > 0 ? entry.slice(0, eq).trim() : "";
+  const value = eq > 0 ? entry.slice(eq + 1).trim() : "";
+  if (key === "" || value === "") {
+    throw new Error(`invalid --${flag} "${entry}": want ${want}`);
+  }
+  return [key, value];
+}
+
+const backendsCache = new WeakMap<object, PrometheusBackends>();
+
+/**
+ * Read the Prometheus flags. Throws on a malformed `alias=url` / `alias=path` entry, a repeated
+ * alias, a token file for an alias that has no server, or a server that is not an http(s)
+ * URL. The result is cached per flags object, so every collector shares one client (and one
+ * token cache) per server; call it at startup to fail fast on bad flags.
+ */
+export function prometheusBackendsFromFlags(flags: Record<string, unknown>): PrometheusBackends {
+  const cached = backendsCache.get(flags);
+  if (cached) return cached;
+  const url = stringFlag(flags, "prometheus-server");
+  const defaultServer = url === null ? null : new PrometheusClient({
+    url,
+    tokenFile: stringFlag(flags, "prometheus-server-token-file"),
+  });
+  const urls = new Map<string, string>();
+  for (const entry of listFlag(flags, "additional-prometheus-server")) {
+    const [alias, u] = splitPair(entry, "additional-prometheus-server", "alias=url");
+    if (urls.has(alias)) {
+      throw new Error(
+        `invalid --additional-prometheus-server "${entry}": alias "${alias}" repeated`,
+      );
+    }
+    urls.set(alias, u);
+  }
+  const tokenFiles = new Map<string, string>();
+  for (const entry of listFlag(flags, "additional-prometheus-server-token-file")) {
+    const [alias, path] = splitPair(entry, "additional-prometheus-server-token-file", "alias=path");
+    if (!urls.has(alias)) {
+      throw new Error(
+        `invalid --additional-prometheus-server-token-file "${entry}": no --additional-prometheus-server with alias "${alias}"`,
+      );
+    }
+    tokenFiles.set(alias, path);
+  }
+  const aliases = new Map<string, PrometheusClient>();
+  for (const [alias, u] of urls) {
+    aliases.set(alias, new PrometheusClient({ url: u, tokenFile: tokenFiles.get(alias) }));
+  }
+  const backends: PrometheusBackends = {
+    default: defaultServer,
+    aliases,
+    timeoutSeconds: positiveFlag(
+      flags,
+      "prometheus-query-timeout",
+      DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
+    ),
+    maxBytes: positiveFlag(flags, "max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES),
+    allowLinkLocal: flags["allow-link-local-targets"] === true,
+  };
+  backendsCache.set(flags, backends);
+  return backends;
+}
+
+function formatNumber(v: number): string {
+  return Number.isNaN(v) ? "NaN" : v === Infinity ? "+Inf" : v === -Infinity ? "-Inf" : String(v);
+}
+
+function seriesText(labels: Record<string, string>): string {
+  const name = labels.__name__ ?? "";
+  const rest = Object.keys(labels).filter((k) => k !== "__name__").sort()
+    .map((k) => `${k}=${JSON.stringify(labels[k])}`);
+  return `${name}{${rest.join(", ")}}`;
+}
+
+/**
+ * The one number a query result stands for: a scalar's value, or the sum of every series of an
+ * instant vector. Throws, naming the query, for an empty vector, a NaN or infinite value (of
+ * any series), a matrix or a string.
+ *
+ * @example
+ * ```ts
+ * prometheusValue({ resultType: "scalar", value: 3, timestamp: 0 }, "vector(3)"); // 3
+ * ```
+ */
+export function prometheusValue(result: QueryResult, query: string): number {
+  const q = `query "${query}"`;
+  switch (result.resultType) {
+    case "scalar":
+      if (!Number.isFinite(result.value)) {
+        throw new Error(`${q} returned ${formatNumber(result.value)}`);
+      }
+      return result.value;
+    case "vector": {
+      if (result.series.length === 0) throw new Error(`${q} returned an empty vector`);
+      let sum = 0;
+      for (const s of result.series) {
+        if (!Number.isFinite(s.value)) {
+          throw new Error(
+            `${q} returned ${formatNumber(s.value)} in series ${seriesText(s.labels)}`,
+          );
+        }
+        sum += s.value;
+      }
+      if (!Number.isFinite(sum)) throw new Error(`${q} returned a sum of ${formatNumber(sum)}`);
+      return sum;
+    }
+    case "matrix":
+      throw new Error(
+        `${q} returned a range vector (matrix); want an instant vector or a scalar`,
+      );
+    case "string":
+      throw new Error(`${q} returned a string; want an instant vector or a scalar`);
+  }
+}
+
+/** Options of {@linkcode queryPrometheus}. */
+export interface QueryPrometheusOptions {
+  backends: PrometheusBackends;
+  ctx: CollectContext;
+  /** Names the metric in error messages. */
+  metricName: string;
+}
+
+/**
+ * Evaluate `query` on `client` at `ctx.now()` and reduce it with {@linkcode prometheusValue}.
+ * Errors name the query and the metric; Prometheus' warnings come back as warnings.
+ */
+export async function queryPrometheus(
+  client: PrometheusClient,
+  query: string,
+  options: QueryPrometheusOptions,
+): Promise<{ value: number; warnings: string[] }> {
+  const { backends, ctx, metricName } = options;
+  let result: QueryResult;
+  try {
+    result = await client.query(query, {
+      fetch: ctx.fetch,
+      signal: ctx.signal,
+      time: ctx.now(),
+      timeoutSeconds: backends.timeoutSeconds,
+      maxBytes: backends.maxBytes,
+    });
+  } catch (e) {
+    throw new Error(
+      `prometheus query "${query}" for metric ${metricName} failed: ${(e as Error).message}`,
+    );
+  }
+  let value: number;
+  try {
+    value = prometheusValue(result, query);
+  } catch (e) {
+    throw new Error(`prometheus ${(e as Error).message} for metric ${metricName}`);
+  }
+  const warnings = (result.warnings ?? []).map((w) =>
+    `prometheus query "${query}" for metric ${metricName}: ${w}`
+  );
+  return { value, warnings };
+}
+
+/** The kinds whose `status.replicas` per-replica metrics divide by. */
+export const SCALE_TARGET_KINDS: readonly Kind[] = ["Deployment", "StatefulSet", "Rollout"];
+
+/** The cluster kind of a scale target reference, or undefined if replicas cannot be read. */
+export function scaleTargetKind(ref: ObjectReference): Kind | undefined {
+  return (SCALE_TARGET_KINDS as readonly string[]).includes(ref.kind)
+    ? ref.kind as Kind
+    : undefined;
+}
+
+/**
+ * `status.replicas` of an HPA's scale target (Deployment, StatefulSet or Rollout) in
+ * `namespace`. Throws when the kind is not one of those, the object is not found, or it has no
+ * replicas (zero, or not reported yet): a per-replica value cannot be computed then.
+ */
+export function scaleTargetReplicas(
+  cluster: ClusterView,
+  options: { namespace: string; scaleTargetRef: ObjectReference },
+): number {
+  const ref = options.scaleTargetRef;
+  const kind = scaleTargetKind(ref);
+  const name = `${ref.kind} ${options.namespace}/${ref.name}`;
+  if (kind === undefined) {
+    throw new Error(
+      `cannot read replicas of scale target ${name}: want a ${SCALE_TARGET_KINDS.join(", ")}`,
+    );
+  }
+  const obj = cluster.get(kind, options.namespace, ref.name);
+  if (!obj) throw new Error(`scale target ${name} not found`);
+  const replicas = obj.status?.replicas ?? 0;
+  if (typeof replicas !== "number" || !Number.isInteger(replicas) || replicas < 1) {
+    throw new Error(
+      `scale target ${name} has ${JSON.stringify(replicas)} replicas (status.replicas)`,
+    );
+  }
+  return replicas;
+}
+
+interface PrometheusPlanConfig {
+  query: string;
+  client: PrometheusClient;
+  /** Said once per collection when both overrides are set. */
+  warning: string | null;
+}
+
+function resolveQuery(plan: MetricPlan): string {
+  const c = plan.config;
+  if (c.query !== undefined && c.query !== "") return c.query;
+  const queryName = c["query-name"];
+  if (plan.metricType === "External" && queryName !== undefined && queryName !== "") {
+    const q = c[queryName];
+    if (q === undefined || q === "") {
+      throw new Error(
+        `missing config "${queryName}" (named by query-name) holding the query of metric ${plan.metricName}`,
+      );
+    }
+    return q;
+  }
+  throw new Error(`missing config "query" for metric ${plan.metricName}`);
+}
+
+function resolveServer(
+  plan: MetricPlan,
+  backends: PrometheusBackends,
+): { client: PrometheusClient; warning: string | null } {
+  const c = plan.config;
+  const metric = plan.metricName;
+  const url = c["prometheus-server"];
+  const alias = c["prometheus-server-alias"];
+  if (url !== undefined && url !== "") {
+    let client: PrometheusClient;
+    try {
+      client = new PrometheusClient({ url });
+    } catch {
+      throw new Error(
+        `invalid prometheus-server "${url}" for metric ${metric}: want an http(s) URL`,
+      );
+    }
+    if (isLinkLocalHost(new URL(url).hostname) && !backends.allowLinkLocal) {
+      throw new Error(
+        `prometheus-server "${url}" of metric ${metric} is a link-local address (allow with --allow-link-local-targets)`,
+      );
+    }
+    const warning = alias !== undefined && alias !== ""
+      ? `metric ${metric} sets both prometheus-server and prometheus-server-alias "${alias}"; the URL is used`
+      : null;
+    return { client, warning };
+  }
+  if (alias !== undefined && alias !== "") {
+    const client = backends.aliases.get(alias);
+    if (!client) {
+      const known = [...backends.aliases.keys()].sort();
+      throw new Error(
+        `unknown prometheus-server-alias "${alias}" for metric ${metric} (${
+          known.length ? `known: ${known.join(", ")}` : "no --additional-prometheus-server given"
+        })`,
+      );
+    }
+    return { client, warning: null };
+  }
+  if (!backends.default) {
+    throw new Error(
+      `no Prometheus server for metric ${metric}: start with --prometheus-server or set prometheus-server-alias`,
+    );
+  }
+  return { client: backends.default, warning: null };
+}
+
+function parsePlan(plan: MetricPlan, backends: PrometheusBackends): PrometheusPlanConfig {
+  if (plan.metricType !== "External" && plan.metricType !== "Object") {
+    throw new Error(
+      `prometheus collects Object and External metrics, not ${plan.metricType} metric ${plan.metricName}`,
+    );
+  }
+  if (plan.metricType === "Object" && (!plan.describedObject || !plan.describedObject.name)) {
+    throw new Error(`Object metric ${plan.metricName} has no describedObject`);
+  }
+  if (plan.perReplica && scaleTargetKind(plan.scaleTargetRef) === undefined) {
+    const ref = plan.scaleTargetRef;
+    throw new Error(
+      `per-replica metric ${plan.metricName} needs a scale target of kind ${
+        SCALE_TARGET_KINDS.join(", ")
+      }, not ${ref.kind}/${ref.name}`,
+    );
+  }
+  const query = resolveQuery(plan);
+  return { query, ...resolveServer(plan, backends) };
+}
+
+class PrometheusCollector implements Collector {
+  readonly queryKey: string;
+  readonly kinds?: readonly Kind[];
+  readonly #plan: MetricPlan;
+  readonly #config: PrometheusPlanConfig;
+  readonly #backends: PrometheusBackends;
+
+  constructor(plan: MetricPlan, config: PrometheusPlanConfig, backends: PrometheusBackends) {
+    this.#plan = plan;
+    this.#config = config;
+    this.#backends = backends;
+    const ns = plan.hpa.namespace;
+    const target = plan.scaleTargetRef;
+    const d = plan.describedObject;
+    if (plan.perReplica) this.kinds = [scaleTargetKind(target)!];
+    // A query is global; what the value depends on besides goes into the key.
+    this.queryKey = `prometheus|${
+      JSON.stringify([
+        config.client.url,
+        config.client.tokenFile,
+        config.query,
+        plan.metricType,
+        plan.metricType === "Object" && d ? [ns, d.kind, d.name] : null,
+        plan.perReplica ? [ns, target.kind, target.name] : null,
+      ])
+    }`;
+  }
+
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const plan = this.#plan;
+    const { value, warnings } = await queryPrometheus(this.#config.client, this.#config.query, {
+      backends: this.#backends,
+      ctx,
+      metricName: plan.metricName,
+    });
+    let v = value;
+    if (plan.perReplica) {
+      let replicas: number;
+      try {
+        replicas = scaleTargetReplicas(ctx.cluster, {
+          namespace: plan.hpa.namespace,
+          scaleTargetRef: plan.scaleTargetRef,
+        });
+      } catch (e) {
+        throw new Error(`per-replica metric ${plan.metricName}: ${(e as Error).message}`);
+      }
+      v = value / replicas;
+    }
+    const sample = plan.metricType === "Object"
+      ? { objectName: plan.describedObject!.name, value: v, timestamp: ctx.now() }
+      : { value: v, timestamp: ctx.now() };
+    const all = this.#config.warning ? [this.#config.warning, ...warnings] : warnings;
+    return all.length > 0 ? { samples: [sample], warnings: all } : { samples: [sample] };
+  }
+}
+
+/**
+ * Object and External `prometheus` metrics. Config keys (selector labels or annotations):
+ * `query` (or, External, `query-name` naming the key that holds it), `prometheus-server` (a
+ * URL) or `prometheus-server-alias` (an `--additional-prometheus-server` alias).
+ */
+export const prometheusFactory: CollectorFactory = {
+  type: "prometheus",
+  metricTypes: ["Object", "External"],
+  create(options: CollectorFactoryOptions): Collector {
+    const backends = prometheusBackendsFromFlags(options.flags);
+    return new PrometheusCollector(options.plan, parsePlan(options.plan, backends), backends);
+  },
+};

@@ -1,0 +1,417 @@
+/**
+ * A small client of Prometheus' HTTP API: one instant query (`/api/v1/query`), as the Go client
+ * sends it (form POST, GET when the server answers 405), with a deadline, a cap on the bytes
+ * read, a bearer token re-read from its file when the file changes, and the documented
+ * response JSON parsed into typed results.
+ */
+import { readFile, stat } from "node:fs/promises";
+
+/** Default of `--prometheus-query-timeout`, seconds. */
+export const DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS = 10;
+
+/** One series of an instant vector. */
+export interface VectorSample {
+  labels: Record<string, string>;
+  value: number;
+  /** Sample time, ms since the epoch. */
+  timestamp: number;
+}
+
+/** One series of a range vector. */
+export interface MatrixSeries {
+  labels: Record<string, string>;
+  /** `[ms since the epoch, value]` pairs. */
+  values: [number, number][];
+}
+
+/** The `data` of a successful query, by `resultType`. */
+export type QueryData =
+  | { resultType: "scalar"; value: number; timestamp: number }
+  | { resultType: "string"; value: string; timestamp: number }
+  | { resultType: "vector"; series: VectorSample[] }
+  | { resultType: "matrix"; series: MatrixSeries[] };
+
+/** A successful query: its data and the server's warnings (if any). */
+export type QueryResult = QueryData & { warnings?: string[] };
+
+/** A failed query; `errorType` is Prometheus' own (`bad_data`, `execution`, `timeout`, ...). */
+export class PrometheusQueryError extends Error {
+  /** Prometheus' `errorType`, when the server answered with one. */
+  readonly errorType: string | undefined;
+  /** HTTP status, when a response arrived. */
+  readonly status: number | undefined;
+
+  /** An error with an optional Prometheus error type and HTTP status. */
+  constructor(message: string, options: { errorType?: string; status?: number } = {}) {
+    super(message);
+    this.name = "PrometheusQueryError";
+    this.errorType = options.errorType;
+    this.status = options.status;
+  }
+}
+
+/** Options of {@linkcode PrometheusClient.query}. */
+export interface InstantQueryOptions {
+  fetch: typeof fetch;
+  /** Aborts the request (the collection's signal). */
+  signal: AbortSignal;
+  /** Evaluation time, ms since the epoch. */
+  time: number;
+  /** Deadline of the whole request, seconds; also sent as the query's `timeout`. */
+  timeoutSeconds: number;
+  /** Largest body read, bytes. */
+  maxBytes: number;
+}
+
+/** Options of {@linkcode PrometheusClient}. */
+export interface PrometheusClientOptions {
+  /** Base URL of the server (`http://prometheus:9090`, a path prefix is kept). */
+  url: string;
+  /** File holding a bearer token, re-read whenever it changes. */
+  tokenFile?: string | null;
+}
+
+/**
+ * Parse a sample value as Prometheus writes it (`"1.5"`, `"NaN"`, `"+Inf"`, `"-Inf"`).
+ * Throws on anything else.
+ */
+export function parseSampleValue(raw: unknown): number {
+  if (typeof raw !== "string") throw new Error(`invalid sample value ${JSON.stringify(raw)}`);
+  if (raw === "NaN") return NaN;
+  if (/^\+?Inf$/i.test(raw)) return Infinity;
+  if (/^-Inf$/i.test(raw)) return -Infinity;
+  const n = Number(raw);
+  if (raw.trim() === "" || Number.isNaN(n)) {
+    throw new Error(`invalid sample value ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function parsePair(v: unknown, what: string): [number, unknown] {
+  if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== "number") {
+    throw new Error(`invalid ${what} ${JSON.stringify(v)?.slice(0, 100)}`);
+  }
+  return [Math.round(v[0] * 1000), v[1]];
+}
+
+function parseLabels(v: unknown): Record<string, string> {
+  if (!isRecord(v)) throw new Error(`invalid series labels ${JSON.stringify(v)?.slice(0, 100)}`);
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v)) {
+    if (typeof val !== "string") throw new Error(`invalid value of label "${k}"`);
+    out[k] = val;
+  }
+  return out;
+}
+
+function parseData(data: unknown): QueryData {
+  if (!isRecord(data)) throw new Error(`missing "data"`);
+  const type = data.resultType;
+  const result = data.result;
+  switch (type) {
+    case "scalar": {
+      const [timestamp, raw] = parsePair(result, "scalar");
+      return { resultType: "scalar", value: parseSampleValue(raw), timestamp };
+    }
+    case "string": {
+      const [timestamp, raw] = parsePair(result, "string");
+      if (typeof raw !== "string") throw new Error(`invalid string result`);
+      return { resultType: "string", value: raw, timestamp };
+    }
+    case "vector": {
+      if (!Array.isArray(result)) throw new Error(`invalid vector result`);
+      return {
+        resultType: "vector",
+        series: result.map((s): VectorSample => {
+          if (!isRecord(s)) throw new Error(`invalid vector series`);
+          const labels = parseLabels(s.metric ?? {});
+          if (s.value === undefined) {
+            // Native histograms come as `histogram`: not a number to scale on.
+            throw new Error(`vector series ${JSON.stringify(labels)} has no float value`);
+          }
+          const [timestamp, raw] = parsePair(s.value, "sample");
+          return { labels, value: parseSampleValue(raw), timestamp };
+        }),
+      };
+    }
+    case "matrix": {
+      if (!Array.isArray(result)) throw new Error(`invalid matrix result`);
+      return {
+        resultType: "matrix",
+        series: result.map((s): MatrixSeries => {
+          if (!isRecord(s)) throw new Error(`invalid matrix series`);
+          const values = Array.isArray(s.values) ? s.values : [];
+          return {
+            labels: parseLabels(s.metric ?? {}),
+            values: values.map((p): [number, number] => {
+              const [t, raw] = parsePair(p, "sample");
+              return [t, parseSampleValue(raw)];
+            }),
+          };
+        }),
+      };
+    }
+    default:
+      throw new Error(`unknown resultType ${JSON.stringify(type)}`);
+  }
+}
+
+/**
+ * Parse the JSON body of `/api/v1/query`: `{"status":"success","data":{...}}` gives the typed
+ * data; `{"status":"error","errorType":...,"error":...}` throws a `PrometheusQueryError` with
+ * both; anything else throws naming `url`.
+ *
+ * @example
+ * ```ts
+ * parseQueryResponse('{"status":"success","data":{"resultType":"scalar","result":[1,"3"]}}', {
+ *   url: "http://prometheus:9090/api/v1/query",
+ * }); // { resultType: "scalar", value: 3, timestamp: 1000 }
+ * ```
+ */
+export function parseQueryResponse(
+  body: string,
+  options: { url: string; status?: number },
+): QueryResult {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch (e) {
+    throw new PrometheusQueryError(
+      `invalid JSON from ${options.url}: ${(e as Error).message}`,
+      { status: options.status },
+    );
+  }
+  if (!isRecord(doc) || (doc.status !== "success" && doc.status !== "error")) {
+    throw new PrometheusQueryError(
+      `invalid response from ${options.url}: not a Prometheus API response`,
+      { status: options.status },
+    );
+  }
+  if (doc.status === "error") {
+    const errorType = typeof doc.errorType === "string" ? doc.errorType : "error";
+    const error = typeof doc.error === "string" ? doc.error : "unknown error";
+    throw new PrometheusQueryError(`${errorType}: ${error}`, {
+      errorType,
+      status: options.status,
+    });
+  }
+  let data: QueryData;
+  try {
+    data = parseData(doc.data);
+  } catch (e) {
+    throw new PrometheusQueryError(
+      `invalid response from ${options.url}: ${(e as Error).message}`,
+      { status: options.status },
+    );
+  }
+  const warnings = Array.isArray(doc.warnings)
+    ? doc.warnings.filter((w): w is string => typeof w === "string")
+    : [];
+  return warnings.length > 0 ? { ...data, warnings } : data;
+}
+
+/** A bearer token read from a file, re-read when the file's identity, size or times change. */
+class TokenFile {
+  readonly path: string;
+  #stamp = "";
+  #token = "";
+
+  constructor(path: string) {
+    this.path = path;
+  }
+
+  async read(): Promise<string> {
+    let stamp: string;
+    try {
+      const s = await stat(this.path);
+      stamp = `${s.ino}|${s.size}|${s.mtimeMs}|${s.ctimeMs}`;
+      if (stamp === this.#stamp) return this.#token;
+      const token = (await readFile(this.path, "utf8")).trim();
+      if (token === "") throw new Error("the file is empty");
+      this.#token = token;
+      this.#stamp = stamp;
+      return token;
+    } catch (e) {
+      throw new PrometheusQueryError(
+        `cannot read token file "${this.path}": ${(e as Error).message}`,
+      );
+    }
+  }
+}
+
+function abortMessage(signal: AbortSignal): string {
+  const r = signal.reason;
+  if (r instanceof Error) return r.message;
+  return typeof r === "string" ? r : "aborted";
+}
+
+/** Seconds as Prometheus reads a `time` or `timeout` parameter (a float number of seconds). */
+function seconds(ms: number): string {
+  return (ms / 1000).toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
+}
+
+async function readCapped(
+  res: Response,
+  url: string,
+  maxBytes: number,
+): Promise<string> {
+  const declared = Number(res.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    throw new PrometheusQueryError(`response from ${url} exceeds ${maxBytes} bytes`, {
+      status: res.status,
+    });
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (true) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw new PrometheusQueryError(`response from ${url} exceeds ${maxBytes} bytes`, {
+        status: res.status,
+      });
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/**
+ * One Prometheus server. Holds no connection state; the token file's content is cached until
+ * the file changes.
+ *
+ * @example
+ * ```ts
+ * const prom = new PrometheusClient({ url: "http://127.0.0.1:9090" });
+ * const r = await prom.query("sum(up)", {
+ *   fetch, signal: AbortSignal.timeout(15_000), time: Date.now(), timeoutSeconds: 10,
+ *   maxBytes: 1 << 20,
+ * });
+ * ```
+ */
+export class PrometheusClient {
+  /** The server's base URL as given. */
+  readonly url: string;
+  /** The query endpoint (`<url>/api/v1/query`). */
+  readonly queryUrl: string;
+  /** The bearer token file, or null. */
+  readonly tokenFile: string | null;
+  readonly #token: TokenFile | null;
+
+  /** A client of the server at `options.url`; throws when it is not an http(s) URL. */
+  constructor(options: PrometheusClientOptions) {
+    let u: URL;
+    try {
+      u = new URL(options.url);
+    } catch {
+      throw new Error(`invalid Prometheus server URL "${options.url}"`);
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      throw new Error(`invalid Prometheus server URL "${options.url}": want http or https`);
+    }
+    this.url = options.url;
+    u.search = "";
+    u.hash = "";
+    this.queryUrl = `${u.href.replace(/\/+$/, "")}/api/v1/query`;
+    this.tokenFile = options.tokenFile ? options.tokenFile : null;
+    this.#token = this.tokenFile ? new TokenFile(this.tokenFile) : null;
+  }
+
+  /**
+   * Evaluate `query` at `options.time`. Resolves with the typed result; rejects with a
+   * `PrometheusQueryError` on a failed request, a non-2xx answer, Prometheus' own error, an
+   * unreadable or oversized body, the deadline or an abort.
+   */
+  async query(query: string, options: InstantQueryOptions): Promise<QueryResult> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (this.#token) headers.authorization = `Bearer ${await this.#token.read()}`;
+    const params = new URLSearchParams({
+      query,
+      time: seconds(options.time),
+      timeout: seconds(options.timeoutSeconds * 1000),
+    });
+    const deadline = new AbortController();
+    const timer = setTimeout(() => {
+      deadline.abort(new Error(`timed out after ${options.timeoutSeconds}s`));
+    }, Math.max(1, Math.round(options.timeoutSeconds * 1000)));
+    const onAbort = (): void => deadline.abort(options.signal.reason);
+    if (options.signal.aborted) onAbort();
+    else options.signal.addEventListener("abort", onAbort, { once: true });
+    const url = this.queryUrl;
+    try {
+      let res = await this.#send(options.fetch, url, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/x-www-form-urlencoded" },
+        body: params.toString(),
+        signal: deadline.signal,
+      }, deadline.signal);
+      if (res.status === 405) {
+        // As the Go client: servers (or proxies) that refuse POST get the same query as GET.
+        await res.body?.cancel().catch(() => {});
+        res = await this.#send(options.fetch, `${url}?${params}`, {
+          method: "GET",
+          headers,
+          signal: deadline.signal,
+        }, deadline.signal);
+      }
+      let body: string;
+      try {
+        body = await readCapped(res, url, options.maxBytes);
+      } catch (e) {
+        if (deadline.signal.aborted) {
+          throw new PrometheusQueryError(
+            `request to ${url} failed: ${abortMessage(deadline.signal)}`,
+          );
+        }
+        throw e;
+      }
+      const ok = res.status >= 200 && res.status <= 299;
+      // Prometheus answers 400, 422 and 503 with its error JSON: prefer its words.
+      if (!ok && !/^\s*\{[\s\S]*"status"\s*:\s*"error"/.test(body)) {
+        throw new PrometheusQueryError(
+          `unsuccessful response "${res.status}${
+            res.statusText ? " " + res.statusText : ""
+          }" from ${url}`,
+          { status: res.status },
+        );
+      }
+      const result = parseQueryResponse(body, { url, status: res.status });
+      if (!ok) {
+        throw new PrometheusQueryError(`unexpected success with status ${res.status} from ${url}`);
+      }
+      return result;
+    } finally {
+      clearTimeout(timer);
+      options.signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async #send(
+    f: typeof fetch,
+    url: string,
+    init: RequestInit,
+    signal: AbortSignal,
+  ): Promise<Response> {
+    try {
+      return await f(url, init);
+    } catch (e) {
+      const why = signal.aborted ? abortMessage(signal) : (e as Error).message;
+      throw new PrometheusQueryError(`request to ${url} failed: ${why}`);
+    }
+  }
+}

@@ -1,0 +1,774 @@
+/**
+ * The prometheus collector and its client, against the REAL Prometheus server (started once
+ * for this file, scraping a tiny exporter run by the test) and against small local servers for
+ * the failure modes a real server does not produce on demand.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  prometheusBackendsFromFlags,
+  prometheusFactory,
+  prometheusValue,
+  scaleTargetReplicas,
+} from "../../src/collectors/prometheus.ts";
+import {
+  parseQueryResponse,
+  parseSampleValue,
+  PrometheusClient,
+  PrometheusQueryError,
+  type QueryResult,
+} from "../../src/collectors/prometheus_client.ts";
+import { skipperRpsQuery } from "../../src/collectors/skipper.ts";
+import { externalRpsQuery } from "../../src/collectors/external_rps.ts";
+import type { Kind, KubeObject } from "../../src/cluster/types.ts";
+import type { MetricPlan } from "../../src/core/types.ts";
+import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
+import {
+  context,
+  externalPlan,
+  type FakePrometheusApi,
+  objectPlan,
+  rejectsMatching,
+  scalarBody,
+  startFakePrometheusApi,
+  startSilentServer,
+  StaticCluster,
+  throwsMatching,
+  workload,
+} from "./prometheus_support.ts";
+import { startServer, type TestServer } from "./servers.ts";
+
+const EXPOSITION = [
+  "# TYPE test_gauge gauge",
+  'test_gauge{instance_name="a",zone="z1"} 3',
+  'test_gauge{instance_name="b",zone="z2"} 4.5',
+  "# TYPE test_single gauge",
+  "test_single 42",
+  "# TYPE skipper_serve_host_duration_seconds_count counter",
+  'skipper_serve_host_duration_seconds_count{host="example_org"} 100',
+  'skipper_serve_host_duration_seconds_count{host="www_example_org"} 50',
+  "",
+].join("\n");
+
+let exporter: TestServer;
+let prom: RealPrometheus;
+let fake: FakePrometheusApi;
+let silent: { url: string; close(): Promise<void> };
+let dir: string;
+
+before(async () => {
+  exporter = await startServer("127.0.0.1", 0, (_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+    res.end(EXPOSITION);
+  });
+  fake = await startFakePrometheusApi();
+  silent = await startSilentServer();
+  dir = await mkdtemp(join(tmpdir(), "hpa-prom-test-"));
+  // Last: the slow one; if it fails, the others are still stopped in after().
+  prom = await startPrometheus({
+    targets: [`127.0.0.1:${exporter.port}`],
+    readyQuery: "test_single",
+  });
+});
+
+after(async () => {
+  await prom?.stop();
+  await exporter?.close();
+  await fake?.close();
+  await silent?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** The collection time of the last live() context: real time (Prometheus holds recent data). */
+let clock = 0;
+
+/** A collect context on the real clock. */
+function live(
+  cluster: StaticCluster = new StaticCluster(),
+  signal?: AbortSignal,
+): ReturnType<typeof context> {
+  clock = Date.now();
+  return { ...context(cluster, signal), now: () => clock };
+}
+
+/** Poll the real server until `query` returns data (10 s at most). */
+async function waitForData(url: string, query: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const res = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(query)}`);
+    const doc = await res.json() as { data?: { result?: unknown[] } };
+    if ((doc.data?.result?.length ?? 0) > 0) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`no data for ${query} after 10s`);
+}
+
+/** A fresh flags object (the backends are cached per flags object). */
+function flags(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { "prometheus-server": prom.url, "prometheus-query-timeout": 10, ...extra };
+}
+
+function collectExternal(
+  query: string,
+  options: { flags?: Record<string, unknown>; config?: Record<string, string> } = {},
+) {
+  const c = prometheusFactory.create({
+    plan: externalPlan("prometheus", { query, ...options.config }),
+    flags: options.flags ?? flags(),
+  });
+  return c.collect(live());
+}
+
+describe("prometheus collector against a real Prometheus", () => {
+  const values: [string, string, number][] = [
+    ["a one-series vector is its value", "vector(3)", 3],
+    ["a scalar is its value", "scalar(test_single)", 42],
+    ["a scraped series is its value", "test_single", 42],
+    ["several series are summed, not the first kept", "test_gauge", 7.5],
+    ["a label matcher selects one series", 'test_gauge{zone="z2"}', 4.5],
+    ["an aggregation is one series", "sum by (zone) (test_gauge) * 2", 15],
+  ];
+  for (const [name, query, want] of values) {
+    it(name, async () => {
+      assert.deepEqual(await collectExternal(query), {
+        samples: [{ value: want, timestamp: clock }],
+      });
+    });
+  }
+
+  const failures: [string, string, RegExp][] = [
+    [
+      "an empty vector is an error naming the query",
+      "test_missing",
+      /^prometheus query "test_missing" returned an empty vector for metric queue-length$/,
+    ],
+    [
+      "a NaN scalar is an error naming the query",
+      "0/0",
+      /^prometheus query "0\/0" returned NaN for metric queue-length$/,
+    ],
+    [
+      "a NaN series is an error naming the query and series",
+      "vector(0)/0",
+      /^prometheus query "vector\(0\)\/0" returned NaN in series \{\} for metric queue-length$/,
+    ],
+    [
+      "an infinite value is an error",
+      "1/0",
+      /^prometheus query "1\/0" returned \+Inf for metric queue-length$/,
+    ],
+    [
+      "a matrix is an error naming the query",
+      "test_single[5s]",
+      /^prometheus query "test_single\[5s\]" returned a range vector \(matrix\); want an instant vector or a scalar for metric queue-length$/,
+    ],
+    [
+      "a string is an error",
+      '"hello"',
+      /^prometheus query ""hello"" returned a string; want an instant vector or a scalar for metric queue-length$/,
+    ],
+    [
+      "bad PromQL gives Prometheus' error type and text",
+      "sum(test_gauge",
+      /^prometheus query "sum\(test_gauge" for metric queue-length failed: bad_data: .*parse error.*unclosed left parenthesis/,
+    ],
+  ];
+  for (const [name, query, want] of failures) {
+    it(name, async () => {
+      await rejectsMatching(collectExternal(query), want);
+    });
+  }
+
+  it("reads the legacy query-name form", async () => {
+    const c = prometheusFactory.create({
+      plan: externalPlan("prometheus", { "query-name": "my-query", "my-query": "test_single" }, {
+        metricName: "prometheus-query",
+      }),
+      flags: flags(),
+    });
+    assert.deepEqual(await c.collect(live()), { samples: [{ value: 42, timestamp: clock }] });
+  });
+
+  it("an Object metric on any kind is the described object's value", async () => {
+    const c = prometheusFactory.create({
+      plan: objectPlan("prometheus", { apiVersion: "v1", kind: "Service", name: "web-svc" }, {
+        query: "sum(test_gauge)",
+      }, { metricName: "queue-depth" }),
+      flags: flags(),
+    });
+    assert.deepEqual(await c.collect(live()), {
+      samples: [{ objectName: "web-svc", value: 7.5, timestamp: clock }],
+    });
+  });
+
+  const perReplica: [string, Kind, MetricPlan["scaleTargetRef"], number][] = [
+    ["Deployment", "Deployment", { apiVersion: "apps/v1", kind: "Deployment", name: "web" }, 3],
+    ["StatefulSet", "StatefulSet", { apiVersion: "apps/v1", kind: "StatefulSet", name: "web" }, 5],
+    ["Rollout", "Rollout", { apiVersion: "argoproj.io/v1alpha1", kind: "Rollout", name: "web" }, 2],
+  ];
+  for (const [name, kind, ref, replicas] of perReplica) {
+    it(`per-replica divides by the ${name}'s status.replicas`, async () => {
+      const c = prometheusFactory.create({
+        plan: objectPlan("prometheus", { apiVersion: "v1", kind: "Service", name: "web-svc" }, {
+          query: "sum(test_gauge)",
+        }, { perReplica: true, scaleTargetRef: ref }),
+        flags: flags(),
+      });
+      assert.deepEqual(c.kinds, [kind]);
+      const cluster = new StaticCluster([[kind, workload("web", replicas)]]);
+      assert.deepEqual(await c.collect(live(cluster)), {
+        samples: [{ objectName: "web-svc", value: 7.5 / replicas, timestamp: clock }],
+      });
+    });
+  }
+
+  it("per-replica applies to External metrics too", async () => {
+    const c = prometheusFactory.create({
+      plan: externalPlan("prometheus", { query: "test_single" }, { perReplica: true }),
+      flags: flags(),
+    });
+    const cluster = new StaticCluster([["Deployment", workload("web", 4)]]);
+    assert.deepEqual(await c.collect(live(cluster)), {
+      samples: [{ value: 10.5, timestamp: clock }],
+    });
+  });
+
+  const replicaErrors: [string, [Kind, KubeObject][], RegExp][] = [
+    [
+      "zero replicas",
+      [["Deployment", workload("web", 0)]],
+      /^per-replica metric requests-per-second: scale target Deployment default\/web has 0 replicas \(status.replicas\)$/,
+    ],
+    [
+      "replicas not reported yet",
+      [["Deployment", workload("web", undefined)]],
+      /has 0 replicas/,
+    ],
+    [
+      "a missing scale target",
+      [],
+      /^per-replica metric requests-per-second: scale target Deployment default\/web not found$/,
+    ],
+  ];
+  for (const [name, objects, want] of replicaErrors) {
+    it(`per-replica with ${name} is an error, not a division`, async () => {
+      const c = prometheusFactory.create({
+        plan: objectPlan("prometheus", { kind: "Service", name: "web-svc" }, {
+          query: "sum(test_gauge)",
+        }, { perReplica: true }),
+        flags: flags(),
+      });
+      await rejectsMatching(c.collect(live(new StaticCluster(objects))), want);
+    });
+  }
+
+  it("evaluates the skipper and external-rps queries (rate of a constant counter is 0)", async () => {
+    // rate() needs two samples in its window.
+    await waitForData(
+      prom.url,
+      "min(count_over_time(skipper_serve_host_duration_seconds_count[1m])) >= 2",
+    );
+    const queries = [
+      skipperRpsQuery({ hosts: ["example.org", "www.example.org"], weight: 0.5 }),
+      skipperRpsQuery({ hosts: ["*.example.org", "example.org"], weight: 1 }),
+      externalRpsQuery({
+        metricName: "skipper_serve_host_duration_seconds_count",
+        hostnames: ["example.org"],
+        weight: 1,
+      }),
+    ];
+    for (const q of queries) {
+      assert.deepEqual(await collectExternal(q), { samples: [{ value: 0, timestamp: clock }] }, q);
+    }
+  });
+
+  it("a skipper query over hosts without traffic is an error (NaN), as in the original", async () => {
+    const q = skipperRpsQuery({ hosts: ["nothing.example"], weight: 1 });
+    await rejectsMatching(collectExternal(q), /returned NaN for metric queue-length$/);
+  });
+});
+
+describe("prometheus servers", () => {
+  it("prometheus-server in the config overrides the flag and sends no token", async () => {
+    const tokenFile = join(dir, "override-token");
+    await writeFile(tokenFile, "secret\n");
+    fake.seen.length = 0;
+    const r = await collectExternal("test_single", {
+      flags: { "prometheus-server": prom.url, "prometheus-server-token-file": tokenFile },
+      config: { "prometheus-server": fake.url },
+    });
+    assert.deepEqual(r, { samples: [{ value: 1, timestamp: clock }] });
+    assert.equal(fake.seen.length, 1);
+    assert.equal(fake.seen[0].authorization, undefined);
+  });
+
+  it("prometheus-server-alias picks an --additional-prometheus-server", async () => {
+    const r = await collectExternal("test_single", {
+      flags: {
+        "prometheus-server": fake.url,
+        "additional-prometheus-server": [`other=${prom.url}`],
+      },
+      config: { "prometheus-server-alias": "other" },
+    });
+    assert.deepEqual(r, { samples: [{ value: 42, timestamp: clock }] });
+  });
+
+  it("an alias works without a default server", async () => {
+    const r = await collectExternal("test_single", {
+      flags: { "additional-prometheus-server": [`other=${prom.url}`] },
+      config: { "prometheus-server-alias": "other" },
+    });
+    assert.deepEqual(r, { samples: [{ value: 42, timestamp: clock }] });
+  });
+
+  const createErrors: [string, Record<string, unknown>, Record<string, string>, RegExp][] = [
+    [
+      "an unknown alias",
+      { "additional-prometheus-server": ["a=http://127.0.0.1:1", "b=http://127.0.0.1:2"] },
+      { "prometheus-server-alias": "nope" },
+      /^unknown prometheus-server-alias "nope" for metric queue-length \(known: a, b\)$/,
+    ],
+    [
+      "an alias without additional servers",
+      { "prometheus-server": "http://127.0.0.1:1" },
+      { "prometheus-server-alias": "nope" },
+      /^unknown prometheus-server-alias "nope" for metric queue-length \(no --additional-prometheus-server given\)$/,
+    ],
+    [
+      "no server at all",
+      {},
+      {},
+      /^no Prometheus server for metric queue-length: start with --prometheus-server or set prometheus-server-alias$/,
+    ],
+    [
+      "a link-local prometheus-server",
+      { "prometheus-server": "http://127.0.0.1:1" },
+      { "prometheus-server": "http://169.254.169.254/" },
+      /^prometheus-server "http:\/\/169.254.169.254\/" of metric queue-length is a link-local address/,
+    ],
+    [
+      "a prometheus-server that is no URL",
+      { "prometheus-server": "http://127.0.0.1:1" },
+      { "prometheus-server": "prometheus:9090" },
+      /^invalid prometheus-server "prometheus:9090" for metric queue-length: want an http\(s\) URL$/,
+    ],
+    [
+      "a malformed --additional-prometheus-server",
+      { "additional-prometheus-server": ["http://127.0.0.1:1"] },
+      {},
+      /^invalid --additional-prometheus-server "http:\/\/127.0.0.1:1": want alias=url$/,
+    ],
+    [
+      "a repeated alias",
+      { "additional-prometheus-server": ["a=http://127.0.0.1:1", "a=http://127.0.0.1:2"] },
+      {},
+      /^invalid --additional-prometheus-server "a=http:\/\/127.0.0.1:2": alias "a" repeated$/,
+    ],
+    [
+      "a token file for an unknown alias",
+      {
+        "additional-prometheus-server": ["a=http://127.0.0.1:1"],
+        "additional-prometheus-server-token-file": ["b=/tmp/token"],
+      },
+      {},
+      /^invalid --additional-prometheus-server-token-file "b=\/tmp\/token": no --additional-prometheus-server with alias "b"$/,
+    ],
+    [
+      "a missing query",
+      { "prometheus-server": "http://127.0.0.1:1" },
+      { query: "" },
+      /^missing config "query" for metric queue-length$/,
+    ],
+    [
+      "a query-name naming no key",
+      { "prometheus-server": "http://127.0.0.1:1" },
+      { query: "", "query-name": "q1" },
+      /^missing config "q1" \(named by query-name\) holding the query of metric queue-length$/,
+    ],
+  ];
+  for (const [name, f, config, want] of createErrors) {
+    it(`refuses ${name}`, () => {
+      throwsMatching(
+        () =>
+          prometheusFactory.create({
+            plan: externalPlan("prometheus", { query: "up", ...config }),
+            flags: { ...f },
+          }),
+        want,
+      );
+    });
+  }
+
+  it("allows a link-local prometheus-server with --allow-link-local-targets", () => {
+    const c = prometheusFactory.create({
+      plan: externalPlan("prometheus", {
+        query: "up",
+        "prometheus-server": "http://169.254.169.254/",
+      }),
+      flags: { "allow-link-local-targets": true },
+    });
+    assert.match(c.queryKey, /169\.254\.169\.254/);
+  });
+
+  it("refuses per-replica with a scale target whose replicas it cannot read", () => {
+    throwsMatching(
+      () =>
+        prometheusFactory.create({
+          plan: objectPlan("prometheus", { kind: "Service", name: "s" }, { query: "up" }, {
+            perReplica: true,
+            scaleTargetRef: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs" },
+          }),
+          flags: { "prometheus-server": "http://127.0.0.1:1" },
+        }),
+      /^per-replica metric requests-per-second needs a scale target of kind Deployment, StatefulSet, Rollout, not ReplicaSet\/rs$/,
+    );
+  });
+
+  it("shares one client per server across collectors of one flags object", () => {
+    const f = { "additional-prometheus-server": ["a=http://127.0.0.1:1"] };
+    assert.equal(prometheusBackendsFromFlags(f), prometheusBackendsFromFlags(f));
+    assert.equal(prometheusBackendsFromFlags(f).aliases.get("a")?.url, "http://127.0.0.1:1");
+  });
+
+  it("query keys: equal for equal queries, different across servers, objects and targets", () => {
+    const f = flags({ "additional-prometheus-server": ["a=http://127.0.0.1:1"] });
+    const key = (plan: MetricPlan): string => prometheusFactory.create({ plan, flags: f }).queryKey;
+    const base = externalPlan("prometheus", { query: "up" });
+    assert.equal(key(base), key(externalPlan("prometheus", { query: "up", other: "x" })));
+    assert.notEqual(key(base), key(externalPlan("prometheus", { query: "up2" })));
+    assert.notEqual(
+      key(base),
+      key(externalPlan("prometheus", { query: "up", "prometheus-server-alias": "a" })),
+    );
+    assert.notEqual(
+      key(base),
+      key(externalPlan("prometheus", { query: "up" }, { perReplica: true })),
+    );
+    const obj = (name: string) =>
+      objectPlan("prometheus", { kind: "Service", name }, { query: "up" });
+    assert.notEqual(key(obj("a")), key(obj("b")));
+  });
+});
+
+describe("prometheus client over HTTP", () => {
+  function clientFlags(url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return { "prometheus-server": url, ...extra };
+  }
+
+  it("sends a form POST with query, time and timeout to /api/v1/query", async () => {
+    fake.seen.length = 0;
+    fake.reply = () => ({ status: 200, body: scalarBody("2.5") });
+    const r = await collectExternal("sum(up)", {
+      flags: clientFlags(`${fake.url}/prefix/`, { "prometheus-query-timeout": 7 }),
+    });
+    assert.deepEqual(r, { samples: [{ value: 2.5, timestamp: clock }] });
+    assert.deepEqual(fake.seen, [{
+      method: "POST",
+      path: "/prefix/api/v1/query",
+      params: { query: "sum(up)", time: String(clock / 1000), timeout: "7" },
+      authorization: undefined,
+    }]);
+  });
+
+  it("falls back to GET when POST is answered 405", async () => {
+    fake.seen.length = 0;
+    fake.reply = (req) =>
+      req.method === "POST"
+        ? { status: 405, body: "method not allowed", headers: { "content-type": "text/plain" } }
+        : { status: 200, body: scalarBody("9") };
+    const r = await collectExternal("up", { flags: clientFlags(fake.url) });
+    assert.deepEqual(r, { samples: [{ value: 9, timestamp: clock }] });
+    assert.deepEqual(fake.seen.map((s) => [s.method, s.params.query]), [["POST", "up"], [
+      "GET",
+      "up",
+    ]]);
+  });
+
+  it("sends the token file's bearer token and re-reads it when the file changes", async () => {
+    const tokenFile = join(dir, "token");
+    await writeFile(tokenFile, "first-token\n");
+    fake.seen.length = 0;
+    fake.reply = (req) =>
+      req.authorization === "Bearer first-token" || req.authorization === "Bearer second-token"
+        ? { status: 200, body: scalarBody("1") }
+        : { status: 401, body: "unauthorized", headers: { "content-type": "text/plain" } };
+    const f = clientFlags(fake.url, { "prometheus-server-token-file": tokenFile });
+    const c = prometheusFactory.create({
+      plan: externalPlan("prometheus", { query: "up" }),
+      flags: f,
+    });
+    await c.collect(live());
+    await c.collect(live());
+    await writeFile(tokenFile, "second-token");
+    await c.collect(live());
+    assert.deepEqual(fake.seen.map((s) => s.authorization), [
+      "Bearer first-token",
+      "Bearer first-token",
+      "Bearer second-token",
+    ]);
+    await writeFile(tokenFile, "wrong");
+    await rejectsMatching(
+      c.collect(live()),
+      new RegExp(
+        `^prometheus query "up" for metric queue-length failed: unsuccessful response "401 Unauthorized" from ${fake.url}/api/v1/query$`,
+      ),
+    );
+  });
+
+  it("sends an alias's own token file", async () => {
+    const tokenFile = join(dir, "alias-token");
+    await writeFile(tokenFile, "alias-token");
+    fake.seen.length = 0;
+    fake.reply = () => ({ status: 200, body: scalarBody("1") });
+    await collectExternal("up", {
+      flags: {
+        "additional-prometheus-server": [`a=${fake.url}`],
+        "additional-prometheus-server-token-file": [`a=${tokenFile}`],
+      },
+      config: { "prometheus-server-alias": "a" },
+    });
+    assert.equal(fake.seen[0].authorization, "Bearer alias-token");
+  });
+
+  it("a missing or empty token file is an error naming the file", async () => {
+    const missing = join(dir, "no-such-token");
+    await rejectsMatching(
+      collectExternal("up", {
+        flags: clientFlags(fake.url, { "prometheus-server-token-file": missing }),
+      }),
+      new RegExp(`failed: cannot read token file "${missing}": ENOENT`),
+    );
+    const empty = join(dir, "empty-token");
+    await writeFile(empty, " \n");
+    await rejectsMatching(
+      collectExternal("up", {
+        flags: clientFlags(fake.url, { "prometheus-server-token-file": empty }),
+      }),
+      new RegExp(`failed: cannot read token file "${empty}": the file is empty$`),
+    );
+  });
+
+  it("times out on a server that never answers", async () => {
+    const started = Date.now();
+    await rejectsMatching(
+      collectExternal("up", {
+        flags: clientFlags(silent.url, { "prometheus-query-timeout": 0.3 }),
+      }),
+      new RegExp(
+        `^prometheus query "up" for metric queue-length failed: request to ${silent.url}/api/v1/query failed: timed out after 0.3s$`,
+      ),
+    );
+    assert.ok(Date.now() - started < 5000);
+  });
+
+  it("stops when the collection's signal aborts", async () => {
+    const c = prometheusFactory.create({
+      plan: externalPlan("prometheus", { query: "up" }),
+      flags: clientFlags(silent.url),
+    });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error("plan stopped")), 100);
+    await rejectsMatching(c.collect(live(undefined, ac.signal)), /failed: plan stopped$/);
+  });
+
+  const broken: [
+    string,
+    { status: number; body: string; headers?: Record<string, string> },
+    string,
+  ][] = [
+    [
+      "garbage",
+      { status: 200, body: "<html>hello</html>", headers: { "content-type": "text/html" } },
+      "invalid JSON from URL: ",
+    ],
+    [
+      "a non-200 answer without Prometheus' error JSON",
+      { status: 502, body: "bad gateway", headers: { "content-type": "text/plain" } },
+      'unsuccessful response "502 Bad Gateway" from URL',
+    ],
+    [
+      "Prometheus' error JSON on 503",
+      {
+        status: 503,
+        body: JSON.stringify({ status: "error", errorType: "timeout", error: "query timed out" }),
+      },
+      "timeout: query timed out",
+    ],
+    [
+      "JSON that is not an API response",
+      { status: 200, body: '{"hello":1}' },
+      "invalid response from URL: not a Prometheus API response",
+    ],
+    [
+      "a result that does not match its type",
+      { status: 200, body: '{"status":"success","data":{"resultType":"vector","result":{}}}' },
+      "invalid response from URL: invalid vector result",
+    ],
+    [
+      "an oversized answer",
+      { status: 200, body: scalarBody("1") + " ".repeat(5000) },
+      "response from URL exceeds 1000 bytes",
+    ],
+  ];
+  for (const [name, reply, want] of broken) {
+    it(`records ${name} as an error`, async () => {
+      fake.reply = () => reply;
+      const err = await collectExternal("up", {
+        flags: clientFlags(fake.url, { "max-response-bytes": 1000 }),
+      }).then(() => null, (e: Error) => e);
+      assert.ok(err instanceof Error, "collect must reject");
+      const prefix = 'prometheus query "up" for metric queue-length failed: ';
+      assert.ok(
+        err.message.startsWith(prefix + want.replace("URL", `${fake.url}/api/v1/query`)),
+        err.message,
+      );
+    });
+  }
+
+  it("an oversized answer without content-length is cut at the cap", async () => {
+    const srv = await startServer("127.0.0.1", 0, (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(scalarBody("1"));
+      res.end(" ".repeat(5000));
+    });
+    try {
+      await rejectsMatching(
+        collectExternal("up", {
+          flags: clientFlags(`http://127.0.0.1:${srv.port}`, { "max-response-bytes": 1000 }),
+        }),
+        /failed: response from http:\/\/127.0.0.1:\d+\/api\/v1\/query exceeds 1000 bytes$/,
+      );
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+describe("prometheus response parsing", () => {
+  const url = "http://p/api/v1/query";
+  const ok: [string, unknown, QueryResult][] = [
+    [
+      "scalar",
+      { status: "success", data: { resultType: "scalar", result: [1.5, "3"] } },
+      { resultType: "scalar", value: 3, timestamp: 1500 },
+    ],
+    [
+      "string",
+      { status: "success", data: { resultType: "string", result: [1, "x"] } },
+      { resultType: "string", value: "x", timestamp: 1000 },
+    ],
+    [
+      "vector with labels and warnings",
+      {
+        status: "success",
+        warnings: ["w1"],
+        data: {
+          resultType: "vector",
+          result: [{ metric: { __name__: "up", job: "a" }, value: [2, "+Inf"] }],
+        },
+      },
+      {
+        resultType: "vector",
+        series: [{ labels: { __name__: "up", job: "a" }, value: Infinity, timestamp: 2000 }],
+        warnings: ["w1"],
+      },
+    ],
+    [
+      "matrix",
+      {
+        status: "success",
+        data: { resultType: "matrix", result: [{ metric: {}, values: [[1, "1"], [2, "-Inf"]] }] },
+      },
+      { resultType: "matrix", series: [{ labels: {}, values: [[1000, 1], [2000, -Infinity]] }] },
+    ],
+  ];
+  for (const [name, doc, want] of ok) {
+    it(`parses a ${name} result`, () => {
+      assert.deepEqual(parseQueryResponse(JSON.stringify(doc), { url }), want);
+    });
+  }
+
+  it("throws Prometheus' error with its type and status", () => {
+    const body = JSON.stringify({ status: "error", errorType: "bad_data", error: "parse error" });
+    assert.throws(() => parseQueryResponse(body, { url, status: 400 }), (e: unknown) => {
+      assert.ok(e instanceof PrometheusQueryError);
+      assert.equal(e.message, "bad_data: parse error");
+      assert.equal(e.errorType, "bad_data");
+      assert.equal(e.status, 400);
+      return true;
+    });
+  });
+
+  it("refuses a native histogram sample (no float value)", () => {
+    const body = JSON.stringify({
+      status: "success",
+      data: { resultType: "vector", result: [{ metric: {}, histogram: [1, {}] }] },
+    });
+    throwsMatching(
+      () => parseQueryResponse(body, { url }),
+      /^invalid response from http:\/\/p\/api\/v1\/query: vector series \{\} has no float value$/,
+    );
+  });
+
+  const samples: [unknown, number][] = [
+    ["1", 1],
+    ["-2.5e3", -2500],
+    ["NaN", NaN],
+    ["+Inf", Infinity],
+    ["-Inf", -Infinity],
+  ];
+  for (const [raw, want] of samples) {
+    it(`parses sample value ${JSON.stringify(raw)}`, () => {
+      assert.ok(Object.is(parseSampleValue(raw), want));
+    });
+  }
+  for (const raw of ["", "abc", 1, null]) {
+    it(`refuses sample value ${JSON.stringify(raw)}`, () => {
+      throwsMatching(() => parseSampleValue(raw), /^invalid sample value/);
+    });
+  }
+
+  it("refuses a server URL that is not http(s)", () => {
+    throwsMatching(
+      () => new PrometheusClient({ url: "ftp://p" }),
+      /^invalid Prometheus server URL "ftp:\/\/p": want http or https$/,
+    );
+  });
+});
+
+describe("prometheusValue", () => {
+  const vec = (...values: number[]): QueryResult => ({
+    resultType: "vector",
+    series: values.map((value, i) => ({ labels: { i: String(i) }, value, timestamp: 0 })),
+  });
+  it("sums every series", () => assert.equal(prometheusValue(vec(1, 2, 3.5), "q"), 6.5));
+  it("names the bad series", () => {
+    throwsMatching(
+      () => prometheusValue(vec(1, NaN), "q"),
+      /^query "q" returned NaN in series \{i="1"\}$/,
+    );
+  });
+  it("refuses a sum that overflows", () => {
+    throwsMatching(
+      () => prometheusValue(vec(Number.MAX_VALUE, Number.MAX_VALUE), "q"),
+      /^query "q" returned a sum of \+Inf$/,
+    );
+  });
+});
+
+describe("scaleTargetReplicas", () => {
+  it("reads status.replicas in the HPA's namespace", () => {
+    const other = { ...workload("web", 9), metadata: { name: "web", namespace: "other" } };
+    const cluster = new StaticCluster([["Deployment", other], ["Deployment", workload("web", 2)]]);
+    assert.equal(
+      scaleTargetReplicas(cluster, {
+        namespace: "default",
+        scaleTargetRef: { kind: "Deployment", name: "web" },
+      }),
+      2,
+    );
+  });
+});
