@@ -26,6 +26,7 @@ import {
 } from "../cluster/leader_election.ts";
 import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
 import { backendCollectorFactories } from "../collectors/backends.ts";
+import { prometheusBackendsFromFlags } from "../collectors/prometheus.ts";
 import { createCollectorRegistry, defaultCollectorFactories } from "../collectors/registry.ts";
 import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
@@ -155,6 +156,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     closers.push(() => leader.stop());
     const isLeader = (): boolean => leader.isLeader();
 
+    // bad Prometheus flags (alias=url pairs, token files) fail the start, not each collection
+    prometheusBackendsFromFlags(flags);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
     const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
     const registry = createCollectorRegistry([
