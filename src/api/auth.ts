@@ -25,6 +25,7 @@ import { createHash, X509Certificate } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import type { ConnectionInfo, PeerCertificate } from "../runtime/serve.ts";
 import { parseCertificateBundle } from "./certs.ts";
+import { statusBody, type StatusDetails, type StatusReason } from "./status.ts";
 
 /** An authenticated user (k8s.io/apiserver `user.Info`). */
 export interface UserInfo {
@@ -161,30 +162,21 @@ const MAX_CACHE_ENTRIES = 10_000;
 // Status responses (metav1.Status JSON, field order as Go writes it)
 
 function statusResponse(
-  code: number,
-  reason: string,
+  reason: StatusReason,
   message: string,
-  details?: Record<string, unknown>,
+  details?: StatusDetails,
 ): Response {
-  const body: Record<string, unknown> = {
-    kind: "Status",
-    apiVersion: "v1",
-    metadata: {},
-    status: "Failure",
-    message,
-    reason,
-  };
-  if (details) body.details = details;
-  body.code = code;
+  const body = statusBody(reason, message, { details });
+  // Only the content type: the app's own Status errors (statusResponse) also set cache-control.
   return new Response(JSON.stringify(body), {
-    status: code,
+    status: body.code,
     headers: { "content-type": "application/json" },
   });
 }
 
 /** 401 as the Go server sends it. */
 export function unauthorizedResponse(): Response {
-  return statusResponse(401, "Unauthorized", "Unauthorized");
+  return statusResponse("Unauthorized", "Unauthorized");
 }
 
 /** Go's `%q` for the strings we quote (JSON quoting agrees for printable text). */
@@ -228,17 +220,17 @@ export function forbiddenResponse(
   attrs: RequestAttributes,
   reason: string,
 ): Response {
-  const details: Record<string, string> = {};
+  const details: StatusDetails = {};
   if (attrs.isResourceRequest) {
     if (attrs.name) details.name = attrs.name;
     if (attrs.apiGroup) details.group = attrs.apiGroup;
     if (attrs.resource) details.kind = attrs.resource;
   }
-  return statusResponse(403, "Forbidden", forbiddenMessage(user, attrs, reason), details);
+  return statusResponse("Forbidden", forbiddenMessage(user, attrs, reason), details);
 }
 
 function internalErrorResponse(message: string): Response {
-  return statusResponse(500, "InternalError", `Internal error occurred: ${message}`, {
+  return statusResponse("InternalError", `Internal error occurred: ${message}`, {
     causes: [{ message }],
   });
 }
