@@ -11,9 +11,9 @@
  */
 import type { MetricPlan } from "../core/types.ts";
 import {
+  collectPrometheus,
+  defaultPrometheusServer,
   type PrometheusBackends,
-  prometheusBackendsFromFlags,
-  queryPrometheus,
 } from "./prometheus.ts";
 import type { PrometheusClient } from "./prometheus_client.ts";
 import { formatWeight, SKIPPER_RPS_SERIES } from "./skipper.ts";
@@ -120,13 +120,11 @@ class ExternalRpsCollector implements Collector {
   }
 
   async collect(ctx: CollectContext): Promise<CollectResult> {
-    const { value, warnings } = await queryPrometheus(this.#client, this.#query, {
+    return await collectPrometheus(this.#client, this.#query, {
       backends: this.#backends,
       ctx,
       metricName: this.#metricName,
     });
-    const sample = { value, timestamp: ctx.now() };
-    return warnings.length > 0 ? { samples: [sample], warnings } : { samples: [sample] };
   }
 }
 
@@ -143,10 +141,10 @@ export const externalRpsFactory: CollectorFactory = {
         `requests-per-second metrics are not enabled (start with --external-rps-metrics)`,
       );
     }
-    const backends = prometheusBackendsFromFlags(flags);
-    if (!backends.default) {
-      throw new Error(`requests-per-second metric ${plan.metricName} needs --prometheus-server`);
-    }
+    const { backends, client } = defaultPrometheusServer(flags, {
+      type: "requests-per-second",
+      metricName: plan.metricName,
+    });
     const name = flags["external-rps-metric-name"];
     const metricName = typeof name === "string" ? name : SKIPPER_RPS_SERIES;
     if (!METRIC_NAME.test(metricName)) {
@@ -154,6 +152,6 @@ export const externalRpsFactory: CollectorFactory = {
     }
     const { hostnames, weight } = parseExternalRpsConfig(plan);
     const query = externalRpsQuery({ metricName, hostnames, weight });
-    return new ExternalRpsCollector(plan, query, backends.default, backends);
+    return new ExternalRpsCollector(plan, query, client, backends);
   },
 };

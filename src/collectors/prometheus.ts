@@ -129,6 +129,21 @@ export function prometheusBackendsFromFlags(flags: Record<string, unknown>): Pro
   return backends;
 }
 
+/**
+ * The backends of the flags and their default server (`--prometheus-server`), for collectors
+ * that query only that one. Throws `<type> metric <name> needs --prometheus-server` without it.
+ */
+export function defaultPrometheusServer(
+  flags: Record<string, unknown>,
+  options: { type: string; metricName: string },
+): { backends: PrometheusBackends; client: PrometheusClient } {
+  const backends = prometheusBackendsFromFlags(flags);
+  if (!backends.default) {
+    throw new Error(`${options.type} metric ${options.metricName} needs --prometheus-server`);
+  }
+  return { backends, client: backends.default };
+}
+
 function formatNumber(v: number): string {
   return Number.isNaN(v) ? "NaN" : v === Infinity ? "+Inf" : v === -Infinity ? "-Inf" : String(v);
 }
@@ -263,6 +278,51 @@ export function scaleTargetReplicas(
   return replicas;
 }
 
+/** Options of {@linkcode collectPrometheus}. */
+export interface CollectPrometheusOptions extends QueryPrometheusOptions {
+  /** An Object metric's described object name; none for an External metric. */
+  objectName?: string;
+  /**
+   * Divide the value by `status.replicas` of the HPA's scale target (in `namespace`); a failure
+   * to read them is an error starting with `context`.
+   */
+  perReplica?: { namespace: string; scaleTargetRef: ObjectReference; context: string } | null;
+  /** Said before Prometheus' own warnings. */
+  warnings?: readonly string[];
+}
+
+/**
+ * One collection of a Prometheus-backed collector: {@linkcode queryPrometheus}, optionally
+ * divided by the scale target's replicas (read from `ctx.cluster`), as one sample at
+ * `ctx.now()`.
+ */
+export async function collectPrometheus(
+  client: PrometheusClient,
+  query: string,
+  options: CollectPrometheusOptions,
+): Promise<CollectResult> {
+  const { ctx, perReplica } = options;
+  const { value, warnings } = await queryPrometheus(client, query, options);
+  let v = value;
+  if (perReplica) {
+    let replicas: number;
+    try {
+      replicas = scaleTargetReplicas(ctx.cluster, {
+        namespace: perReplica.namespace,
+        scaleTargetRef: perReplica.scaleTargetRef,
+      });
+    } catch (e) {
+      throw new Error(`${perReplica.context}: ${(e as Error).message}`);
+    }
+    v = value / replicas;
+  }
+  const sample = options.objectName === undefined
+    ? { value: v, timestamp: ctx.now() }
+    : { objectName: options.objectName, value: v, timestamp: ctx.now() };
+  const all = [...(options.warnings ?? []), ...warnings];
+  return all.length > 0 ? { samples: [sample], warnings: all } : { samples: [sample] };
+}
+
 interface PrometheusPlanConfig {
   query: string;
   client: PrometheusClient;
@@ -384,29 +444,20 @@ class PrometheusCollector implements Collector {
 
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const plan = this.#plan;
-    const { value, warnings } = await queryPrometheus(this.#config.client, this.#config.query, {
+    return await collectPrometheus(this.#config.client, this.#config.query, {
       backends: this.#backends,
       ctx,
       metricName: plan.metricName,
-    });
-    let v = value;
-    if (plan.perReplica) {
-      let replicas: number;
-      try {
-        replicas = scaleTargetReplicas(ctx.cluster, {
+      objectName: plan.metricType === "Object" ? plan.describedObject!.name : undefined,
+      perReplica: plan.perReplica
+        ? {
           namespace: plan.hpa.namespace,
           scaleTargetRef: plan.scaleTargetRef,
-        });
-      } catch (e) {
-        throw new Error(`per-replica metric ${plan.metricName}: ${(e as Error).message}`);
-      }
-      v = value / replicas;
-    }
-    const sample = plan.metricType === "Object"
-      ? { objectName: plan.describedObject!.name, value: v, timestamp: ctx.now() }
-      : { value: v, timestamp: ctx.now() };
-    const all = this.#config.warning ? [this.#config.warning, ...warnings] : warnings;
-    return all.length > 0 ? { samples: [sample], warnings: all } : { samples: [sample] };
+          context: `per-replica metric ${plan.metricName}`,
+        }
+        : null,
+      warnings: this.#config.warning ? [this.#config.warning] : [],
+    });
   }
 }
 

@@ -19,11 +19,10 @@
 import type { Kind, KubeObject } from "../cluster/types.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
+  collectPrometheus,
+  defaultPrometheusServer,
   type PrometheusBackends,
-  prometheusBackendsFromFlags,
-  queryPrometheus,
   scaleTargetKind,
-  scaleTargetReplicas,
 } from "./prometheus.ts";
 import type { PrometheusClient } from "./prometheus_client.ts";
 import type {
@@ -251,31 +250,19 @@ class SkipperCollector implements Collector {
 
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const plan = this.#plan;
-    const query = this.#query(ctx);
-    const { value, warnings } = await queryPrometheus(this.#config.client, query, {
+    return await collectPrometheus(this.#config.client, this.#query(ctx), {
       backends: this.#backends,
       ctx,
       metricName: plan.metricName,
-    });
-    let v = value;
-    if (this.#config.average) {
-      let replicas: number;
-      try {
-        replicas = scaleTargetReplicas(ctx.cluster, {
+      objectName: this.#config.name,
+      perReplica: this.#config.average
+        ? {
           namespace: plan.hpa.namespace,
           scaleTargetRef: plan.scaleTargetRef,
-        });
-      } catch (e) {
-        throw new Error(
-          `metric ${plan.metricName} (no averageValue target, so averaged over replicas): ${
-            (e as Error).message
-          }`,
-        );
-      }
-      v = value / replicas;
-    }
-    const sample = { objectName: this.#config.name, value: v, timestamp: ctx.now() };
-    return warnings.length > 0 ? { samples: [sample], warnings } : { samples: [sample] };
+          context: `metric ${plan.metricName} (no averageValue target, so averaged over replicas)`,
+        }
+        : null,
+    });
   }
 }
 
@@ -304,10 +291,10 @@ export const skipperFactory: CollectorFactory = {
         `skipper metrics of ${d.kind} objects are not enabled (start with --${flag})`,
       );
     }
-    const backends = prometheusBackendsFromFlags(flags);
-    if (!backends.default) {
-      throw new Error(`skipper metric ${plan.metricName} needs --prometheus-server`);
-    }
+    const { backends, client } = defaultPrometheusServer(flags, {
+      type: "skipper",
+      metricName: plan.metricName,
+    });
     const annos = flags["skipper-backends-annotation"];
     const average = plan.target.averageValue === undefined;
     if (average && scaleTargetKind(plan.scaleTargetRef) === undefined) {
@@ -324,7 +311,7 @@ export const skipperFactory: CollectorFactory = {
         ? annos.filter((a): a is string => typeof a === "string")
         : [],
       average,
-      client: backends.default,
+      client,
     }, backends);
   },
 };
