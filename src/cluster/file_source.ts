@@ -305,7 +305,12 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
         if (state) next.set(file, state);
       }
     }
+    // Nothing changed on disk (the usual poll): every served object is already up to date,
+    // and rebuilding them all (a clone and a JSON text each) every second is what costs.
+    const unchanged = pathErrors.length === 0 && this.files.size > 0 &&
+      next.size === this.files.size && [...next].every(([f, s]) => this.files.get(f) === s);
     this.files = next;
+    if (unchanged) return;
     const bases = new Map<Kind, Map<string, KubeObject>>();
     for (const k of KINDS) bases.set(k, new Map());
     const sourceOf = new Map<string, string>();

@@ -11,10 +11,12 @@
  */
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
 import type { FlagValues } from "../cli/flags.ts";
-import { scheduleLabel, scheduleOptionsFromFlags } from "../collectors/scaling_schedule.ts";
+import {
+  ScheduleEvaluator,
+  scheduleLabel,
+  scheduleOptionsFromFlags,
+} from "../collectors/scaling_schedule.ts";
 import { parseQuantity } from "../core/quantity.ts";
-import { parseScalingSchedule, scheduleActive, scheduleValue } from "../core/scaling_schedule.ts";
-import type { ScheduleOptions } from "../core/scaling_schedule.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 
@@ -120,7 +122,7 @@ export class ScheduleController {
   readonly #log: Logger;
   readonly #isLeader: () => boolean;
   readonly #intervalMs: number;
-  readonly #options: ScheduleOptions;
+  readonly #schedules: ScheduleEvaluator;
   readonly #tolerance: number;
   #timer: unknown = null;
   #unwatch: (() => void)[] = [];
@@ -143,7 +145,7 @@ export class ScheduleController {
     this.#log = options.logger ?? silentLogger();
     this.#isLeader = options.isLeader ?? (() => true);
     this.#intervalMs = options.intervalMs ?? 10_000;
-    this.#options = scheduleOptionsFromFlags(options.flags);
+    this.#schedules = new ScheduleEvaluator(scheduleOptionsFromFlags(options.flags));
     const tol = options.flags["horizontal-pod-autoscaler-tolerance"];
     this.#tolerance = typeof tol === "number" && tol >= 0 ? tol : 0.1;
   }
@@ -182,6 +184,9 @@ export class ScheduleController {
       return this.#running;
     }
     const run = async (): Promise<void> => {
+      // Start after #running is set: a status write emits a watch event synchronously, and
+      // that event must not start a second pass inside this one.
+      await undefined;
       try {
         do {
           this.#again = false;
@@ -215,8 +220,7 @@ export class ScheduleController {
         const label = scheduleLabel(kind, obj.metadata.namespace ?? "", obj.metadata.name);
         let active: boolean;
         try {
-          const parsed = parseScalingSchedule({ ...obj, kind });
-          active = scheduleActive(parsed.spec, now, this.#options);
+          active = this.#schedules.active(kind, obj, now);
           this.#problem(key, null, {});
         } catch (e) {
           this.#problem(key, `cannot evaluate ${label}`, { error: errorText(e) });
@@ -262,7 +266,7 @@ export class ScheduleController {
     let value: number | null = null;
     if (obj) {
       try {
-        value = scheduleValue(parseScalingSchedule({ ...obj, kind }).spec, now, this.#options);
+        value = this.#schedules.value(kind, obj, now);
       } catch {
         value = null; // logged by the status pass
       }

@@ -202,6 +202,26 @@ describe("FileClusterSource", () => {
     });
   });
 
+  it("rebuilds no object when a poll finds every file unchanged", async () => {
+    await withFiles({ "one.yaml": DEPLOYMENTS }, {}, async ({ source }) => {
+      await source.ensure("Deployment");
+      const stringify = JSON.stringify;
+      let calls = 0;
+      JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+        calls++;
+        return stringify(...args);
+      }) as typeof JSON.stringify;
+      try {
+        await source.refresh();
+        await source.refresh();
+      } finally {
+        JSON.stringify = stringify;
+      }
+      assert.equal(calls, 0);
+      assert.equal(source.get("Deployment", "default", "web")?.spec?.replicas, 2);
+    });
+  });
+
   it("keeps a broken file's objects and reports the error once until it is fixed", async () => {
     await withFiles({ "one.yaml": DEPLOYMENTS }, {}, async ({ source, write, errors }) => {
       const seen = record(source, ["Deployment"]);

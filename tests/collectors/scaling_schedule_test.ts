@@ -3,7 +3,15 @@ import assert from "node:assert/strict";
 import {
   clusterScalingScheduleFactory,
   scalingScheduleFactory,
+  SCHEDULE_WINDOW_SPAN_MS,
+  ScheduleEvaluator,
 } from "../../src/collectors/scaling_schedule.ts";
+import {
+  parseScalingSchedule,
+  scheduleActive,
+  scheduleValue,
+} from "../../src/core/scaling_schedule.ts";
+import type { KubeObject } from "../../src/cluster/types.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import { MemoryCluster } from "../engine/support.ts";
 
@@ -128,5 +136,86 @@ describe("scaling schedule collectors", () => {
           "metric peak of type scaling-schedule needs a describedObject of kind ScalingSchedule",
       },
     );
+  });
+});
+
+describe("ScheduleEvaluator", () => {
+  const options = {
+    defaultTimeZone: "Europe/Berlin",
+    defaultScalingWindowSeconds: 600,
+    rampSteps: 10,
+  };
+  // Repeating across the spring DST change in Berlin, one crossing midnight, and a OneTime.
+  const obj: KubeObject = {
+    apiVersion: "zalando.org/v1",
+    kind: "ScalingSchedule",
+    metadata: { name: "mixed", namespace: "shop" },
+    spec: {
+      scalingWindowDurationMinutes: 20,
+      schedules: [
+        {
+          type: "Repeating",
+          period: { days: ["Sat", "Sun", "Mon"], startTime: "01:30", endTime: "03:10" },
+          value: 40,
+        },
+        {
+          type: "Repeating",
+          period: { days: ["Sun"], startTime: "23:00", timezone: "UTC" },
+          durationMinutes: 120,
+          value: 70,
+        },
+        { type: "OneTime", date: "2024-03-31T12:00:00Z", durationMinutes: 45, value: 55 },
+      ],
+    },
+  };
+
+  it("gives the values and activity of the core maths at every time, across its window span", () => {
+    const evaluator = new ScheduleEvaluator(options);
+    const spec = parseScalingSchedule(obj).spec;
+    const from = Date.parse("2024-03-30T00:00:00Z");
+    const mismatches: string[] = [];
+    let active = 0;
+    let valued = 0;
+    // 3 days in 7-minute steps: many window spans, ramps, DST and midnight included.
+    for (let at = from; at < from + 3 * 86_400_000; at += 7 * 60_000) {
+      const want = [scheduleValue(spec, at, options), scheduleActive(spec, at, options)];
+      const got = [
+        evaluator.value("ScalingSchedule", obj, at),
+        evaluator.active("ScalingSchedule", obj, at),
+      ];
+      if (want[0] !== got[0] || want[1] !== got[1]) {
+        mismatches.push(`${new Date(at).toISOString()}: ${got} != ${want}`);
+      }
+      if (want[0] !== 0) valued++;
+      if (want[1]) active++;
+    }
+    assert.deepEqual(mismatches, []);
+    assert.ok(valued > 20 && active > 20, `too few active times (${valued}, ${active})`);
+  });
+
+  it("re-evaluates a changed object and a time beyond the kept span", () => {
+    const evaluator = new ScheduleEvaluator(options);
+    const at = Date.parse("2024-03-31T12:10:00Z");
+    assert.equal(evaluator.value("ScalingSchedule", obj, at), 55);
+    const changed = structuredClone(obj);
+    changed.spec.schedules[2].value = 60;
+    assert.equal(evaluator.value("ScalingSchedule", changed, at), 60);
+    assert.equal(evaluator.value("ScalingSchedule", obj, at), 55);
+    const later = Date.parse("2024-04-07T12:10:00Z");
+    assert.ok(later - at > SCHEDULE_WINDOW_SPAN_MS);
+    assert.equal(evaluator.value("ScalingSchedule", obj, later), 0);
+    assert.equal(evaluator.value("ScalingSchedule", obj, at - 60_000), 55);
+  });
+
+  it("throws the parse error of an invalid object every time", () => {
+    const evaluator = new ScheduleEvaluator(options);
+    const bad = structuredClone(obj);
+    delete bad.spec.schedules[2].date;
+    for (let i = 0; i < 2; i++) {
+      assert.throws(
+        () => evaluator.value("ScalingSchedule", bad, Date.parse("2024-03-31T12:10:00Z")),
+        /date/,
+      );
+    }
   });
 });

@@ -197,6 +197,35 @@ describe("ScheduleController", () => {
     assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 205 }]);
   });
 
+  it("runs one pass at a time when its own status writes emit watch events", async () => {
+    const s = setup();
+    s.timers.now = Date.parse("2024-03-04T10:00:00Z");
+    for (const name of ["a", "b", "c"]) {
+      const obj = schedule(100, "2024-03-04T10:05:00Z");
+      s.cluster.set("ScalingSchedule", { ...obj, metadata: { ...obj.metadata, name } });
+    }
+    let passes = 0;
+    let inPass = 0;
+    let overlapped = false;
+    const list = s.cluster.list.bind(s.cluster);
+    s.cluster.list = (kind, namespace) => {
+      if (kind === "ScalingSchedule") passes++;
+      if (kind === "ScalingSchedule" && inPass++ > 0) overlapped = true;
+      if (kind === "HorizontalPodAutoscaler") inPass = 0;
+      return list(kind, namespace);
+    };
+    await s.controller.start();
+    await settle();
+    // The first pass writes all three; their events ask for one more pass, which writes none.
+    assert.deepEqual(s.writer.statusUpdates.map((u) => [u.name, u.status]), [
+      ["a", { active: true }],
+      ["b", { active: true }],
+      ["c", { active: true }],
+    ]);
+    assert.deepEqual({ passes, overlapped }, { passes: 2, overlapped: false });
+    await s.controller.stop();
+  });
+
   it("writes nothing when not the leader", async () => {
     const s = setup();
     s.leader.value = false;
