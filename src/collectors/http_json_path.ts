@@ -12,8 +12,8 @@ import {
   durationConfig,
   extractJson,
   httpGetText,
+  maxResponseBytes,
 } from "./http_get.ts";
-import { DEFAULT_MAX_RESPONSE_BYTES } from "./pod_json_path.ts";
 import type {
   CollectContext,
   Collector,
@@ -104,8 +104,7 @@ class HttpJsonPathCollector implements Collector {
 
   constructor(config: HttpJsonPathConfig, flags: Record<string, unknown>) {
     this.#config = config;
-    const max = flags["max-response-bytes"];
-    this.#maxBytes = typeof max === "number" && max > 0 ? max : DEFAULT_MAX_RESPONSE_BYTES;
+    this.#maxBytes = maxResponseBytes(flags);
     // The endpoint is global: equal queries share one request whatever HPA or namespace asks
     // (other selector labels only change how the value is served).
     this.queryKey = `json-path/External|${

@@ -23,7 +23,7 @@ import { InfluxDB, linesToTables } from "@influxdata/influxdb-client";
 import type { Cancellable, FluxTableMetaData } from "@influxdata/influxdb-client";
 import type { MetricPlan } from "../core/types.ts";
 import { isLinkLocalHost } from "./http_json_path.ts";
-import { maxResponseBytes } from "./oauth_backend.ts";
+import { abortReasonText, maxResponseBytes } from "./http_get.ts";
 import type {
   CollectContext,
   Collector,
@@ -154,13 +154,7 @@ class InfluxDbCollector implements Collector {
         } else resolve(result!);
       };
       const onAbort = (): void => {
-        const r = ctx.signal.reason;
-        const reason = r instanceof Error
-          ? (r.name === "TimeoutError" ? "timed out" : r.message)
-          : typeof r === "string"
-          ? r
-          : "aborted";
-        finish(new Error(`${what} failed: ${reason}`));
+        finish(new Error(`${what} failed: ${abortReasonText(ctx.signal)}`));
       };
       if (ctx.signal.aborted) {
         onAbort();

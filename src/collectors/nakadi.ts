@@ -20,15 +20,14 @@
  */
 import type { MetricPlan } from "../core/types.ts";
 import {
-  backendRequest,
-  bodyExcerpt,
+  type CappedResponse,
+  fetchCapped,
   maxResponseBytes,
   RequestAbortedError,
   ResponseTooLargeError,
-  sleep,
-  tokenSourceFromFlags,
-} from "./oauth_backend.ts";
-import type { BackendResponse, TokenSource } from "./oauth_backend.ts";
+} from "./http_get.ts";
+import { bodyExcerpt, sleep, tokenSourceFromFlags } from "./oauth_backend.ts";
+import type { TokenSource } from "./oauth_backend.ts";
 import type {
   CollectContext,
   Collector,
@@ -116,7 +115,7 @@ interface Page {
   next: string | null;
 }
 
-function parseJson(res: BackendResponse, url: string): unknown {
+function parseJson(res: CappedResponse, url: string): unknown {
   try {
     return JSON.parse(res.text);
   } catch (e) {
@@ -202,14 +201,15 @@ class NakadiCollector implements Collector {
     for (let attempt = 1; attempt <= NAKADI_MAX_TRIES; attempt++) {
       let waitMs = NAKADI_INITIAL_BACKOFF_MS * 2 ** (attempt - 1);
       const token = await this.#tokens.token();
-      let res: BackendResponse | null = null;
+      let res: CappedResponse | null = null;
       try {
-        res = await backendRequest(url, {
+        res = await fetchCapped(url, {
           fetch: ctx.fetch,
           signal: ctx.signal,
           timeoutSeconds: NAKADI_REQUEST_TIMEOUT_SECONDS,
           maxBytes: this.#maxBytes,
           headers: { accept: "application/json", authorization: `Bearer ${token}` },
+          redirect: "error",
         });
       } catch (e) {
         // An abort ends the collection; an oversized answer will not shrink on a retry.

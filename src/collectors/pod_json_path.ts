@@ -16,6 +16,7 @@ import {
   durationConfig,
   extractJson,
   httpGetText,
+  maxResponseBytes,
   stableConfig,
 } from "./http_get.ts";
 import type {
@@ -31,8 +32,6 @@ export const POD_TARGET_KINDS: readonly Kind[] = ["Deployment", "StatefulSet", "
 
 /** Default of `--max-concurrent-pod-requests`. */
 export const DEFAULT_MAX_POD_REQUESTS = 32;
-/** Default of `--max-response-bytes`. */
-export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
 /** Options of {@linkcode selectReadyPods}. */
 export interface SelectPodsOptions {
@@ -214,7 +213,7 @@ class PodJsonPathCollector implements Collector {
       "max-concurrent-pod-requests",
       DEFAULT_MAX_POD_REQUESTS,
     );
-    this.#maxBytes = numberOption(flags, "max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES);
+    this.#maxBytes = maxResponseBytes(flags);
     const ref = plan.scaleTargetRef;
     this.kinds = ["Pod", ref.kind as Kind];
     this.queryKey = [

@@ -21,7 +21,7 @@
 import type { ClusterView, Kind } from "../cluster/types.ts";
 import type { MetricPlan, ObjectReference } from "../core/types.ts";
 import { isLinkLocalHost } from "./http_json_path.ts";
-import { DEFAULT_MAX_RESPONSE_BYTES } from "./pod_json_path.ts";
+import { maxResponseBytes } from "./http_get.ts";
 import {
   DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
   PrometheusClient,
@@ -122,7 +122,7 @@ export function prometheusBackendsFromFlags(flags: Record<string, unknown>): Pro
       "prometheus-query-timeout",
       DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
     ),
-    maxBytes: positiveFlag(flags, "max-response-bytes", DEFAULT_MAX_RESPONSE_BYTES),
+    maxBytes: maxResponseBytes(flags),
     allowLinkLocal: flags["allow-link-local-targets"] === true,
   };
   backendsCache.set(flags, backends);

@@ -5,6 +5,14 @@
  * response JSON parsed into typed results.
  */
 import { readFile, stat } from "node:fs/promises";
+import {
+  type CappedResponse,
+  fetchCapped,
+  type FetchCappedOptions,
+  requestDeadline,
+  ResponseTooLargeError,
+  unsuccessfulResponse,
+} from "./http_get.ts";
 
 /** Default of `--prometheus-query-timeout`, seconds. */
 export const DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS = 10;
@@ -243,52 +251,9 @@ class TokenFile {
   }
 }
 
-function abortMessage(signal: AbortSignal): string {
-  const r = signal.reason;
-  if (r instanceof Error) return r.message;
-  return typeof r === "string" ? r : "aborted";
-}
-
 /** Seconds as Prometheus reads a `time` or `timeout` parameter (a float number of seconds). */
 function seconds(ms: number): string {
   return (ms / 1000).toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
-}
-
-async function readCapped(
-  res: Response,
-  url: string,
-  maxBytes: number,
-): Promise<string> {
-  const declared = Number(res.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await res.body?.cancel().catch(() => {});
-    throw new PrometheusQueryError(`response from ${url} exceeds ${maxBytes} bytes`, {
-      status: res.status,
-    });
-  }
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  while (true) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw new PrometheusQueryError(`response from ${url} exceeds ${maxBytes} bytes`, {
-        status: res.status,
-      });
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
 }
 
 /**
@@ -345,50 +310,40 @@ export class PrometheusClient {
       time: seconds(options.time),
       timeout: seconds(options.timeoutSeconds * 1000),
     });
-    const deadline = new AbortController();
-    const timer = setTimeout(() => {
-      deadline.abort(new Error(`timed out after ${options.timeoutSeconds}s`));
-    }, Math.max(1, Math.round(options.timeoutSeconds * 1000)));
-    const onAbort = (): void => deadline.abort(options.signal.reason);
-    if (options.signal.aborted) onAbort();
-    else options.signal.addEventListener("abort", onAbort, { once: true });
     const url = this.queryUrl;
+    // One deadline for both tries (form POST, then GET when the server answers 405).
+    const whole = requestDeadline(options.signal, options.timeoutSeconds);
+    const send = (
+      target: string,
+      init: Pick<FetchCappedOptions, "method" | "headers" | "body" | "skipBody">,
+    ): Promise<CappedResponse> =>
+      fetchCapped(target, {
+        ...init,
+        fetch: options.fetch,
+        signal: whole.signal,
+        timeoutSeconds: options.timeoutSeconds,
+        maxBytes: options.maxBytes,
+      }).catch((e: Error) => {
+        throw new PrometheusQueryError(e.message, {
+          status: e instanceof ResponseTooLargeError ? e.status : undefined,
+        });
+      });
     try {
-      let res = await this.#send(options.fetch, url, {
+      let res = await send(url, {
         method: "POST",
         headers: { ...headers, "content-type": "application/x-www-form-urlencoded" },
         body: params.toString(),
-        signal: deadline.signal,
-      }, deadline.signal);
+        skipBody: (status) => status === 405,
+      });
       if (res.status === 405) {
         // As the Go client: servers (or proxies) that refuse POST get the same query as GET.
-        await res.body?.cancel().catch(() => {});
-        res = await this.#send(options.fetch, `${url}?${params}`, {
-          method: "GET",
-          headers,
-          signal: deadline.signal,
-        }, deadline.signal);
+        res = await send(`${url}?${params}`, { method: "GET", headers });
       }
-      let body: string;
-      try {
-        body = await readCapped(res, url, options.maxBytes);
-      } catch (e) {
-        if (deadline.signal.aborted) {
-          throw new PrometheusQueryError(
-            `request to ${url} failed: ${abortMessage(deadline.signal)}`,
-          );
-        }
-        throw e;
-      }
+      const body = res.text;
       const ok = res.status >= 200 && res.status <= 299;
       // Prometheus answers 400, 422 and 503 with its error JSON: prefer its words.
       if (!ok && !/^\s*\{[\s\S]*"status"\s*:\s*"error"/.test(body)) {
-        throw new PrometheusQueryError(
-          `unsuccessful response "${res.status}${
-            res.statusText ? " " + res.statusText : ""
-          }" from ${url}`,
-          { status: res.status },
-        );
+        throw new PrometheusQueryError(unsuccessfulResponse(res, url), { status: res.status });
       }
       const result = parseQueryResponse(body, { url, status: res.status });
       if (!ok) {
@@ -396,22 +351,7 @@ export class PrometheusClient {
       }
       return result;
     } finally {
-      clearTimeout(timer);
-      options.signal.removeEventListener("abort", onAbort);
-    }
-  }
-
-  async #send(
-    f: typeof fetch,
-    url: string,
-    init: RequestInit,
-    signal: AbortSignal,
-  ): Promise<Response> {
-    try {
-      return await f(url, init);
-    } catch (e) {
-      const why = signal.aborted ? abortMessage(signal) : (e as Error).message;
-      throw new PrometheusQueryError(`request to ${url} failed: ${why}`);
+      whole.dispose();
     }
   }
 }

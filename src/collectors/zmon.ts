@@ -18,12 +18,8 @@
 import { parseAggregator } from "../core/aggregators.ts";
 import { parseDuration } from "../core/duration.ts";
 import type { MetricPlan } from "../core/types.ts";
-import {
-  backendRequest,
-  bodyExcerpt,
-  maxResponseBytes,
-  tokenSourceFromFlags,
-} from "./oauth_backend.ts";
+import { fetchCapped, maxResponseBytes } from "./http_get.ts";
+import { bodyExcerpt, tokenSourceFromFlags } from "./oauth_backend.ts";
 import type { TokenSource } from "./oauth_backend.ts";
 import type {
   CollectContext,
@@ -229,7 +225,7 @@ class ZmonCollector implements Collector {
 
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const token = await this.#tokens.token();
-    const res = await backendRequest(this.#url, {
+    const res = await fetchCapped(this.#url, {
       fetch: ctx.fetch,
       signal: ctx.signal,
       timeoutSeconds: ZMON_QUERY_TIMEOUT_SECONDS,
@@ -242,6 +238,7 @@ class ZmonCollector implements Collector {
         authorization: `Bearer ${token}`,
         "x-attribution": `hpa-metrics-adapter/${this.#checkId}`,
       },
+      redirect: "error",
     });
     if (res.status !== 200) {
       throw new Error(
