@@ -22,12 +22,11 @@ import type { MetricPlan } from "../core/types.ts";
 import {
   type CappedResponse,
   fetchCapped,
-  maxResponseBytes,
   RequestAbortedError,
   ResponseTooLargeError,
 } from "./http_get.ts";
-import { bodyExcerpt, sleep, tokenSourceFromFlags } from "./oauth_backend.ts";
-import type { TokenSource } from "./oauth_backend.ts";
+import { bodyExcerpt, oauthBackendFromFlags, sleep } from "./oauth_backend.ts";
+import type { OAuthBackend, TokenSource } from "./oauth_backend.ts";
 import type {
   CollectContext,
   Collector,
@@ -183,9 +182,7 @@ class NakadiCollector implements Collector {
   readonly #tokens: TokenSource;
   readonly #maxBytes: number;
 
-  constructor(
-    options: { endpoint: string; config: NakadiConfig; tokens: TokenSource; maxBytes: number },
-  ) {
+  constructor(options: OAuthBackend & { config: NakadiConfig }) {
     this.#endpoint = options.endpoint.replace(/\/+$/, "");
     this.#config = options.config;
     this.#tokens = options.tokens;
@@ -300,21 +297,11 @@ export const nakadiFactory: CollectorFactory = {
   metricTypes: ["External"],
   create(options: CollectorFactoryOptions): Collector {
     const { plan, flags } = options;
-    const endpoint = flags["nakadi-endpoint"];
-    if (typeof endpoint !== "string" || endpoint === "") {
-      throw new Error(`nakadi metric ${plan.metricName} needs --nakadi-endpoint`);
-    }
-    try {
-      const u = new URL(endpoint);
-      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
-    } catch {
-      throw new Error(`invalid --nakadi-endpoint "${endpoint}": want an http(s) URL`);
-    }
-    return new NakadiCollector({
-      endpoint,
-      config: parseNakadiConfig(plan),
-      tokens: tokenSourceFromFlags(flags, { nameFlag: "nakadi-token-name", defaultName: "nakadi" }),
-      maxBytes: maxResponseBytes(flags),
+    const backend = oauthBackendFromFlags(flags, {
+      type: "nakadi",
+      endpointFlag: "nakadi-endpoint",
+      metricName: plan.metricName,
     });
+    return new NakadiCollector({ ...backend, config: parseNakadiConfig(plan) });
   },
 };

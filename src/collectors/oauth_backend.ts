@@ -1,11 +1,11 @@
 /**
- * What the ZMON and Nakadi collectors share: the platform IAM token (the `--token` flag, else
- * the file `<credentials-dir>/<name>-token-secret`, re-read when it changes); their requests
- * go through `fetchCapped` (http_get.ts).
+ * What the ZMON and Nakadi collectors share: the endpoint flag, the platform IAM token (the
+ * `--token` flag, else the file `<credentials-dir>/<name>-token-secret`, re-read when it
+ * changes) and the response cap; their requests go through `fetchCapped` (http_get.ts).
  */
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { abortReasonText, RequestAbortedError } from "./http_get.ts";
+import { abortReasonText, maxResponseBytes, RequestAbortedError } from "./http_get.ts";
 
 /** Gives the bearer token for a request. */
 export interface TokenSource {
@@ -77,6 +77,51 @@ export function tokenSourceFromFlags(
     credentialsDir: str("credentials-dir") ?? "/meta/credentials",
     name: str(options.nameFlag) ?? options.defaultName,
   });
+}
+
+/** What a ZMON or Nakadi collector takes from the serve flags. */
+export interface OAuthBackend {
+  /** The endpoint flag's http(s) URL, as given. */
+  endpoint: string;
+  tokens: TokenSource;
+  /** `--max-response-bytes`. */
+  maxBytes: number;
+}
+
+/** Options of {@linkcode oauthBackendFromFlags}. */
+export interface OAuthBackendOptions {
+  /** The collector type (`zmon`, `nakadi`): the token is `--<type>-token-name`, default `<type>`. */
+  type: string;
+  /** The flag holding the endpoint (`nakadi-endpoint`). */
+  endpointFlag: string;
+  /** Names the metric in errors. */
+  metricName: string;
+}
+
+/**
+ * Read a backend's endpoint, token source and response cap from the serve flags. Throws when
+ * the endpoint flag is missing (`<type> metric <name> needs --<flag>`) or not an http(s) URL.
+ */
+export function oauthBackendFromFlags(
+  flags: Record<string, unknown>,
+  options: OAuthBackendOptions,
+): OAuthBackend {
+  const { type, endpointFlag } = options;
+  const endpoint = flags[endpointFlag];
+  if (typeof endpoint !== "string" || endpoint === "") {
+    throw new Error(`${type} metric ${options.metricName} needs --${endpointFlag}`);
+  }
+  try {
+    const u = new URL(endpoint);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
+  } catch {
+    throw new Error(`invalid --${endpointFlag} "${endpoint}": want an http(s) URL`);
+  }
+  return {
+    endpoint,
+    tokens: tokenSourceFromFlags(flags, { nameFlag: `${type}-token-name`, defaultName: type }),
+    maxBytes: maxResponseBytes(flags),
+  };
 }
 
 /** A short, single-line excerpt of a response body for error messages. */

@@ -18,9 +18,9 @@
 import { parseAggregator } from "../core/aggregators.ts";
 import { parseDuration } from "../core/duration.ts";
 import type { MetricPlan } from "../core/types.ts";
-import { fetchCapped, maxResponseBytes } from "./http_get.ts";
-import { bodyExcerpt, tokenSourceFromFlags } from "./oauth_backend.ts";
-import type { TokenSource } from "./oauth_backend.ts";
+import { fetchCapped } from "./http_get.ts";
+import { bodyExcerpt, oauthBackendFromFlags } from "./oauth_backend.ts";
+import type { OAuthBackend, TokenSource } from "./oauth_backend.ts";
 import type {
   CollectContext,
   Collector,
@@ -211,7 +211,7 @@ class ZmonCollector implements Collector {
   readonly #metric: string;
 
   constructor(
-    options: { endpoint: string; config: ZmonQueryConfig; tokens: TokenSource; maxBytes: number },
+    options: OAuthBackend & { config: ZmonQueryConfig },
     metric: string,
   ) {
     this.#url = `${options.endpoint.replace(/\/+$/, "")}/api/v1/datapoints/query`;
@@ -265,21 +265,11 @@ export const zmonFactory: CollectorFactory = {
   metricTypes: ["External"],
   create(options: CollectorFactoryOptions): Collector {
     const { plan, flags } = options;
-    const endpoint = flags["zmon-kariosdb-endpoint"];
-    if (typeof endpoint !== "string" || endpoint === "") {
-      throw new Error(`zmon metric ${plan.metricName} needs --zmon-kariosdb-endpoint`);
-    }
-    try {
-      const u = new URL(endpoint);
-      if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
-    } catch {
-      throw new Error(`invalid --zmon-kariosdb-endpoint "${endpoint}": want an http(s) URL`);
-    }
-    return new ZmonCollector({
-      endpoint,
-      config: parseZmonConfig(plan),
-      tokens: tokenSourceFromFlags(flags, { nameFlag: "zmon-token-name", defaultName: "zmon" }),
-      maxBytes: maxResponseBytes(flags),
-    }, plan.metricName);
+    const backend = oauthBackendFromFlags(flags, {
+      type: "zmon",
+      endpointFlag: "zmon-kariosdb-endpoint",
+      metricName: plan.metricName,
+    });
+    return new ZmonCollector({ ...backend, config: parseZmonConfig(plan) }, plan.metricName);
   },
 };
