@@ -169,7 +169,7 @@ const wrapMainForCjs = {
 
 /** dist/hpa-metrics-adapter as Node's single executable application. */
 async function buildNodeSeaBinary() {
-  const postject = bin("postject");
+  const postject = process.env.POSTJECT ?? bin("postject");
   if (!existsSync(postject)) {
     fail("--target node-sea needs postject: npm install --save-dev postject");
   }

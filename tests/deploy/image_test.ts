@@ -10,7 +10,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   copyFileSync,
@@ -24,6 +24,8 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
+import { request } from "node:https";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -179,8 +181,8 @@ interface RunResult {
   stderr: string;
 }
 
-/** Runs the image's binary in the staged root, as the Deployment would. */
-function runInImage(root: string, spec: ImageSpec, args: string[]): RunResult {
+/** The `unshare` command line that runs the image's binary in the staged root as the Deployment would. */
+function sandboxCommand(root: string, spec: ImageSpec, args: string[]): string[] {
   const chroot = which("chroot")!;
   const q = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
   const devices = ["null", "zero", "full", "random", "urandom"]
@@ -198,20 +200,46 @@ function runInImage(root: string, spec: ImageSpec, args: string[]): RunResult {
     `HOME=/home/nonroot ${chroot} --userspec=${NONROOT} ${q(root)} ` +
     [spec.binaryPath, ...args].map(q).join(" "),
   ].join(" && ");
-  const r = spawnSync("unshare", [
-    "--mount",
-    "--pid",
-    "--fork",
-    "--kill-child",
-    "--",
-    "sh",
-    "-c",
-    script,
-  ], {
-    encoding: "utf8",
-    timeout: 30_000,
-  });
+  // No --fork: sh, env and chroot exec in turn, so the spawned process is the binary itself and
+  // a signal sent to it reaches the adapter (a forked child would lose --kill-child to chroot's
+  // change of user).
+  return ["unshare", "--mount", "--", "sh", "-c", script];
+}
+
+/** Runs the image's binary in the staged root to its end. */
+function runInImage(root: string, spec: ImageSpec, args: string[]): RunResult {
+  const [cmd, ...argv] = sandboxCommand(root, spec, args);
+  const r = spawnSync(cmd, argv, { encoding: "utf8", timeout: 30_000 });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** GET over HTTPS without verifying the (self-signed) certificate: status and body, or null. */
+function httpsGet(port: number, path: string): Promise<{ status: number; body: string } | null> {
+  return new Promise((resolve) => {
+    const req = request(
+      { host: "127.0.0.1", port, path, rejectUnauthorized: false, timeout: 2000 },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on("error", () => resolve(null));
+    req.on("timeout", () => req.destroy());
+    req.end();
+  });
 }
 
 const HPA = `apiVersion: autoscaling/v2
@@ -365,6 +393,45 @@ describe("image (deploy/Dockerfile) without a container engine", () => {
         });
       });
     }
+
+    it("serves /livez and /readyz over HTTPS with a self-signed certificate in --cert-dir", async () => {
+      const [port, metricsPort] = [await freePort(), await freePort()];
+      const [cmd, ...argv] = sandboxCommand(setUp(), spec, [
+        "serve",
+        "--manifests",
+        "/work/hpas.yaml",
+        "--bind-address=127.0.0.1",
+        `--secure-port=${port}`,
+        "--cert-dir=/tmp/certs",
+        `--metrics-address=127.0.0.1:${metricsPort}`,
+      ]);
+      const child = spawn(cmd, argv, { stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      child.stderr!.setEncoding("utf8");
+      child.stderr!.on("data", (d) => (stderr += d));
+      const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+      try {
+        let live = null;
+        for (let i = 0; i < 100 && live?.status !== 200; i++) {
+          if (child.exitCode !== null) break;
+          await new Promise((r) => setTimeout(r, 100));
+          live = await httpsGet(port, "/livez");
+        }
+        assert.deepEqual(live, { status: 200, body: "ok" }, `serve did not come up:\n${stderr}`);
+        assert.deepEqual(await httpsGet(port, "/readyz"), { status: 200, body: "ok" });
+      } finally {
+        child.kill("SIGTERM");
+        const stopped = await Promise.race([
+          exited.then(() => true),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 5000)),
+        ]);
+        if (!stopped) {
+          child.kill("SIGKILL");
+          await exited;
+        }
+        assert.ok(stopped, `serve did not stop within 5 s of SIGTERM:\n${stderr}`);
+      }
+    });
 
     it("removes the staged root", () => {
       if (root) rmSync(root, { recursive: true, force: true });
