@@ -1,0 +1,991 @@
+/**
+ * End-to-end: the real HPA controller of kube-controller-manager scales Deployments through the
+ * adapter, registered with kube-apiserver's aggregator. Each case waits for
+ * `status.desiredReplicas` of a real HPA to reach an exact count, and checks that our core HPA
+ * maths (`computeDesiredReplicas`), fed with what the adapter serves and the pods the controller
+ * sees, predicts that count.
+ *
+ * Needs `npm run e2e:up` (tests/e2e/harness.ts) first; `npm run test:e2e` does up, this, down.
+ * Without a running harness every case is skipped (HPA_E2E_REQUIRED=1 turns that into a failure).
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { request as httpsRequest } from "node:https";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { computeDesiredReplicas } from "../../src/core/hpa_algorithm.ts";
+import type {
+  HpaAlgorithmBehavior,
+  HpaMetricObservation,
+  HpaPod,
+} from "../../src/core/hpa_algorithm.ts";
+import type { MetricTarget } from "../../src/core/types.ts";
+import { E2E, readState, STATE_DIR, waitFor } from "./harness.ts";
+import { ANNOTATIONS } from "./kubelet.ts";
+import type { PodAnswer } from "./kubelet.ts";
+import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
+import type { KubeClient } from "./kube_client.ts";
+
+const state = readState();
+if (!state && process.env.HPA_E2E_REQUIRED) {
+  throw new Error(
+    "the e2e harness is not up: run `node --import tsx tests/e2e/harness.ts up` first",
+  );
+}
+const SKIP: string | false = state ? false : "the e2e harness is not up (npm run e2e:up)";
+const STUB = state?.adapter === "stub";
+const kube: KubeClient = state
+  ? createKubeClient(loadKubeconfig(state.kubeconfig))
+  : (null as never);
+
+const CASE_TIMEOUT = 180_000;
+const WAIT_MS = 60_000;
+
+// deno-lint-ignore no-explicit-any
+type Obj = any;
+
+/** Scaling as fast as the controller allows, so counts are reached in one or two syncs. */
+const FAST_BEHAVIOR = {
+  scaleUp: {
+    stabilizationWindowSeconds: 0,
+    selectPolicy: "Max",
+    policies: [{ type: "Pods", value: 100, periodSeconds: 1 }],
+  },
+  scaleDown: {
+    stabilizationWindowSeconds: 0,
+    selectPolicy: "Max",
+    policies: [{ type: "Percent", value: 100, periodSeconds: 1 }],
+  },
+};
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+async function createNamespace(prefix: string): Promise<string> {
+  const name = `${prefix}-${Math.random().toString(36).slice(2, 7)}`;
+  await kube.request("POST", "/api/v1/namespaces", {
+    body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },
+  });
+  // the serviceaccount controller makes "default"; pods are refused until it exists
+  await waitFor(() => kube.get(`/api/v1/namespaces/${name}/serviceaccounts/default`), {
+    what: `service account default in ${name}`,
+    timeoutMs: WAIT_MS,
+  });
+  return name;
+}
+
+async function deleteNamespace(name: string): Promise<void> {
+  if (process.env.HPA_E2E_KEEP) return;
+  await kube.request("DELETE", `/api/v1/namespaces/${name}`).catch(() => {});
+}
+
+/** Options of {@linkcode createDeployment}. */
+interface DeploymentOptions {
+  replicas: number;
+  /** JSON served by every new pod (the template annotation). */
+  metrics?: unknown;
+  port?: number;
+}
+
+async function createDeployment(
+  ns: string,
+  name: string,
+  options: DeploymentOptions,
+): Promise<void> {
+  await kube.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
+    body: {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name, namespace: ns },
+      spec: {
+        replicas: options.replicas,
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: {
+            labels: { app: name },
+            annotations: { [ANNOTATIONS.metrics]: JSON.stringify(options.metrics ?? {}) },
+          },
+          spec: {
+            containers: [{
+              name: "app",
+              image: "e2e.invalid/app:1",
+              ports: [{ containerPort: options.port ?? 9090 }],
+            }],
+          },
+        },
+      },
+    },
+  });
+  await waitForDeployment(ns, name, options.replicas);
+}
+
+async function waitForDeployment(ns: string, name: string, replicas: number): Promise<void> {
+  await waitFor(async () => {
+    const d = await kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${name}`);
+    const pods = await readyPods(ns, name);
+    return d.spec.replicas === replicas && (d.status.readyReplicas ?? 0) === replicas &&
+      pods.length === replicas;
+  }, { what: `deployment ${ns}/${name} with ${replicas} ready replicas`, timeoutMs: WAIT_MS });
+}
+
+async function listPods(ns: string, app: string): Promise<Obj[]> {
+  const list = await kube.request(
+    "GET",
+    `/api/v1/namespaces/${ns}/pods?labelSelector=app%3D${app}`,
+  );
+  // deno-lint-ignore no-explicit-any
+  return list.items.sort((a: any, b: any) => a.metadata.name.localeCompare(b.metadata.name));
+}
+
+function isReady(pod: Obj): boolean {
+  // deno-lint-ignore no-explicit-any
+  return (pod.status?.conditions ?? []).some((c: any) => c.type === "Ready" && c.status === "True");
+}
+
+async function readyPods(ns: string, app: string): Promise<Obj[]> {
+  return (await listPods(ns, app)).filter((p) => isReady(p) && !p.metadata.deletionTimestamp);
+}
+
+async function annotatePod(
+  ns: string,
+  pod: string,
+  annotations: Record<string, string>,
+): Promise<void> {
+  await kube.request("PATCH", `/api/v1/namespaces/${ns}/pods/${pod}`, {
+    body: { metadata: { annotations } },
+    contentType: "application/merge-patch+json",
+  });
+}
+
+async function setPodMetrics(ns: string, pod: string, metrics: unknown): Promise<void> {
+  await annotatePod(ns, pod, { [ANNOTATIONS.metrics]: JSON.stringify(metrics) });
+}
+
+async function setPodAnswer(ns: string, pod: string, answer: PodAnswer): Promise<void> {
+  await annotatePod(ns, pod, { [ANNOTATIONS.answer]: answer });
+}
+
+/** Options of {@linkcode createHpa}. */
+interface HpaOptions {
+  target: string;
+  minReplicas?: number;
+  maxReplicas: number;
+  metrics: Obj[];
+  annotations?: Record<string, string>;
+  behavior?: Obj;
+}
+
+async function createHpa(ns: string, name: string, options: HpaOptions): Promise<void> {
+  await kube.request("POST", `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`, {
+    body: {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name, namespace: ns, annotations: options.annotations ?? {} },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: options.target },
+        minReplicas: options.minReplicas ?? 1,
+        maxReplicas: options.maxReplicas,
+        metrics: options.metrics,
+        behavior: options.behavior ?? FAST_BEHAVIOR,
+      },
+    },
+  });
+}
+
+function getHpa(ns: string, name: string): Promise<Obj> {
+  return kube.request(
+    "GET",
+    `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${name}`,
+  );
+}
+
+function hpaCondition(hpa: Obj, type: string): Obj | undefined {
+  // deno-lint-ignore no-explicit-any
+  return (hpa.status?.conditions ?? []).find((c: any) => c.type === type);
+}
+
+function describeHpa(hpa: Obj): string {
+  const conds = (hpa.status?.conditions ?? [])
+    // deno-lint-ignore no-explicit-any
+    .map((c: any) => `${c.type}=${c.status} ${c.reason}: ${c.message}`)
+    .join("; ");
+  return `desired=${hpa.status?.desiredReplicas} current=${hpa.status?.currentReplicas} ` +
+    `metrics=${JSON.stringify(hpa.status?.currentMetrics ?? [])} conditions: ${conds}`;
+}
+
+/**
+ * Wait until the HPA wants `desired` replicas, the Deployment has that many ready pods, and the
+ * HPA still wants that many a full sync later (a steady state, not a pass-through).
+ */
+async function waitForSteadyDesired(
+  ns: string,
+  name: string,
+  desired: number,
+  target: string,
+): Promise<Obj> {
+  let last: Obj = null;
+  const check = async (): Promise<boolean> => {
+    last = await getHpa(ns, name);
+    if (last.status?.desiredReplicas !== desired) return false;
+    const d = await kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${target}`);
+    return d.spec.replicas === desired && (d.status.readyReplicas ?? 0) === desired;
+  };
+  try {
+    await waitFor(check, {
+      what: `HPA ${ns}/${name} desiredReplicas ${desired}`,
+      timeoutMs: WAIT_MS,
+    });
+    // two more controller syncs: it must stay there
+    await sleep(2 * 1000 * (state?.hpaSyncPeriodSeconds ?? 2) + 500);
+    assert.ok(await check(), `HPA ${ns}/${name} left ${desired}: ${describeHpa(last)}`);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n  last HPA: ${last ? describeHpa(last) : "none"}`);
+  }
+  return last;
+}
+
+// --- what the adapter serves, read through the aggregator as the HPA controller reads it ---------
+
+function selectorQuery(selector: Obj | undefined, param: string): string {
+  const parts = Object.entries(selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of selector?.matchExpressions ?? []) {
+    parts.push(`${e.key} ${e.operator.toLowerCase()} (${e.values.join(",")})`);
+  }
+  return parts.length ? `${param}=${encodeURIComponent(parts.join(","))}` : "";
+}
+
+function customBase(version: string): string {
+  return `/apis/custom.metrics.k8s.io/${version}`;
+}
+
+/** The custom metrics version the aggregator prefers now. */
+async function customVersion(): Promise<string> {
+  const group = await kube.request("GET", "/apis/custom.metrics.k8s.io");
+  return group.preferredVersion.version;
+}
+
+/** Observe what the controller will see for every metric of `hpa`. */
+async function observeMetrics(hpa: Obj): Promise<HpaMetricObservation[]> {
+  const ns = hpa.metadata.namespace;
+  const version = await customVersion();
+  const out: HpaMetricObservation[] = [];
+  for (const m of hpa.spec.metrics) {
+    try {
+      if (m.type === "Pods") {
+        const d = await kube.request(
+          "GET",
+          `/apis/apps/v1/namespaces/${ns}/deployments/${hpa.spec.scaleTargetRef.name}`,
+        );
+        const q = [selectorQuery(d.spec.selector, "labelSelector")];
+        if (version === "v1beta2") {
+          q.push(selectorQuery(m.pods.metric.selector, "metricLabelSelector"));
+        }
+        const list = await kube.request(
+          "GET",
+          `${customBase(version)}/namespaces/${ns}/pods/*/${m.pods.metric.name}?${
+            q.filter(Boolean).join("&")
+          }`,
+        );
+        const values: Record<string, string> = {};
+        for (const item of list.items) values[item.describedObject.name] = item.value;
+        out.push({
+          type: "Pods",
+          metricName: m.pods.metric.name,
+          target: m.pods.target as MetricTarget,
+          values,
+        });
+      } else if (m.type === "Object") {
+        const ref = m.object.describedObject;
+        const group = ref.apiVersion.includes("/") ? ref.apiVersion.split("/")[0] : "";
+        const resource = `${ref.kind.toLowerCase()}s${group ? `.${group}` : ""}`;
+        const q = version === "v1beta2"
+          ? selectorQuery(m.object.metric.selector, "metricLabelSelector")
+          : "";
+        const v = await kube.request(
+          "GET",
+          `${customBase(version)}/namespaces/${ns}/${resource}/${ref.name}/${m.object.metric.name}${
+            q ? `?${q}` : ""
+          }`,
+        );
+        const value = v.kind === "MetricValueList" ? v.items[0].value : v.value;
+        out.push({
+          type: "Object",
+          metricName: m.object.metric.name,
+          target: m.object.target as MetricTarget,
+          value,
+        });
+      } else if (m.type === "External") {
+        const q = selectorQuery(m.external.metric.selector, "labelSelector");
+        const list = await kube.request(
+          "GET",
+          `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${m.external.metric.name}${
+            q ? `?${q}` : ""
+          }`,
+        );
+        out.push({
+          type: "External",
+          metricName: m.external.metric.name,
+          target: m.external.target as MetricTarget,
+          // deno-lint-ignore no-explicit-any
+          values: list.items.map((i: any) => i.value),
+        });
+      }
+    } catch (err) {
+      const type = m.type as "Pods" | "Object" | "External";
+      const name = m.pods?.metric.name ?? m.object?.metric.name ?? m.external?.metric.name;
+      // deno-lint-ignore no-explicit-any
+      out.push(
+        {
+          type,
+          metricName: name,
+          target: {} as MetricTarget,
+          error: (err as Error).message,
+        } as any,
+      );
+    }
+  }
+  return out;
+}
+
+/** Options of {@linkcode predict}. */
+interface PredictOptions {
+  /** Predict from this replica count instead of the Deployment's current one. */
+  currentReplicas?: number;
+}
+
+/**
+ * Our core maths' answer for `hpa` from what is observable now: the served values, the
+ * Deployment's replicas and the pods the controller lists.
+ */
+async function predict(ns: string, name: string, options: PredictOptions = {}): Promise<number> {
+  const hpa = await getHpa(ns, name);
+  const target = hpa.spec.scaleTargetRef.name;
+  const d = await kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${target}`);
+  const pods: HpaPod[] = (await listPods(ns, target)).map((p) => ({
+    name: p.metadata.name,
+    phase: p.status?.phase ?? "Pending",
+    ready: isReady(p),
+    deleting: Boolean(p.metadata.deletionTimestamp),
+  }));
+  const result = computeDesiredReplicas({
+    now: Date.now(),
+    currentReplicas: options.currentReplicas ?? d.spec.replicas,
+    minReplicas: hpa.spec.minReplicas,
+    maxReplicas: hpa.spec.maxReplicas,
+    metrics: await observeMetrics(hpa),
+    pods,
+    behavior: hpa.spec.behavior as HpaAlgorithmBehavior,
+    tolerance: state!.tolerance,
+    downscaleStabilizationWindowSeconds: state!.downscaleStabilizationSeconds,
+    recommendations: [],
+  });
+  return result.desiredReplicas;
+}
+
+/** The HPA reached `expected` and stays there, and our maths predicts exactly that. */
+async function expectReplicas(ns: string, name: string, expected: number): Promise<Obj> {
+  const hpa = await waitForSteadyDesired(
+    ns,
+    name,
+    expected,
+    (await getHpa(ns, name)).spec.scaleTargetRef.name,
+  );
+  assert.equal(
+    await predict(ns, name),
+    expected,
+    `core maths disagrees with the controller (${expected})`,
+  );
+  return hpa;
+}
+
+// --- the cases ---------------------------------------------------------------------------------
+
+describe("e2e: the real HPA controller through the aggregator", {
+  skip: SKIP,
+  timeout: 30 * 60_000,
+}, () => {
+  before(async () => {
+    assert.ok(state, "harness state");
+    // the three APIServices are Available (up waited for it; they must still be)
+    for (
+      const name of [
+        "v1beta1.custom.metrics.k8s.io",
+        "v1beta2.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io",
+      ]
+    ) {
+      const s = await kube.request("GET", `/apis/apiregistration.k8s.io/v1/apiservices/${name}`);
+      // deno-lint-ignore no-explicit-any
+      const c = s.status.conditions.find((x: any) => x.type === "Available");
+      assert.equal(c.status, "True", `${name}: ${c.reason} ${c.message}`);
+    }
+  });
+
+  describe("front-proxy authentication", () => {
+    it("rejects a request to the adapter that carries no front-proxy client certificate", async () => {
+      const path = "/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*/anything";
+      const ca = readFileSync(join(STATE_DIR, "pki/ca.crt"), "utf8");
+      const call = (
+        headers: Record<string, string>,
+        cert?: { cert: string; key: string },
+      ): Promise<number> =>
+        new Promise((resolve, reject) => {
+          const req = httpsRequest({
+            host: state!.adapterIp,
+            port: state!.adapterPort,
+            path,
+            headers,
+            ca,
+            servername: `${E2E.adapterService}.${E2E.adapterNamespace}.svc`,
+            ...(cert ?? {}),
+            timeout: 10_000,
+          }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on("error", reject);
+          req.end();
+        });
+      const hpaUser = {
+        "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+        "X-Remote-Group": "system:serviceaccounts",
+      };
+      // no certificate, but the headers the aggregator would send: must not be trusted
+      assert.ok(
+        [401, 403].includes(await call(hpaUser)),
+        "headers without a front-proxy certificate",
+      );
+      // a client certificate from the cluster CA (not the front-proxy CA) with the same headers
+      const admin = {
+        cert: readFileSync(join(STATE_DIR, "pki/admin.crt"), "utf8"),
+        key: readFileSync(join(STATE_DIR, "pki/admin.key"), "utf8"),
+      };
+      const withOtherCa = await call(hpaUser, admin);
+      assert.notEqual(withOtherCa, 200, "a certificate of another CA");
+      // the front-proxy certificate the aggregator uses: accepted
+      const proxy = {
+        cert: readFileSync(join(STATE_DIR, "pki/frontProxyClient.crt"), "utf8"),
+        key: readFileSync(join(STATE_DIR, "pki/frontProxyClient.key"), "utf8"),
+      };
+      const proxied = await call(hpaUser, proxy);
+      assert.ok(proxied === 200 || proxied === 404, `front-proxy certificate answered ${proxied}`);
+    });
+  });
+
+  describe("Object metric on a ScalingSchedule", { skip: STUB && "stub adapter" }, () => {
+    let ns = "";
+    before(async () => {
+      ns = await createNamespace("e2e-schedule");
+    });
+    after(() => deleteNamespace(ns));
+
+    it("scales to ceil(value / averageValue), follows schedule changes and flips status.active", {
+      timeout: CASE_TIMEOUT,
+    }, async () => {
+      await createDeployment(ns, "shop", { replicas: 1 });
+      const started = new Date(Date.now() - 5 * 60_000).toISOString().replace(/\.\d+Z$/, "Z");
+      const schedule = (value: number, date: string): Obj => ({
+        apiVersion: "zalando.org/v1",
+        kind: "ScalingSchedule",
+        metadata: { name: "peak", namespace: ns },
+        spec: {
+          scalingWindowDurationMinutes: 0,
+          schedules: [{ type: "OneTime", date, durationMinutes: 60, value }],
+        },
+      });
+      await kube.request("POST", `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules`, {
+        body: schedule(10, started),
+      });
+      await createHpa(ns, "shop", {
+        target: "shop",
+        maxReplicas: 10,
+        annotations: { "metric-config.object.peak.scaling-schedule/interval": "1s" },
+        metrics: [{
+          type: "Object",
+          object: {
+            describedObject: {
+              apiVersion: "zalando.org/v1",
+              kind: "ScalingSchedule",
+              name: "peak",
+            },
+            metric: { name: "peak" },
+            target: { type: "AverageValue", averageValue: "2" },
+          },
+        }],
+      });
+      await expectReplicas(ns, "shop", 5); // ceil(10 / 2)
+      await waitFor(async () => {
+        const s = await kube.request(
+          "GET",
+          `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`,
+        );
+        return s.status?.active === true;
+      }, { what: "status.active true", timeoutMs: 30_000 });
+
+      // a smaller value: ceil(6 / 2) = 3
+      const current = await kube.request(
+        "GET",
+        `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`,
+      );
+      current.spec.schedules[0].value = 6;
+      await kube.request("PUT", `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`, {
+        body: current,
+      });
+      await expectReplicas(ns, "shop", 3);
+
+      // moved to tomorrow: inactive, value 0, down to minReplicas
+      const tomorrow = new Date(Date.now() + 24 * 3600_000).toISOString().replace(/\.\d+Z$/, "Z");
+      const moved = await kube.request(
+        "GET",
+        `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`,
+      );
+      moved.spec.schedules[0].date = tomorrow;
+      await kube.request("PUT", `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`, {
+        body: moved,
+      });
+      await expectReplicas(ns, "shop", 1);
+      await waitFor(async () => {
+        const s = await kube.request(
+          "GET",
+          `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`,
+        );
+        return s.status?.active === false;
+      }, { what: "status.active false", timeoutMs: 30_000 });
+    });
+  });
+
+  describe("Pods metric from the pods' JSON endpoints", { skip: STUB && "stub adapter" }, () => {
+    let ns = "";
+    before(async () => {
+      ns = await createNamespace("e2e-pods");
+    });
+    after(() => deleteNamespace(ns));
+
+    /** 4 pods answering 20 each (new pods answer 0): the HPA settles on ceil(80 / 10) = 8. */
+    async function scaledTo8(name: string): Promise<Obj[]> {
+      await createDeployment(ns, name, { replicas: 4, metrics: { rps: 0 } });
+      const first = await readyPods(ns, name);
+      for (const p of first) {
+        await annotatePod(ns, p.metadata.name, {
+          [ANNOTATIONS.metrics]: JSON.stringify({ rps: 20 }),
+          // the ReplicaSet removes the idle pods first, not a random one of the same age
+          "controller.kubernetes.io/pod-deletion-cost": "100",
+        });
+      }
+      await createHpa(ns, name, {
+        target: name,
+        maxReplicas: 10,
+        annotations: {
+          "metric-config.pods.requests-per-second.json-path/json-key": "$.rps",
+          "metric-config.pods.requests-per-second.json-path/path": "/metrics",
+          "metric-config.pods.requests-per-second.json-path/port": "9090",
+          "metric-config.pods.requests-per-second.json-path/interval": "1s",
+          "metric-config.pods.requests-per-second.json-path/request-timeout": "1s",
+          "metric-config.pods.requests-per-second.json-path/min-pod-ready-age": "0s",
+        },
+        metrics: [{
+          type: "Pods",
+          pods: {
+            metric: { name: "requests-per-second" },
+            target: { type: "AverageValue", averageValue: "10" },
+          },
+        }],
+      });
+      await expectReplicas(ns, name, 8);
+      return first;
+    }
+
+    it(
+      "scales to the sum over pods divided by the per-pod target",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        await scaledTo8("web");
+      },
+    );
+
+    it("treats a pod that stops answering as missing: at target on a scale-down", {
+      timeout: CASE_TIMEOUT,
+    }, async () => {
+      const first = await scaledTo8("hang");
+      await setPodAnswer(ns, first[0].metadata.name, "hang");
+      // 60 over 7 answering pods is below target; the silent pod counts as 10: 70/80 -> ceil(0.875*8) = 7,
+      // then the youngest (idle) pod goes and 60 over 6 answering pods is on target
+      await expectReplicas(ns, "hang", 7);
+    });
+
+    it(
+      "forgets a deleted pod: its replacement starts idle",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        const first = await scaledTo8("gone");
+        await kube.request("DELETE", `/api/v1/namespaces/${ns}/pods/${first[0].metadata.name}`);
+        // 60 over 8 pods -> ceil(0.75 * 8) = 6, and 60 over 6 is on target
+        await expectReplicas(ns, "gone", 6);
+      },
+    );
+  });
+
+  describe("External json-path metric", { skip: STUB && "stub adapter" }, () => {
+    let ns = "";
+    let queueIp = "";
+    before(async () => {
+      ns = await createNamespace("e2e-external");
+      await kube.request("POST", `/api/v1/namespaces/${ns}/pods`, {
+        body: {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: {
+            name: "queue",
+            namespace: ns,
+            annotations: { [ANNOTATIONS.metrics]: JSON.stringify({ queue: { length: 120 } }) },
+          },
+          spec: {
+            containers: [{
+              name: "queue",
+              image: "e2e.invalid/queue:1",
+              ports: [{ containerPort: 8080 }],
+            }],
+          },
+        },
+      });
+      queueIp = await waitFor(async () => {
+        const p = await kube.request("GET", `/api/v1/namespaces/${ns}/pods/queue`);
+        return isReady(p) ? p.status.podIP as string : undefined;
+      }, { what: "queue pod ready", timeoutMs: WAIT_MS });
+    });
+    after(() => deleteNamespace(ns));
+
+    function externalHpa(name: string, target: Obj, endpoint: string): Promise<void> {
+      return createHpa(ns, name, {
+        target: name,
+        maxReplicas: 10,
+        annotations: {
+          [`metric-config.external.queue-length-${name}.json-path/endpoint`]: endpoint,
+          [`metric-config.external.queue-length-${name}.json-path/json-key`]: "$.queue.length",
+          [`metric-config.external.queue-length-${name}.json-path/interval`]: "1s",
+          [`metric-config.external.queue-length-${name}.json-path/request-timeout`]: "1s",
+        },
+        metrics: [{
+          type: "External",
+          external: {
+            metric: {
+              name: `queue-length-${name}`,
+              selector: { matchLabels: { type: "json-path" } },
+            },
+            target,
+          },
+        }],
+      });
+    }
+
+    it(
+      "AverageValue: ceil(value / averageValue) and steady",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        await createDeployment(ns, "avg", { replicas: 1 });
+        await externalHpa(
+          "avg",
+          { type: "AverageValue", averageValue: "40" },
+          `http://${queueIp}:8080/queue`,
+        );
+        await expectReplicas(ns, "avg", 3); // ceil(120 / 40)
+      },
+    );
+
+    it("Value: the ratio multiplies the ready pods until maxReplicas, and back down", {
+      timeout: CASE_TIMEOUT,
+    }, async () => {
+      await createDeployment(ns, "val", { replicas: 1 });
+      await externalHpa("val", { type: "Value", value: "40" }, `http://${queueIp}:8080/queue`);
+      // 120/40 = 3 times the ready pods on every sync: 1 -> 3 -> 9 -> 10 (max)
+      const hpa = await expectReplicas(ns, "val", 10);
+      assert.equal(hpaCondition(hpa, "ScalingLimited")?.reason, "TooManyReplicas");
+      // 30/40 = 0.75: 10 -> 8 -> 6 -> 5 -> 4 -> 3, where ceil(0.75 * 3) = 3 holds
+      await setPodMetrics(ns, "queue", { queue: { length: 30 } });
+      await expectReplicas(ns, "val", 3);
+      await setPodMetrics(ns, "queue", { queue: { length: 120 } });
+    });
+
+    it("a failing collector: the HPA's ScalingActive message carries the adapter's 404 reason", {
+      timeout: CASE_TIMEOUT,
+    }, async () => {
+      await createDeployment(ns, "broken", { replicas: 2 });
+      // a port nothing serves on the queue pod: connection refused on every collection
+      await externalHpa(
+        "broken",
+        { type: "AverageValue", averageValue: "40" },
+        `http://${queueIp}:8081/queue`,
+      );
+      const sel = encodeURIComponent("type=json-path");
+      // the adapter's 404 once a collection has failed (before that it says "not collected yet")
+      const served = await waitFor(async () => {
+        try {
+          await kube.request(
+            "GET",
+            `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/queue-length-broken?labelSelector=${sel}`,
+          );
+          return undefined;
+        } catch (err) {
+          if (!(err instanceof KubeApiError && err.status === 404)) throw err;
+          const status = JSON.parse(err.body);
+          return /collection failed/.test(status.message) ? status : undefined;
+        }
+      }, { what: "the adapter's 404 for the failing metric", timeoutMs: WAIT_MS });
+      assert.equal(served.code, 404);
+      assert.match(
+        served.message,
+        new RegExp(`request to http://${queueIp.replaceAll(".", "\\.")}:8081/queue failed`),
+      );
+      // the reason without the time of the last attempt, which moves on every collection
+      const reason = served.message.replace(/ at \d{4}-\d\d-\d\dT[\d:.]+Z$/, "");
+      const hpa = await waitFor(async () => {
+        const h = await getHpa(ns, "broken");
+        const c = hpaCondition(h, "ScalingActive");
+        return c?.status === "False" && /collection failed/.test(c.message) ? h : undefined;
+      }, { what: "ScalingActive False", timeoutMs: WAIT_MS });
+      const active = hpaCondition(hpa, "ScalingActive");
+      assert.equal(active.reason, "FailedGetExternalMetric");
+      assert.ok(
+        active.message.includes(reason),
+        `ScalingActive message ${JSON.stringify(active.message)} lacks ${JSON.stringify(reason)}`,
+      );
+      // nothing was scaled
+      const d = await kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/broken`);
+      assert.equal(d.spec.replicas, 2);
+    });
+  });
+
+  describe("Object metric via Prometheus on a Deployment", {
+    skip: (STUB && "stub adapter") ||
+      (!state?.prometheus && "no Prometheus server (Debian package prometheus)"),
+  }, () => {
+    let ns = "";
+    before(async () => {
+      ns = await createNamespace("e2e-prometheus");
+    });
+    after(async () => {
+      rmSync(join(state!.prometheus!.targetsDir, `${ns}.json`), { force: true });
+      await deleteNamespace(ns);
+    });
+
+    it(
+      "divides the query's value by the Deployment's replicas (per-replica) against a Value target",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        // an exporter pod that Prometheus scrapes (file_sd), serving a gauge in the text format
+        await kube.request("POST", `/api/v1/namespaces/${ns}/pods`, {
+          body: {
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: {
+              name: "exporter",
+              namespace: ns,
+              annotations: {
+                [ANNOTATIONS.metrics]: "# TYPE queue_depth gauge\nqueue_depth 120\n",
+                [ANNOTATIONS.contentType]: "text/plain; version=0.0.4",
+              },
+            },
+            spec: {
+              containers: [{
+                name: "exporter",
+                image: "e2e.invalid/exporter:1",
+                ports: [{ containerPort: 9100 }],
+              }],
+            },
+          },
+        });
+        const ip = await waitFor(async () => {
+          const p = await kube.request("GET", `/api/v1/namespaces/${ns}/pods/exporter`);
+          return isReady(p) ? p.status.podIP as string : undefined;
+        }, { what: "exporter pod ready", timeoutMs: WAIT_MS });
+        writeFileSync(
+          join(state!.prometheus!.targetsDir, `${ns}.json`),
+          JSON.stringify([{ targets: [`${ip}:9100`], labels: { namespace: ns } }]),
+        );
+        const query = `sum(queue_depth{namespace="${ns}"})`;
+        await waitFor(async () => {
+          const r = await fetch(
+            `${state!.prometheus!.url}/api/v1/query?query=${encodeURIComponent(query)}`,
+          );
+          const body = await r.json();
+          return body.data?.result?.[0]?.value?.[1] === "120";
+        }, { what: `Prometheus answering ${query} with 120`, timeoutMs: WAIT_MS });
+
+        await createDeployment(ns, "api", { replicas: 2 });
+        await createHpa(ns, "api", {
+          target: "api",
+          maxReplicas: 10,
+          annotations: {
+            "metric-config.object.queue-depth.prometheus/query": query,
+            "metric-config.object.queue-depth.prometheus/per-replica": "true",
+            "metric-config.object.queue-depth.prometheus/interval": "1s",
+          },
+          metrics: [{
+            type: "Object",
+            object: {
+              describedObject: { apiVersion: "apps/v1", kind: "Deployment", name: "api" },
+              metric: { name: "queue-depth" },
+              target: { type: "Value", value: "20" },
+            },
+          }],
+          // a value collected before status.replicas caught up must not overshoot
+          behavior: {
+            ...FAST_BEHAVIOR,
+            scaleUp: { ...FAST_BEHAVIOR.scaleUp, stabilizationWindowSeconds: 4 },
+          },
+        });
+        // 120 / 2 replicas = 60 against 20: ceil(3 * 2) = 6; then 120 / 6 = 20 is on target
+        await expectReplicas(ns, "api", 6);
+      },
+    );
+  });
+
+  describe("the same through v1beta1", { skip: STUB && "stub adapter" }, () => {
+    let ns = "";
+    let v1beta2: Obj = null;
+    before(async () => {
+      ns = await createNamespace("e2e-v1beta1");
+      v1beta2 = await kube.request(
+        "GET",
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.custom.metrics.k8s.io",
+      );
+    });
+    after(async () => {
+      // put v1beta2 back for whatever runs next
+      if (
+        v1beta2 &&
+        !(await kube.get(
+          "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.custom.metrics.k8s.io",
+        ))
+      ) {
+        const { metadata, spec } = v1beta2;
+        await kube.request("POST", "/apis/apiregistration.k8s.io/v1/apiservices", {
+          body: {
+            apiVersion: "apiregistration.k8s.io/v1",
+            kind: "APIService",
+            metadata: { name: metadata.name, labels: metadata.labels },
+            spec,
+          },
+        });
+      }
+      await deleteNamespace(ns);
+    });
+
+    it("scales Pods and Object metrics with v1beta2's APIService set aside", {
+      timeout: CASE_TIMEOUT,
+    }, async () => {
+      await kube.request(
+        "DELETE",
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1beta2.custom.metrics.k8s.io",
+      );
+      await waitFor(async () => (await customVersion()) === "v1beta1", {
+        what: "v1beta1 preferred",
+        timeoutMs: WAIT_MS,
+      });
+      await assert.rejects(
+        kube.request("GET", "/apis/custom.metrics.k8s.io/v1beta2"),
+        (err: Error) => err instanceof KubeApiError && err.status === 404,
+      );
+      await createDeployment(ns, "web", { replicas: 2, metrics: { rps: 0 } });
+      for (const p of await readyPods(ns, "web")) {
+        await setPodMetrics(ns, p.metadata.name, { rps: 25 });
+      }
+      const started = new Date(Date.now() - 60_000).toISOString().replace(/\.\d+Z$/, "Z");
+      await kube.request("POST", `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules`, {
+        body: {
+          apiVersion: "zalando.org/v1",
+          kind: "ScalingSchedule",
+          metadata: { name: "floor", namespace: ns },
+          spec: {
+            scalingWindowDurationMinutes: 0,
+            schedules: [{ type: "OneTime", date: started, durationMinutes: 60, value: 21 }],
+          },
+        },
+      });
+      await createHpa(ns, "web", {
+        target: "web",
+        maxReplicas: 10,
+        annotations: {
+          "metric-config.pods.rps.json-path/json-key": "$.rps",
+          "metric-config.pods.rps.json-path/port": "9090",
+          "metric-config.pods.rps.json-path/interval": "1s",
+          "metric-config.pods.rps.json-path/min-pod-ready-age": "0s",
+          "metric-config.object.floor.scaling-schedule/interval": "1s",
+        },
+        metrics: [
+          {
+            type: "Pods",
+            pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "10" } },
+          },
+          {
+            type: "Object",
+            object: {
+              describedObject: {
+                apiVersion: "zalando.org/v1",
+                kind: "ScalingSchedule",
+                name: "floor",
+              },
+              metric: { name: "floor" },
+              target: { type: "AverageValue", averageValue: "3" },
+            },
+          },
+        ],
+      });
+      // Pods: 50 over 2 -> 5 (then 50 over 5 is on target); Object: ceil(21 / 3) = 7; the max wins
+      await expectReplicas(ns, "web", 7);
+      const hpa = await getHpa(ns, "web");
+      assert.equal(hpaCondition(hpa, "ScalingActive")?.status, "True");
+    });
+  });
+
+  describe("availability under load", { skip: STUB && "stub adapter" }, () => {
+    it("keeps the three APIServices Available while the aggregator proxies a burst of reads", {
+      timeout: CASE_TIMEOUT,
+    }, async () => {
+      const names = [
+        "v1beta1.custom.metrics.k8s.io",
+        "v1beta2.custom.metrics.k8s.io",
+        "v1beta1.external.metrics.k8s.io",
+      ];
+      let stop = false;
+      const flips: string[] = [];
+      const probe = (async () => {
+        while (!stop) {
+          for (const n of names) {
+            const s = await kube.get(`/apis/apiregistration.k8s.io/v1/apiservices/${n}`);
+            // deno-lint-ignore no-explicit-any
+            const c = s?.status?.conditions?.find((x: any) => x.type === "Available");
+            if (c?.status !== "True") flips.push(`${n}: ${c?.reason} ${c?.message}`);
+          }
+          await sleep(200);
+        }
+      })();
+      const version = await customVersion();
+      const paths = [
+        `/apis/custom.metrics.k8s.io/${version}/namespaces/default/pods/*/requests-per-second`,
+        `/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue-length`,
+        `/apis/custom.metrics.k8s.io/${version}`,
+        `/apis/external.metrics.k8s.io/v1beta1`,
+      ];
+      let done = 0;
+      let failed = 0;
+      const deadline = Date.now() + 15_000;
+      await Promise.all(Array.from({ length: 32 }, async (_, w) => {
+        while (Date.now() < deadline) {
+          try {
+            await kube.request("GET", paths[(done + w) % paths.length], { timeoutMs: 10_000 });
+          } catch (err) {
+            if (!(err instanceof KubeApiError && err.status === 404)) failed++;
+          }
+          done++;
+        }
+      }));
+      stop = true;
+      await probe;
+      assert.deepEqual(flips, [], `Available flipped during ${done} requests`);
+      assert.equal(failed, 0, `${failed} of ${done} requests failed other than 404`);
+      assert.ok(done > 200, `only ${done} requests in 15 s`);
+    });
+  });
+});
