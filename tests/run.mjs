@@ -98,7 +98,8 @@ const parsers = {
 };
 
 const commands = {
-  node: () => [process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", ...testFiles]],
+  node:
+    () => [process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", ...testFiles]],
   deno: () => [bin("deno"), ["test", "-A", "--no-check", ...testFiles]],
   bun: () => [bin("bun"), ["test", "--timeout", "120000", ...testFiles.map((f) => "./" + f)]],
 };

@@ -2,8 +2,8 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
   computeDesiredReplicas,
-  type HpaAlgorithmInput,
   type HpaAlgorithmBehavior,
+  type HpaAlgorithmInput,
   type HpaMetricObservation,
   type HpaPod,
 } from "../../src/core/hpa_algorithm.ts";
