@@ -257,6 +257,11 @@ describe("plan command", () => {
       ["batch/reports", "influxdb", null],
       ["shop/storefront", "cluster-scaling-schedule", null],
       ["shop/storefront", "json-path", null],
+      ["shop/search", "prometheus", null],
+      ["shop/search", "requests-per-second", null],
+      ["shop/order-consumer", "zmon", null],
+      ["shop/order-consumer", "nakadi", null],
+      ["shop/newsletter", "scaling-schedule", null],
     ]);
   });
 
