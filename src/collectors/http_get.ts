@@ -4,7 +4,7 @@
  * URL. Also the helpers of the json-path collectors (Go-duration timeout keys, JSON extraction).
  */
 import { parseDuration } from "../core/duration.ts";
-import { extractJsonValue } from "../core/json_extract.ts";
+import { extractJsonValue, validateJsonExtraction } from "../core/json_extract.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
 
 /** Default `request-timeout` and `connect-timeout` of kube-metrics-adapter, seconds. */
@@ -254,18 +254,44 @@ export function durationConfig(
   return seconds === 0 ? options.defaultSeconds : seconds;
 }
 
+/**
+ * The request deadline of a json-path metric: `request-timeout` (Go duration, default 15s).
+ * `connect-timeout` is checked too, but fetch() has no separate connect phase: the request
+ * deadline bounds it (Node's fetch also gives up connecting after 10s).
+ */
+export function requestTimeoutConfig(config: Record<string, string>, metricName: string): number {
+  const options = { metricName, defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS };
+  durationConfig(config, "connect-timeout", options);
+  return durationConfig(config, "request-timeout", options);
+}
+
+/** The `json-key` / `json-eval` / `aggregator` keys of a json-path metric; errors name it. */
+export function jsonExtractionConfig(
+  config: Record<string, string>,
+  metricName: string,
+): JsonExtractionOptions {
+  try {
+    return validateJsonExtraction(config);
+  } catch (e) {
+    throw new Error(`${(e as Error).message} for metric ${metricName}`);
+  }
+}
+
 /** A stable string of a config map (sorted keys), for query keys. */
 export function stableConfig(config: Record<string, string>): string {
   return JSON.stringify(Object.keys(config).sort().map((k) => [k, config[k]]));
 }
 
-/** Parse a JSON body and extract the metric value; errors name the URL. */
-export function extractJson(body: string, url: string, options: JsonExtractionOptions): number {
-  let doc: unknown;
+/** Parse a response body as JSON; throws `invalid JSON from <url>: <why>`. */
+export function parseJsonBody(body: string, url: string): unknown {
   try {
-    doc = JSON.parse(body);
+    return JSON.parse(body);
   } catch (e) {
     throw new Error(`invalid JSON from ${url}: ${(e as Error).message}`);
   }
-  return extractJsonValue(doc, options);
+}
+
+/** Parse a JSON body and extract the metric value; errors name the URL. */
+export function extractJson(body: string, url: string, options: JsonExtractionOptions): number {
+  return extractJsonValue(parseJsonBody(body, url), options);
 }

@@ -4,15 +4,14 @@
  * matchLabels. Link-local targets (cloud metadata endpoints) are refused unless
  * `--allow-link-local-targets`.
  */
-import { validateJsonExtraction } from "../core/json_extract.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
-  DEFAULT_HTTP_TIMEOUT_SECONDS,
-  durationConfig,
   extractJson,
   httpGetText,
+  jsonExtractionConfig,
   maxResponseBytes,
+  requestTimeoutConfig,
 } from "./http_get.ts";
 import type {
   CollectContext,
@@ -77,24 +76,8 @@ function parseConfig(plan: MetricPlan, flags: Record<string, unknown>): HttpJson
       `endpoint "${endpoint}" of metric ${metric} is a link-local address (allow with --allow-link-local-targets)`,
     );
   }
-  let extraction: JsonExtractionOptions;
-  try {
-    extraction = validateJsonExtraction(c);
-  } catch (e) {
-    throw new Error(`${(e as Error).message} for metric ${metric}`);
-  }
-  durationConfig(c, "connect-timeout", {
-    metricName: metric,
-    defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS,
-  });
-  return {
-    endpoint: url.href,
-    extraction,
-    timeoutSeconds: durationConfig(c, "request-timeout", {
-      metricName: metric,
-      defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS,
-    }),
-  };
+  const extraction = jsonExtractionConfig(c, metric);
+  return { endpoint: url.href, extraction, timeoutSeconds: requestTimeoutConfig(c, metric) };
 }
 
 class HttpJsonPathCollector implements Collector {

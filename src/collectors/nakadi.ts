@@ -22,6 +22,7 @@ import type { MetricPlan } from "../core/types.ts";
 import {
   type CappedResponse,
   fetchCapped,
+  parseJsonBody,
   RequestAbortedError,
   ResponseTooLargeError,
 } from "./http_get.ts";
@@ -112,14 +113,6 @@ function parseRetryAfter(value: string, now: number): number | null {
 interface Page {
   items: string[];
   next: string | null;
-}
-
-function parseJson(res: CappedResponse, url: string): unknown {
-  try {
-    return JSON.parse(res.text);
-  } catch (e) {
-    throw new Error(`invalid JSON from ${url}: ${(e as Error).message}`);
-  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -214,7 +207,7 @@ class NakadiCollector implements Collector {
         lastError = e as Error;
       }
       if (res !== null) {
-        if (res.status === 200) return parseJson(res, url);
+        if (res.status === 200) return parseJsonBody(res.text, url);
         const what = `unsuccessful response "${res.status}" from ${url}: ${bodyExcerpt(res.text)}`;
         if (res.status === 429) {
           const ra = res.headers.get("retry-after");

@@ -6,17 +6,16 @@
  * and reported, only all pods failing fails the collection.
  */
 import type { ClusterView, Kind, KubeObject } from "../cluster/types.ts";
-import { validateJsonExtraction } from "../core/json_extract.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
 import { fromLabelSelector, matchesSelector } from "../core/label_selector.ts";
 import type { LabelSelector, MetricPlan, ObjectReference } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
 import {
-  DEFAULT_HTTP_TIMEOUT_SECONDS,
-  durationConfig,
   extractJson,
   httpGetText,
+  jsonExtractionConfig,
   maxResponseBytes,
+  requestTimeoutConfig,
   stableConfig,
 } from "./http_get.ts";
 import type {
@@ -161,12 +160,7 @@ interface PodJsonPathConfig {
 function parseConfig(plan: MetricPlan): PodJsonPathConfig {
   const c = plan.config;
   const metric = plan.metricName;
-  let extraction: JsonExtractionOptions;
-  try {
-    extraction = validateJsonExtraction(c);
-  } catch (e) {
-    throw new Error(`${(e as Error).message} for metric ${metric}`);
-  }
+  const extraction = jsonExtractionConfig(c, metric);
   const scheme = c["scheme"] ?? "http";
   if (scheme !== "http" && scheme !== "https") {
     throw new Error(`invalid scheme "${scheme}" for metric ${metric} (want http or https)`);
@@ -178,22 +172,14 @@ function parseConfig(plan: MetricPlan): PodJsonPathConfig {
   if (!/^\d+$/.test(rawPort) || Number(rawPort) < 1 || Number(rawPort) > 65535) {
     throw new Error(`invalid port "${rawPort}" for metric ${metric}`);
   }
-  // fetch() has no separate connect phase: connect-timeout is checked and bounded by the
-  // request deadline (Node's fetch also gives up connecting after 10s).
-  durationConfig(c, "connect-timeout", {
-    metricName: metric,
-    defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS,
-  });
+  const requestTimeoutSeconds = requestTimeoutConfig(c, metric);
   return {
     scheme,
     port: Number(rawPort),
     path: c["path"] ?? "",
     rawQuery: c["raw-query"] ?? "",
     extraction,
-    requestTimeoutSeconds: durationConfig(c, "request-timeout", {
-      metricName: metric,
-      defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS,
-    }),
+    requestTimeoutSeconds,
   };
 }
 

@@ -18,7 +18,7 @@
 import { parseAggregator } from "../core/aggregators.ts";
 import { parseDuration } from "../core/duration.ts";
 import type { MetricPlan } from "../core/types.ts";
-import { fetchCapped } from "./http_get.ts";
+import { fetchCapped, parseJsonBody } from "./http_get.ts";
 import { bodyExcerpt, oauthBackendFromFlags } from "./oauth_backend.ts";
 import type { OAuthBackend, TokenSource } from "./oauth_backend.ts";
 import type {
@@ -171,12 +171,7 @@ export interface DataPoint {
  * malformed JSON or points that are not `[time, number]`.
  */
 export function parseKairosResponse(body: string, url: string): DataPoint[] {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body);
-  } catch (e) {
-    throw new Error(`invalid JSON from ${url}: ${(e as Error).message}`);
-  }
+  const doc = parseJsonBody(body, url);
   const bad = (what: string): Error =>
     new Error(`unexpected KairosDB response from ${url}: ${what}`);
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw bad("not an object");
