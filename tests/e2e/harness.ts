@@ -285,6 +285,11 @@ function linkExists(name: string): boolean {
 
 /** Create the namespace and the veth pair, recording each in `.e2e/network` before creating it. */
 function setupNetwork(): void {
+  if (process.getuid?.() !== 0) {
+    throw new Error(
+      "the e2e harness needs root (ip netns add, veth pair); run it as root or in CI",
+    );
+  }
   if (netnsExists() || linkExists(E2E.hostLink)) {
     throw new Error(
       `network namespace "${E2E.netns}" or link "${E2E.hostLink}" exists but was not made by this harness (no ${NETWORK_FILE}); remove it by hand`,
@@ -821,7 +826,7 @@ function stubAdapter(): void {
 
 // --- command line -------------------------------------------------------------------------------
 
-async function runSuite(): Promise<number> {
+async function runSuite(testArgs: string[]): Promise<number> {
   const suite = join(ROOT, "tests/e2e/hpa_e2e_test.ts");
   const started = Date.now();
   const r = spawnSync(process.execPath, [
@@ -854,7 +859,7 @@ async function main(argv: string[]): Promise<number> {
       let rc = 1;
       try {
         await up({ fresh: true });
-        rc = await runSuite();
+        rc = await runSuite(argv.slice(1));
       } finally {
         if (!process.env.HPA_E2E_KEEP) await down();
       }
@@ -867,7 +872,9 @@ async function main(argv: string[]): Promise<number> {
       stubAdapter();
       return -1;
     default:
-      process.stderr.write("usage: harness.ts up [--fresh] | down | test | build\n");
+      process.stderr.write(
+        "usage: harness.ts up [--fresh] | down | test [node --test flags] | build\n",
+      );
       return 2;
   }
 }

@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createCertificate } from "../../src/api/certs.ts";
 import { computeDesiredReplicas } from "../../src/core/hpa_algorithm.ts";
 import type {
   HpaAlgorithmBehavior,
@@ -352,35 +353,87 @@ async function observeMetrics(hpa: Obj): Promise<HpaMetricObservation[]> {
 interface PredictOptions {
   /** Predict from this replica count instead of the Deployment's current one. */
   currentReplicas?: number;
+  /** These pods instead of the ones listed now. */
+  pods?: HpaPod[];
+  /** Wait until what the adapter serves passes this check, and predict from that. */
+  servedWhen?: (metrics: HpaMetricObservation[]) => boolean;
 }
 
-/**
- * Our core maths' answer for `hpa` from what is observable now: the served values, the
- * Deployment's replicas and the pods the controller lists.
- */
-async function predict(ns: string, name: string, options: PredictOptions = {}): Promise<number> {
-  const hpa = await getHpa(ns, name);
-  const target = hpa.spec.scaleTargetRef.name;
-  const d = await kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${target}`);
-  const pods: HpaPod[] = (await listPods(ns, target)).map((p) => ({
+function podsOf(list: Obj[]): HpaPod[] {
+  return list.map((p) => ({
     name: p.metadata.name,
     phase: p.status?.phase ?? "Pending",
     ready: isReady(p),
     deleting: Boolean(p.metadata.deletionTimestamp),
   }));
-  const result = computeDesiredReplicas({
+}
+
+/** `count` Running and Ready pods (for predictions of states not yet reached). */
+function readyPodsNamed(count: number): HpaPod[] {
+  return Array.from(
+    { length: count },
+    (_, i) => ({ name: `pod-${i}`, phase: "Running", ready: true }),
+  );
+}
+
+/**
+ * Our core maths' answer for `hpa` from what is observable: the served values, the
+ * Deployment's replicas and the pods the controller lists (or the given ones).
+ */
+async function predict(ns: string, name: string, options: PredictOptions = {}): Promise<number> {
+  const hpa = await getHpa(ns, name);
+  const target = hpa.spec.scaleTargetRef.name;
+  const metrics = options.servedWhen
+    ? await waitFor(async () => {
+      const m = await observeMetrics(hpa);
+      return options.servedWhen!(m) ? m : undefined;
+    }, { what: `served values of HPA ${ns}/${name}`, timeoutMs: WAIT_MS })
+    : await observeMetrics(hpa);
+  const d = await kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${target}`);
+  return computeDesiredReplicas({
     now: Date.now(),
     currentReplicas: options.currentReplicas ?? d.spec.replicas,
     minReplicas: hpa.spec.minReplicas,
     maxReplicas: hpa.spec.maxReplicas,
-    metrics: await observeMetrics(hpa),
-    pods,
+    metrics,
+    pods: options.pods ?? podsOf(await listPods(ns, target)),
     behavior: hpa.spec.behavior as HpaAlgorithmBehavior,
     tolerance: state!.tolerance,
     downscaleStabilizationWindowSeconds: state!.downscaleStabilizationSeconds,
     recommendations: [],
-  });
-  return result.desiredReplicas;
+  }).desiredReplicas;
+}
+
+/** The first value served for each metric (Object value, External items, Pods by name). */
+function servedValue(m: HpaMetricObservation): unknown {
+  if (m.error) return undefined;
+  if (m.type === "Object") return m.value;
+  if (m.type === "External") return m.values;
+  return m.values;
+}
+
+/** Record every distinct `status.desiredReplicas` an HPA shows, polling faster than it syncs. */
+function recordDesired(ns: string, name: string): { stop(): Promise<number[]> } {
+  const seen: number[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const hpa = await kube.get(
+        `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${name}`,
+      );
+      const d = hpa?.status?.desiredReplicas;
+      // 0 is the status before the first computation (every HPA here has minReplicas >= 1)
+      if (typeof d === "number" && d > 0 && seen[seen.length - 1] !== d) seen.push(d);
+      await sleep(150);
+    }
+  })();
+  return {
+    async stop(): Promise<number[]> {
+      stopped = true;
+      await loop;
+      return seen;
+    },
+  };
 }
 
 /** The HPA reached `expected` and stays there, and our maths predicts exactly that. */
@@ -456,20 +509,32 @@ describe("e2e: the real HPA controller through the aggregator", {
         [401, 403].includes(await call(hpaUser)),
         "headers without a front-proxy certificate",
       );
-      // a client certificate from the cluster CA (not the front-proxy CA) with the same headers
-      const admin = {
-        cert: readFileSync(join(STATE_DIR, "pki/admin.crt"), "utf8"),
-        key: readFileSync(join(STATE_DIR, "pki/admin.key"), "utf8"),
-      };
-      const withOtherCa = await call(hpaUser, admin);
-      assert.notEqual(withOtherCa, 200, "a certificate of another CA");
+      const pki = (name: string): { cert: string; key: string } => ({
+        cert: readFileSync(join(STATE_DIR, `pki/${name}.crt`), "utf8"),
+        key: readFileSync(join(STATE_DIR, `pki/${name}.key`), "utf8"),
+      });
+      // a client certificate of the cluster CA: that user, not the one the headers name
+      const nobody = createCertificate({
+        commonName: "e2e-nobody",
+        issuer: pki("ca"),
+        extendedKeyUsages: ["clientAuth"],
+      });
+      assert.equal(await call(hpaUser, nobody), 403, "headers with a cluster-CA certificate");
+      // the front-proxy CA, but a name outside --requestheader-allowed-names
+      const intruder = createCertificate({
+        commonName: "intruder",
+        issuer: pki("frontProxyCa"),
+        extendedKeyUsages: ["clientAuth"],
+      });
+      const asIntruder = await call(hpaUser, intruder);
+      assert.ok(
+        [401, 403].includes(asIntruder),
+        `a front-proxy certificate for "intruder" answered ${asIntruder}`,
+      );
       // the front-proxy certificate the aggregator uses: accepted
-      const proxy = {
-        cert: readFileSync(join(STATE_DIR, "pki/frontProxyClient.crt"), "utf8"),
-        key: readFileSync(join(STATE_DIR, "pki/frontProxyClient.key"), "utf8"),
-      };
-      const proxied = await call(hpaUser, proxy);
-      assert.ok(proxied === 200 || proxied === 404, `front-proxy certificate answered ${proxied}`);
+      const proxy = pki("frontProxyClient");
+      // the metric does not exist: 404 from the adapter, past authentication and authorization
+      assert.equal(await call(hpaUser, proxy), 404, "the aggregator's front-proxy certificate");
     });
   });
 
@@ -514,6 +579,11 @@ describe("e2e: the real HPA controller through the aggregator", {
           },
         }],
       });
+      const objectValue = (v: string) => (m: HpaMetricObservation[]) => servedValue(m[0]) === v;
+      assert.equal(
+        await predict(ns, "shop", { currentReplicas: 1, servedWhen: objectValue("10") }),
+        5,
+      );
       await expectReplicas(ns, "shop", 5); // ceil(10 / 2)
       await waitFor(async () => {
         const s = await kube.request(
@@ -532,6 +602,10 @@ describe("e2e: the real HPA controller through the aggregator", {
       await kube.request("PUT", `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`, {
         body: current,
       });
+      assert.equal(
+        await predict(ns, "shop", { currentReplicas: 5, servedWhen: objectValue("6") }),
+        3,
+      );
       await expectReplicas(ns, "shop", 3);
 
       // moved to tomorrow: inactive, value 0, down to minReplicas
@@ -544,6 +618,10 @@ describe("e2e: the real HPA controller through the aggregator", {
       await kube.request("PUT", `/apis/zalando.org/v1/namespaces/${ns}/scalingschedules/peak`, {
         body: moved,
       });
+      assert.equal(
+        await predict(ns, "shop", { currentReplicas: 3, servedWhen: objectValue("0") }),
+        1,
+      );
       await expectReplicas(ns, "shop", 1);
       await waitFor(async () => {
         const s = await kube.request(
@@ -592,6 +670,18 @@ describe("e2e: the real HPA controller through the aggregator", {
           },
         }],
       });
+      // from the 4 loaded pods: 80 / 10 = 8
+      const loaded = (m: HpaMetricObservation[]): boolean =>
+        first.every((p) =>
+          (m[0] as { values?: Record<string, string> }).values?.[p.metadata.name] === "20"
+        );
+      const firstPods = podsOf(await readyPods(ns, name)).filter((p) =>
+        first.some((f) => f.metadata.name === p.name)
+      );
+      assert.equal(
+        await predict(ns, name, { currentReplicas: 4, pods: firstPods, servedWhen: loaded }),
+        8,
+      );
       await expectReplicas(ns, name, 8);
       return first;
     }
@@ -689,6 +779,9 @@ describe("e2e: the real HPA controller through the aggregator", {
           { type: "AverageValue", averageValue: "40" },
           `http://${queueIp}:8080/queue`,
         );
+        const items = (v: string) => (m: HpaMetricObservation[]) =>
+          JSON.stringify(servedValue(m[0])) === JSON.stringify([v]);
+        assert.equal(await predict(ns, "avg", { currentReplicas: 1, servedWhen: items("120") }), 3);
         await expectReplicas(ns, "avg", 3); // ceil(120 / 40)
       },
     );
@@ -696,14 +789,47 @@ describe("e2e: the real HPA controller through the aggregator", {
     it("Value: the ratio multiplies the ready pods until maxReplicas, and back down", {
       timeout: CASE_TIMEOUT,
     }, async () => {
-      await createDeployment(ns, "val", { replicas: 1 });
-      await externalHpa("val", { type: "Value", value: "40" }, `http://${queueIp}:8080/queue`);
+      // every count the controller goes through, as our maths walks it: all pods ready
+      const hpaOf = await (async () => {
+        await createDeployment(ns, "val", { replicas: 1 });
+        const recorder = recordDesired(ns, "val");
+        await externalHpa("val", { type: "Value", value: "40" }, `http://${queueIp}:8080/queue`);
+        return recorder;
+      })();
+      const chain = (from: number, value: string): number[] => {
+        const out: number[] = [];
+        for (let current = from;;) {
+          const next = computeDesiredReplicas({
+            now: Date.now(),
+            currentReplicas: current,
+            minReplicas: 1,
+            maxReplicas: 10,
+            metrics: [{
+              type: "External",
+              metricName: "queue-length-val",
+              target: { type: "Value", value: "40" } as MetricTarget,
+              values: [value],
+            }],
+            pods: readyPodsNamed(current),
+            behavior: FAST_BEHAVIOR as HpaAlgorithmBehavior,
+            recommendations: [],
+          }).desiredReplicas;
+          if (next === current) return out;
+          out.push(next);
+          current = next;
+        }
+      };
       // 120/40 = 3 times the ready pods on every sync: 1 -> 3 -> 9 -> 10 (max)
+      assert.deepEqual(chain(1, "120"), [3, 9, 10]);
       const hpa = await expectReplicas(ns, "val", 10);
+      assert.deepEqual(await hpaOf.stop(), chain(1, "120"), "counts on the way up");
       assert.equal(hpaCondition(hpa, "ScalingLimited")?.reason, "TooManyReplicas");
       // 30/40 = 0.75: 10 -> 8 -> 6 -> 5 -> 4 -> 3, where ceil(0.75 * 3) = 3 holds
+      assert.deepEqual(chain(10, "30"), [8, 6, 5, 4, 3]);
+      const down = recordDesired(ns, "val");
       await setPodMetrics(ns, "queue", { queue: { length: 30 } });
       await expectReplicas(ns, "val", 3);
+      assert.deepEqual(await down.stop(), [10, ...chain(10, "30")], "counts on the way down");
       await setPodMetrics(ns, "queue", { queue: { length: 120 } });
     });
 
