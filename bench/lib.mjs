@@ -1,0 +1,205 @@
+// Helpers of the benchmark: child processes (every one is stopped by its PID), loopback HTTPS
+// requests, /proc readings, wrk.
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { createServer } from "node:net";
+
+/** Every child still running, by PID (stopped on exit, whatever happens). */
+const children = new Map();
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Like sleep, but does not keep the process alive. */
+const sleepUnref = (ms) => new Promise((r) => setTimeout(r, ms).unref());
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Start a child process with stdout piped (lines handed to `onLine`) and stderr to `logFile`.
+ * Returns { pid, proc, exited, stop() }; stop sends SIGTERM, then SIGKILL after 3 s.
+ */
+export function startProcess(cmd, args, { logFile, onLine, env, cwd } = {}) {
+  const err = logFile ? openSync(logFile, "a") : "ignore";
+  const proc = spawn(cmd, args, {
+    stdio: ["ignore", "pipe", err],
+    env: { ...process.env, ...env },
+    cwd,
+  });
+  if (typeof err === "number") closeSync(err);
+  const startedAt = performance.now();
+  const exited = new Promise((resolve) => proc.once("exit", (code, sig) => resolve({ code, sig })));
+  children.set(proc.pid, proc);
+  exited.then(() => children.delete(proc.pid));
+  let buf = "";
+  proc.stdout.setEncoding("utf8");
+  proc.stdout.on("data", (d) => {
+    buf += d;
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      onLine?.(line);
+    }
+  });
+  const stop = async () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    proc.kill("SIGTERM");
+    const t = setTimeout(() => proc.kill("SIGKILL"), 3000);
+    await exited;
+    clearTimeout(t);
+  };
+  return { pid: proc.pid, proc, exited, stop, startedAt };
+}
+
+/** Kill what is still running (exit path); by PID only. */
+export function killAll() {
+  for (const p of children.values()) {
+    try {
+      p.kill("SIGKILL");
+    } catch { /* gone */ }
+  }
+}
+
+/** Start a child that prints one JSON line `{"ready":true,...}`; resolves with that object. */
+export async function startReadyLine(cmd, args, { logFile, timeoutMs = 60000, env } = {}) {
+  let resolveLine;
+  const line = new Promise((r) => (resolveLine = r));
+  const child = startProcess(cmd, args, {
+    logFile,
+    env,
+    onLine: (l) => {
+      if (l.startsWith("{")) resolveLine(JSON.parse(l));
+    },
+  });
+  const timeout = sleepUnref(timeoutMs).then(() => ({ timeout: true }));
+  const r = await Promise.race([line, child.exited.then((e) => ({ exited: e })), timeout]);
+  if (!r.ready) {
+    await child.stop();
+    throw new Error(`${cmd} ${args.join(" ").slice(0, 200)} did not start: ${JSON.stringify(r)}`);
+  }
+  return { ...child, info: r };
+}
+
+/** GET over HTTP(S) on loopback, no certificate check, a new connection each time. */
+export function get(url, { timeoutMs = 10000, method = "GET" } = {}) {
+  const fn = url.startsWith("https:") ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = fn(url, { method, rejectUnauthorized: false, agent: false }, (res) => {
+      const chunks = [];
+      res.on("data", (d) => chunks.push(d));
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+        }));
+      res.on("error", reject);
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** Poll `url` until it answers 200; resolves with ms since `since` (performance.now()). */
+export async function waitFor200(url, { since, timeoutMs = 60000, everyMs = 5, exited } = {}) {
+  const end = performance.now() + timeoutMs;
+  let gone = false;
+  exited?.then(() => (gone = true));
+  while (performance.now() < end && !gone) {
+    try {
+      const r = await get(url, { timeoutMs: 2000 });
+      if (r.status === 200) return performance.now() - since;
+    } catch { /* not listening yet */ }
+    await sleep(everyMs);
+  }
+  throw new Error(`${url} not 200 ${gone ? "(process exited)" : `within ${timeoutMs} ms`}`);
+}
+
+const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+
+/** RSS, peak RSS (MiB) and CPU seconds so far of a process. */
+export function procStats(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // fields 14 and 15 (utime, stime) are at 11 and 12 after the command name
+  const cpuSeconds = (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  return { rssMiB: kb("VmRSS") / 1024, hwmMiB: kb("VmHWM") / 1024, cpuSeconds };
+}
+
+/** Whether wrk is installed. */
+export function haveWrk() {
+  return spawnSync("wrk", ["--version"], { encoding: "utf8" }).error === undefined;
+}
+
+/** Run wrk against `url`; resolves with its numbers (latencies in ms). */
+export function wrk(url, { seconds, connections, script }) {
+  return new Promise((resolve, reject) => {
+    const p = spawn("wrk", [
+      "-t1",
+      `-c${connections}`,
+      `-d${seconds}s`,
+      "--timeout",
+      "5s",
+      "-s",
+      script,
+      url,
+    ], { stdio: ["ignore", "pipe", "pipe"] });
+    children.set(p.pid, p);
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (out += d));
+    p.on("exit", (code) => {
+      children.delete(p.pid);
+      const line = out.split("\n").find((l) => l.startsWith("BENCHJSON "));
+      if (code !== 0 || !line) return reject(new Error(`wrk exited ${code}: ${out.slice(-500)}`));
+      const r = JSON.parse(line.slice("BENCHJSON ".length));
+      const errors = r.errConnect + r.errRead + r.errWrite + r.errStatus + r.errTimeout;
+      resolve({
+        rps: r.requests / (r.durationUs / 1e6),
+        p50Ms: r.p50Us / 1000,
+        p90Ms: r.p90Us / 1000,
+        p99Ms: r.p99Us / 1000,
+        maxMs: r.maxUs / 1000,
+        requests: r.requests,
+        errors,
+        statusErrors: r.errStatus,
+      });
+    });
+  });
+}
+
+/** Median of numbers. */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** Map with at most `limit` calls in flight. */
+export async function mapLimit(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

@@ -1,0 +1,173 @@
+// The report writer: bench/README.md from the numbers of one run (bench/results.json).
+import { writeFileSync } from "node:fs";
+
+const mark = (ok) => (ok ? "ok" : "**MISS**");
+
+function table(head, rows) {
+  return [
+    `| ${head.join(" | ")} |`,
+    `| ${head.map(() => "---").join(" | ")} |`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
+}
+
+/** Render the README of bench/ for `report`. */
+export function renderReport(report) {
+  const b = report.budgets;
+  const r = report.results;
+  const out = [];
+  out.push(`# Benchmarks
+
+\`npm run bench\` runs the whole suite (about 10 minutes), \`npm run bench -- --quick\` a short
+version (under a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
+Options: \`--runtimes binary,bun,deno,node\`, \`--only startup,serving,fanout\`, \`--sizes 2000,10000\`,
+\`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the working tree into a temp
+folder instead of using \`dist/\`), \`--no-write\`. It needs \`wrk\` (Debian package \`wrk\`).
+
+What is measured (everything on loopback, every process stopped by its PID):
+
+- **Serving**: the adapter in file mode on 2,000 and 10,000 HPAs (each with an Object metric on
+  its own ScalingSchedule and an External json-path metric), plus one HPA with a Pods metric on
+  50 pods. wrk hammers three reads: an object metric, the pods wildcard (50 items) and an
+  external metric; right after, the same wrk run against the **floor**, a bare \`node:https\`
+  server on the same runtime answering the same bytes. Budget: >= ${b.servingFloorRatio}x the
+  floor's requests/s, p99 < ${b.servingP99Ms} ms.
+- **Fan-out**: 1,000 HPAs x 20 pods, every pod its own loopback address (127.0.x.y) served by
+  the fake fleet (\`bench/fleet.mjs\`, one listener per pod, two processes), scraped every 15 s =
+  1,333 scrapes/s. The fleet records the longest gap between two scrapes of a pod; afterwards
+  every HPA's values are read back. Budget: no gap over the interval (+1 s), every pod scraped,
+  every value fresh, no failed collection, CPU < ${b.fanoutCores} cores.
+- **Memory**: RSS with no HPAs (idle), and with 2,000 and 10,000 HPAs once their values are
+  collected (and after the serving load). Budget: < ${b.memoryMiBAt2000} MiB at 2,000.
+- **Startup**: process start to \`/readyz\` 200, with no HPAs (and with 2,000 for information),
+  the certificate already on disk. Budget: < ${b.startupMs} ms for the binary.
+
+The machine has 2 cores shared with other work: the 1-minute load average is in every row. A
+row measured under a load average well above 2 is noise, not a result.
+`);
+  out.push(`## Last run
+
+- date: ${report.date} (${report.mode}, ${report.durationSeconds} s)
+- machine: ${report.machine.cpu}, ${report.machine.cores} cores, ${report.machine.memoryGiB} GiB,
+  Linux ${report.machine.kernel}; load average during the run: ${report.machine.load1.join(", ")}
+- commit: ${report.commit}; artifacts: ${report.artifacts.source} (built ${report.artifacts.builtAt})
+- runtimes: ${Object.entries(report.runtimes).map(([k, v]) => `${k} = ${v}`).join("; ")}
+- load generator: ${report.settings.wrk}
+`);
+  if (r.serving.length > 0) {
+    out.push("### Serving (requests/s, latency ms)\n");
+    out.push(table(
+      [
+        "runtime",
+        "HPAs",
+        "read",
+        "adapter req/s",
+        "p50",
+        "p99",
+        "floor req/s",
+        "floor p99",
+        "x floor",
+        "load",
+        "budget",
+      ],
+      r.serving.map((s) => [
+        s.runtime,
+        s.hpas,
+        s.path,
+        s.adapter.rps,
+        s.adapter.p50Ms,
+        s.adapter.p99Ms,
+        s.floor.rps,
+        s.floor.p99Ms,
+        s.ratio,
+        s.load1,
+        mark(s.ok),
+      ]),
+    ));
+    out.push("");
+  }
+  if (r.fanout) {
+    const f = r.fanout;
+    out.push("### Collection fan-out\n");
+    out.push(table(
+      [
+        "runtime",
+        "HPAs x pods",
+        "interval",
+        "scrapes/s (target)",
+        "max gap ms",
+        "never scraped",
+        "stale / missing",
+        "failed collections",
+        "cores",
+        "fleet cores",
+        "RSS MiB",
+        "load",
+        "budget",
+      ],
+      [[
+        f.runtime,
+        `${f.hpas} x ${f.podsPerHpa}`,
+        `${f.intervalSeconds} s`,
+        `${f.scrapesPerSecond} (${f.targetScrapesPerSecond})`,
+        f.maxGapMs,
+        f.neverScraped,
+        `${f.staleValues} / ${f.missingValues}`,
+        f.collectionsError,
+        f.cores,
+        f.fleetCores,
+        f.rssMiB,
+        f.load1,
+        mark(f.ok),
+      ]],
+    ));
+    out.push("");
+  }
+  if (r.memory.length > 0) {
+    out.push("### Memory (RSS MiB)\n");
+    out.push(table(
+      [
+        "runtime",
+        "HPAs",
+        "RSS",
+        "after serving load",
+        "peak",
+        "ready ms",
+        "values served ms",
+        "budget",
+      ],
+      r.memory.map((m) => [
+        m.runtime,
+        m.hpas,
+        m.rssMiB,
+        m.rssAfterLoadMiB ?? "",
+        m.peakMiB ?? "",
+        m.readyMs ?? "",
+        m.firstValuesMs ?? "",
+        m.hpas === 2000 ? mark(m.rssMiB < b.memoryMiBAt2000) : "",
+      ]),
+    ));
+    out.push("");
+  }
+  if (r.startup.length > 0) {
+    out.push("### Startup (process start to /readyz 200, ms)\n");
+    out.push(table(
+      ["runtime", "median", "min", "with HPAs (median)", "load", "budget"],
+      r.startup.map((s) => [
+        s.runtime,
+        s.readyMsMedian,
+        s.readyMsMin,
+        `${s.readyMsWithHpasMedian} (${s.hpas})`,
+        s.load1,
+        s.runtime === "binary" ? mark(s.readyMsMedian < b.startupMs) : "",
+      ]),
+    ));
+    out.push("");
+  }
+  return out.join("\n");
+}
+
+/** Write bench/README.md. */
+export function writeReport(file, report) {
+  writeFileSync(file, renderReport(report));
+}

@@ -1,0 +1,621 @@
+#!/usr/bin/env node
+// The benchmark suite (`npm run bench`, `npm run bench -- --quick`): serving against a bare TLS
+// floor, collection fan-out over a fleet of fake pods, memory, startup, per runtime. Writes
+// bench/results.json and the table in bench/README.md. Loopback only; every process it starts
+// is stopped by its PID.
+//
+// usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,fanout,
+//          startup] [--sizes 2000,10000] [--build] [--seconds N] [--connections N] [--no-write]
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  fanoutPath,
+  servingPaths,
+  writeFanoutManifests,
+  writeServingManifests,
+} from "./manifests.mjs";
+import {
+  freePort,
+  get,
+  haveWrk,
+  killAll,
+  mapLimit,
+  median,
+  procStats,
+  sleep,
+  startProcess,
+  startReadyLine,
+  waitFor200,
+  wrk,
+} from "./lib.mjs";
+import { writeReport } from "./report.mjs";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const here = fileURLToPath(new URL(".", import.meta.url));
+const ALL_RUNTIMES = ["binary", "bun", "deno", "node"];
+
+/** The budgets of issue 8 / DESIGN.md. */
+export const BUDGETS = {
+  servingFloorRatio: 0.8,
+  servingP99Ms: 5,
+  fanoutCores: 1.5,
+  memoryMiBAt2000: 128,
+  startupMs: 300,
+};
+
+function parseArgs(argv) {
+  const o = {
+    quick: false,
+    runtimes: null,
+    only: null,
+    sizes: null,
+    build: false,
+    seconds: null,
+    connections: 8,
+    write: true,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => argv[++i];
+    if (a === "--quick") o.quick = true;
+    else if (a === "--runtimes") o.runtimes = val().split(",");
+    else if (a === "--only") o.only = val().split(",");
+    else if (a === "--sizes") o.sizes = val().split(",").map(Number);
+    else if (a === "--build") o.build = true;
+    else if (a === "--seconds") o.seconds = Number(val());
+    else if (a === "--connections") o.connections = Number(val());
+    else if (a === "--no-write") o.write = false;
+    else {
+      console.error(`bench: unknown argument "${a}"`);
+      process.exit(2);
+    }
+  }
+  for (const r of o.runtimes ?? []) {
+    if (!ALL_RUNTIMES.includes(r)) {
+      console.error(`bench: unknown runtime "${r}" (want ${ALL_RUNTIMES.join(", ")})`);
+      process.exit(2);
+    }
+  }
+  return o;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const quick = opts.quick;
+const plan = {
+  runtimes: opts.runtimes ?? (quick ? ["binary"] : ALL_RUNTIMES),
+  sizes: opts.sizes ?? (quick ? [2000] : [2000, 10000]),
+  sections: opts.only ?? ["startup", "serving", "fanout"],
+  warmSeconds: quick ? 1 : 2,
+  seconds: opts.seconds ?? (quick ? 2 : 8),
+  connections: opts.connections,
+  startupReps: quick ? 3 : 5,
+  // Quick keeps the 1,333 scrapes/s of 1,000 HPAs x 20 pods every 15 s with fewer pods.
+  fanout: quick
+    ? { hpas: 250, pods: 20, intervalSeconds: 3.75, windowSeconds: 8, runtime: "binary" }
+    : { hpas: 1000, pods: 20, intervalSeconds: 15, windowSeconds: 45, runtime: "binary" },
+};
+
+const work = mkdtempSync(join(tmpdir(), "hma-bench-"));
+let cleaned = false;
+function cleanup() {
+  if (cleaned) return;
+  cleaned = true;
+  killAll();
+  rmSync(work, { recursive: true, force: true });
+}
+process.on("exit", cleanup);
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, () => {
+    cleanup();
+    process.exit(130);
+  });
+}
+
+const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+// -- artifacts ---------------------------------------------------------------------------------
+
+const bunBin = join(root, "node_modules", ".bin", "bun");
+const denoBin = join(root, "node_modules", ".bin", "deno");
+
+function artifacts() {
+  const distBundle = join(root, "dist", "hpa-metrics-adapter.mjs");
+  const distBinary = join(root, "dist", "hpa-metrics-adapter");
+  if (!opts.build && existsSync(distBundle) && existsSync(distBinary)) {
+    return { bundle: distBundle, binary: distBinary, source: "dist/", builtAt: mtime(distBinary) };
+  }
+  // Built the way scripts/build.mjs builds, into our temp folder (dist/ is left alone).
+  log("building the bundle and the binary from the sources into a temp folder");
+  const out = join(work, "build");
+  const bundle = join(out, "hpa-metrics-adapter.mjs");
+  const binary = join(out, "hpa-metrics-adapter");
+  run(join(root, "node_modules", ".bin", "esbuild"), [
+    join(root, "src", "main.ts"),
+    "--bundle",
+    "--platform=node",
+    "--format=esm",
+    "--target=node20",
+    "--minify",
+    "--legal-comments=none",
+    "--external:bufferutil",
+    "--external:utf-8-validate",
+    "--banner:js=import { createRequire as __hmaCreateRequire } from 'node:module'; " +
+    "const require = __hmaCreateRequire(import.meta.url);",
+    `--outfile=${bundle}`,
+    "--log-level=warning",
+  ]);
+  run(bunBin, [
+    "build",
+    "--compile",
+    "--minify",
+    "--target=bun",
+    "--format=esm",
+    "--no-compile-autoload-dotenv",
+    "--no-compile-autoload-bunfig",
+    "--bytecode",
+    bundle,
+    "--outfile",
+    binary,
+  ]);
+  return { bundle, binary, source: "built from the working tree", builtAt: mtime(binary) };
+}
+
+function mtime(f) {
+  return statSync(f).mtime.toISOString();
+}
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 });
+  if (r.status !== 0) {
+    throw new Error(`${cmd} exited ${r.status}: ${(r.stderr || r.stdout || "").slice(-800)}`);
+  }
+  return r.stdout;
+}
+
+/** The command line of a runtime for a script (the binary runs its own bundle). */
+function command(runtime, art, script, args) {
+  switch (runtime) {
+    case "binary":
+      return script === null ? [art.binary, args] : [bunBin, [script, ...args]];
+    case "bun":
+      return [bunBin, [script ?? art.bundle, ...args]];
+    case "deno":
+      return [denoBin, ["run", "-A", script ?? art.bundle, ...args]];
+    case "node":
+      return [process.execPath, [script ?? art.bundle, ...args]];
+  }
+  throw new Error(`unknown runtime ${runtime}`);
+}
+
+function runtimeVersion(runtime, art) {
+  const first = (cmd, args) =>
+    spawnSync(cmd, args, { encoding: "utf8" }).stdout.split("\n")[0].trim();
+  switch (runtime) {
+    case "binary":
+      return `${first(art.binary, ["version"])} (bun ${first(bunBin, ["--version"])} compile)`;
+    case "bun":
+      return `bun ${first(bunBin, ["--version"])}`;
+    case "deno":
+      return first(denoBin, ["--version"]);
+    case "node":
+      return `node ${process.versions.node}`;
+  }
+}
+
+// -- the adapter -------------------------------------------------------------------------------
+
+let certDir = null;
+let adapterCount = 0;
+
+/** Start the adapter on `manifests`; resolves once /readyz answers 200. */
+async function startAdapter(runtime, art, manifests, { everyMs = 5, extra = [] } = {}) {
+  const port = await freePort();
+  const metricsPort = await freePort();
+  const logFile = join(work, `adapter-${++adapterCount}-${runtime}.log`);
+  const [cmd, args] = command(runtime, art, null, [
+    "serve",
+    "--manifests",
+    manifests,
+    "--bind-address",
+    "127.0.0.1",
+    "--secure-port",
+    String(port),
+    "--metrics-address",
+    `127.0.0.1:${metricsPort}`,
+    "--cert-dir",
+    certDir,
+    "--scaling-schedule",
+    ...extra,
+  ]);
+  const child = startProcess(cmd, args, { logFile });
+  let readyMs;
+  try {
+    readyMs = await waitFor200(`https://127.0.0.1:${port}/readyz`, {
+      since: child.startedAt,
+      everyMs,
+      exited: child.exited,
+      timeoutMs: 120000,
+    });
+  } catch (e) {
+    await child.stop();
+    throw new Error(`${e.message}; log ${tail(logFile)}`);
+  }
+  return { ...child, port, metricsPort, readyMs, logFile, base: `https://127.0.0.1:${port}` };
+}
+
+function tail(file) {
+  try {
+    return spawnSync("tail", ["-c", "600", file], { encoding: "utf8" }).stdout;
+  } catch {
+    return "";
+  }
+}
+
+async function ownMetrics(adapter) {
+  const r = await get(`http://127.0.0.1:${adapter.metricsPort}/metrics`);
+  const val = (name) => Number(new RegExp(`^${name} ([0-9.e+]+)$`, "m").exec(r.body)?.[1] ?? NaN);
+  return {
+    collectionsOk: val("kube_metrics_adapter_collections_success"),
+    collectionsError: val("kube_metrics_adapter_collections_error"),
+  };
+}
+
+/** Poll `path` on the adapter until it answers 200 (values collected). */
+async function until200(adapter, path, timeoutMs = 120000) {
+  const end = performance.now() + timeoutMs;
+  let last = null;
+  while (performance.now() < end) {
+    last = await get(adapter.base + path).catch((e) => ({ status: 0, body: e.message }));
+    if (last.status === 200) return last;
+    await sleep(200);
+  }
+  throw new Error(`${path} not 200 after ${timeoutMs} ms: ${last?.status} ${last?.body}`);
+}
+
+// -- sections ----------------------------------------------------------------------------------
+
+const results = {
+  startup: [],
+  memory: [],
+  serving: [],
+  fanout: null,
+};
+
+async function ensureCert(art) {
+  certDir = join(work, "certs");
+  const empty = join(work, "empty");
+  spawnSync("mkdir", ["-p", empty]);
+  // The first start writes the self-signed certificate; every measured start reuses it.
+  const a = await startAdapter("binary", art, empty);
+  await a.stop();
+  return empty;
+}
+
+async function startupSection(art, emptyDir, servingDirs) {
+  for (const runtime of plan.runtimes) {
+    const times = [];
+    let idle = null;
+    for (let i = 0; i < plan.startupReps; i++) {
+      const a = await startAdapter(runtime, art, emptyDir);
+      times.push(a.readyMs);
+      if (i === 0) {
+        await sleep(1000);
+        idle = procStats(a.pid);
+      }
+      await a.stop();
+    }
+    const size = plan.sizes[0];
+    const withHpas = [];
+    for (let i = 0; i < (quick ? 1 : 3); i++) {
+      const a = await startAdapter(runtime, art, servingDirs[size], { everyMs: 5 });
+      withHpas.push(a.readyMs);
+      await a.stop();
+    }
+    const row = {
+      runtime,
+      readyMsMedian: round(median(times)),
+      readyMsMin: round(Math.min(...times)),
+      readyMsAll: times.map((t) => round(t)),
+      hpas: size,
+      readyMsWithHpasMedian: round(median(withHpas)),
+      load1: round(loadavg()[0], 2),
+    };
+    results.startup.push(row);
+    results.memory.push({ runtime, hpas: 0, rssMiB: round(idle.rssMiB) });
+    log(
+      `startup ${runtime}: ready in ${row.readyMsMedian} ms (min ${row.readyMsMin}), ` +
+        `${row.readyMsWithHpasMedian} ms with ${size} HPAs; idle RSS ${round(idle.rssMiB)} MiB`,
+    );
+  }
+}
+
+async function servingSection(art, servingDirs) {
+  const script = join(here, "wrk_report.lua");
+  for (const size of plan.sizes) {
+    const paths = servingPaths(Math.floor(size / 2) + 1);
+    for (const runtime of plan.runtimes) {
+      const load0 = loadavg()[0];
+      const a = await startAdapter(runtime, art, servingDirs[size]);
+      let floor = null;
+      try {
+        const responses = {};
+        const t0 = performance.now();
+        for (const [name, path] of Object.entries(paths)) {
+          const r = await until200(a, path);
+          responses[path] = {
+            status: r.status,
+            headers: { "content-type": r.headers["content-type"] },
+            body: r.body,
+            name,
+          };
+        }
+        const firstValuesMs = performance.now() - t0 + a.readyMs;
+        await sleep(quick ? 1000 : 3000);
+        const settled = procStats(a.pid);
+        const responsesFile = join(work, `responses-${runtime}-${size}.json`);
+        writeFileSync(responsesFile, JSON.stringify(responses));
+        const floorPort = await freePort();
+        const [fcmd, fargs] = command(runtime, art, join(here, "floor.mjs"), [
+          join(certDir, "apiserver.crt"),
+          join(certDir, "apiserver.key"),
+          String(floorPort),
+          responsesFile,
+        ]);
+        floor = await startReadyLine(fcmd, fargs, { logFile: join(work, "floor.log") });
+        const cpu0 = procStats(a.pid).cpuSeconds;
+        for (const [name, path] of Object.entries(paths)) {
+          const row = { runtime, hpas: size, path: name, bytes: responses[path].body.length };
+          // Interleaved, with a warm-up each: the adapter, then the floor on the same bytes.
+          for (
+            const [who, base] of [["adapter", a.base], ["floor", `https://127.0.0.1:${floorPort}`]]
+          ) {
+            const opt = { connections: plan.connections, script };
+            await wrk(base + path, { ...opt, seconds: plan.warmSeconds });
+            const r = await wrk(base + path, { ...opt, seconds: plan.seconds });
+            if (r.errors > 0) {
+              throw new Error(`${who} ${name}: ${r.errors} errors (${r.statusErrors} non-2xx)`);
+            }
+            row[who] = {
+              rps: Math.round(r.rps),
+              p50Ms: round(r.p50Ms, 2),
+              p99Ms: round(r.p99Ms, 2),
+              maxMs: round(r.maxMs, 2),
+            };
+          }
+          row.ratio = round(row.adapter.rps / row.floor.rps, 2);
+          row.load1 = round(loadavg()[0], 2);
+          row.ok = row.ratio >= BUDGETS.servingFloorRatio &&
+            row.adapter.p99Ms < BUDGETS.servingP99Ms;
+          results.serving.push(row);
+          log(
+            `serving ${runtime} ${size} ${name}: ${row.adapter.rps}/s p50 ${row.adapter.p50Ms} ` +
+              `p99 ${row.adapter.p99Ms} ms | floor ${row.floor.rps}/s p99 ${row.floor.p99Ms} ms | ` +
+              `x${row.ratio} load ${row.load1}`,
+          );
+        }
+        const after = procStats(a.pid);
+        const om = await ownMetrics(a);
+        results.memory.push({
+          runtime,
+          hpas: size,
+          rssMiB: round(settled.rssMiB),
+          rssAfterLoadMiB: round(after.rssMiB),
+          peakMiB: round(after.hwmMiB),
+          readyMs: round(a.readyMs),
+          firstValuesMs: Math.round(firstValuesMs),
+          collectionsError: om.collectionsError,
+          load1Before: round(load0, 2),
+        });
+        log(
+          `memory ${runtime} ${size}: RSS ${round(settled.rssMiB)} MiB settled, ` +
+            `${round(after.rssMiB)} after load (peak ${round(after.hwmMiB)}); ready ` +
+            `${Math.round(a.readyMs)} ms, values ${Math.round(firstValuesMs)} ms; cpu during ` +
+            `serving ${round(after.cpuSeconds - cpu0)} s`,
+        );
+      } finally {
+        await floor?.stop();
+        await a.stop();
+      }
+    }
+  }
+}
+
+async function fanoutSection(art, fleetScript) {
+  const f = plan.fanout;
+  const port = await freePort();
+  const dir = join(work, "fanout");
+  const interval = `${f.intervalSeconds * 1000}ms`;
+  log(`fan-out: writing ${f.hpas} HPAs x ${f.pods} pods`);
+  writeFanoutManifests(dir, { hpas: f.hpas, pods: f.pods, port, interval });
+  // Two fleet processes at most: 20,000 listeners and their connections exceed one process's
+  // open-file limit.
+  const total = f.hpas * f.pods;
+  const perProcess = Math.ceil(total / (total > 10000 ? 2 : 1));
+  const fleets = [];
+  try {
+    for (let from = 0; from < total; from += perProcess) {
+      const count = Math.min(perProcess, total - from);
+      fleets.push(
+        await startReadyLine(process.execPath, [
+          fleetScript,
+          JSON.stringify({ port, from, count, keepAliveMs: 1000 }),
+        ], { logFile: join(work, "fleet.log"), timeoutMs: 120000 }),
+      );
+    }
+    const failed = fleets.reduce((n, x) => n + x.info.failed, 0);
+    if (failed > 0) {
+      throw new Error(`fleet: ${failed} listeners failed: ${fleets[0].info.firstError}`);
+    }
+    log(`fan-out: ${total} fake pods listening in ${fleets.length} process(es)`);
+    const a = await startAdapter(f.runtime, art, dir);
+    try {
+      const warm = f.intervalSeconds * 1000 + 3000;
+      await sleep(warm);
+      const control = (x, method = "GET") =>
+        get(`http://127.0.0.1:${x.info.control}/window`, { method }).then((r) =>
+          JSON.parse(r.body)
+        );
+      await Promise.all(fleets.map((x) => control(x, "POST")));
+      const s0 = procStats(a.pid);
+      const fleetCpu0 = fleets.map((x) => procStats(x.pid).cpuSeconds);
+      const om0 = await ownMetrics(a);
+      const t0 = performance.now();
+      const load0 = loadavg()[0];
+      await sleep(f.windowSeconds * 1000);
+      const stats = await Promise.all(fleets.map((x) => control(x)));
+      const seconds = (performance.now() - t0) / 1000;
+      const s1 = procStats(a.pid);
+      const fleetCpu = fleets.reduce(
+        (n, x, i) => n + procStats(x.pid).cpuSeconds - fleetCpu0[i],
+        0,
+      );
+      const om1 = await ownMetrics(a);
+      // Every HPA's values: all pods present, none older than an interval (+1 s: timestamps
+      // are whole seconds).
+      const now = Date.now();
+      const maxAgeMs = f.intervalSeconds * 1000 + 1000;
+      let stale = 0;
+      let missing = 0;
+      let oldestMs = 0;
+      await mapLimit(Array.from({ length: f.hpas }, (_, h) => h), 8, async (h) => {
+        const r = await get(a.base + fanoutPath(h));
+        if (r.status !== 200) {
+          missing += f.pods;
+          return;
+        }
+        const items = JSON.parse(r.body).items;
+        missing += f.pods - items.length;
+        for (const it of items) {
+          const age = now - Date.parse(it.timestamp);
+          oldestMs = Math.max(oldestMs, age);
+          if (age > maxAgeMs) stale++;
+        }
+      });
+      const scrapes = stats.reduce((n, s) => n + s.scrapes, 0);
+      const row = {
+        runtime: f.runtime,
+        hpas: f.hpas,
+        podsPerHpa: f.pods,
+        intervalSeconds: f.intervalSeconds,
+        targetScrapesPerSecond: round(total / f.intervalSeconds),
+        windowSeconds: round(seconds),
+        scrapesPerSecond: round(scrapes / seconds),
+        neverScraped: stats.reduce((n, s) => n + s.neverScraped, 0),
+        maxGapMs: Math.max(...stats.map((s) => s.maxGapMs)),
+        p99GapMs: Math.max(...stats.map((s) => s.p99MaxGapMs)),
+        cores: round((s1.cpuSeconds - s0.cpuSeconds) / seconds, 2),
+        fleetCores: round(fleetCpu / seconds, 2),
+        rssMiB: round(s1.rssMiB),
+        collectionsOk: om1.collectionsOk - om0.collectionsOk,
+        collectionsError: om1.collectionsError - om0.collectionsError,
+        staleValues: stale,
+        missingValues: missing,
+        oldestValueMs: oldestMs,
+        load1: round(load0, 2),
+      };
+      row.ok = row.neverScraped === 0 && row.maxGapMs <= maxAgeMs &&
+        row.cores < BUDGETS.fanoutCores && stale === 0 && missing === 0 &&
+        row.collectionsError === 0;
+      results.fanout = row;
+      log(`fan-out: ${JSON.stringify(row)}`);
+    } finally {
+      await a.stop();
+    }
+  } finally {
+    for (const x of fleets) await x.stop();
+  }
+}
+
+// -- main --------------------------------------------------------------------------------------
+
+async function main() {
+  if (plan.sections.includes("serving") && !haveWrk()) {
+    throw new Error("wrk is not installed: flock /tmp/apt.lock apt-get install -y wrk");
+  }
+  const startedAt = new Date();
+  const load = [loadavg()[0]];
+  const art = artifacts();
+  log(`artifacts: ${art.source} (binary built ${art.builtAt})`);
+  const emptyDir = await ensureCert(art);
+  const fleetScript = join(here, "fleet.mjs");
+
+  // One fleet for the serving sets: the queue endpoint and the 50 pods of "web".
+  const servingDirs = {};
+  let servingFleet = null;
+  try {
+    if (plan.sections.includes("serving") || plan.sections.includes("startup")) {
+      const fleetPort = await freePort();
+      servingFleet = await startReadyLine(process.execPath, [
+        fleetScript,
+        JSON.stringify({
+          port: fleetPort,
+          from: 0,
+          count: 50,
+          base: 200,
+          queue: true,
+          keepAliveMs: 5000,
+        }),
+      ], { logFile: join(work, "fleet.log") });
+      for (const size of plan.sizes) {
+        servingDirs[size] = join(work, `serving-${size}`);
+        writeServingManifests(servingDirs[size], { hpas: size, port: fleetPort });
+      }
+      log(`serving sets written: ${plan.sizes.join(", ")} HPAs`);
+      if (plan.sections.includes("startup")) await startupSection(art, emptyDir, servingDirs);
+      load.push(loadavg()[0]);
+      if (plan.sections.includes("serving")) await servingSection(art, servingDirs);
+      load.push(loadavg()[0]);
+    }
+  } finally {
+    await servingFleet?.stop();
+  }
+  if (plan.sections.includes("fanout")) await fanoutSection(art, fleetScript);
+  load.push(loadavg()[0]);
+
+  const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" })
+    .stdout.trim();
+  const dirty = spawnSync("git", ["status", "--porcelain", "--", "src"], {
+    cwd: root,
+    encoding: "utf8",
+  }).stdout.trim() !== "";
+  const report = {
+    date: startedAt.toISOString(),
+    durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+    mode: quick ? "quick" : "full",
+    machine: {
+      cpu: cpus()[0]?.model ?? "unknown",
+      cores: cpus().length,
+      memoryGiB: round(totalmem() / 2 ** 30),
+      kernel: release(),
+      load1: load.map((x) => round(x, 2)),
+    },
+    commit: `${commit}${dirty ? "+dirty" : ""}`,
+    artifacts: { source: art.source, builtAt: art.builtAt },
+    runtimes: Object.fromEntries(plan.runtimes.map((r) => [r, runtimeVersion(r, art)])),
+    settings: {
+      wrk: `wrk -t1 -c${plan.connections}, ${plan.warmSeconds} s warm-up + ${plan.seconds} s`,
+      fanout: plan.fanout,
+    },
+    budgets: BUDGETS,
+    results,
+  };
+  if (opts.write) {
+    writeFileSync(join(here, "results.json"), JSON.stringify(report, null, 2) + "\n");
+    writeReport(join(here, "README.md"), report);
+    log("wrote bench/results.json and bench/README.md");
+  }
+  log(`done in ${report.durationSeconds} s`);
+}
+
+try {
+  await main();
+} catch (e) {
+  console.error(`bench: ${e.stack ?? e}`);
+  process.exitCode = 1;
+} finally {
+  cleanup();
+}
