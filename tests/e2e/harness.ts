@@ -10,12 +10,16 @@
  *
  * Network: only loopback and 10.213.0.0/24, which exists only on the veth pair between the
  * host and the namespace this harness creates (host side .1, namespace side .2 for the adapter,
- * .10-.99 for pods). The apiserver binds the host side; the adapter, the kubelet stand-in and
- * the pods' endpoints live in the namespace. Nothing else is dialled.
+ * .3 for Prometheus, .10-.99 for pods). The apiserver binds the host side; etcd and the
+ * controller manager use loopback; the adapter, Prometheus, the kubelet stand-in and the pods'
+ * endpoints live in the namespace, which has no default route. Nothing else is dialled.
+ * Needs root (ip netns), Go (to build once; cached under ~/.cache/hpa-e2e/VERSION) and kubectl.
  *
  * Environment: HPA_E2E_ADAPTER=stub runs a discovery-only HTTPS stub instead of the adapter;
  * HPA_E2E_ADAPTER_CMD replaces `node --import tsx src/main.ts` (e.g. `dist/hpa-metrics-adapter`);
- * HPA_E2E_ADAPTER_ARGS adds flags to `serve`; HPA_E2E_MANIFESTS replaces the deploy/ files applied.
+ * HPA_E2E_ADAPTER_ARGS adds flags to `serve`; HPA_E2E_MANIFESTS replaces the deploy/ files
+ * applied; HPA_E2E_PROMETHEUS=0 skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test`
+ * or a failed `up` (and the suite's namespaces); GO names the go binary.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -106,6 +110,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** Thrown inside a {@linkcode waitFor} check: give up at once instead of polling on. */
+export class StopWaiting extends Error {
+  override name = "StopWaiting";
+}
+
 /** Options of {@linkcode waitFor}. */
 export interface WaitOptions {
   what: string;
@@ -125,6 +134,7 @@ export async function waitFor<T>(
       const v = await check();
       if (v !== undefined && v !== false) return v as T;
     } catch (err) {
+      if (err instanceof StopWaiting) throw err;
       last = (err as Error).message;
     }
     if (Date.now() > deadline) {
@@ -164,7 +174,11 @@ export function ensureBinaries(version: string): string {
   mkdirSync(dir, { recursive: true });
   log(`building ${BINARIES.join(", ")} ${version} into ${dir} (cold: tens of minutes)`);
   const started = Date.now();
-  const r = spawnSync("go", [
+  const go = process.env.GO ??
+    (spawnSync("go", ["version"], { stdio: "ignore" }).status === 0
+      ? "go"
+      : "/usr/local/go/bin/go");
+  const r = spawnSync(go, [
     "build",
     "-o",
     `${dir}/`,
@@ -172,6 +186,7 @@ export function ensureBinaries(version: string): string {
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "./etcd",
   ], { cwd: CONTROLPLANE_DIR, stdio: ["ignore", "inherit", "inherit"] });
+  if (r.error) throw new Error(`cannot run "${go}" (install Go or set GO): ${r.error.message}`);
   if (r.status !== 0) throw new Error(`go build failed with exit code ${r.status ?? r.signal}`);
   log(`built in ${Math.round((Date.now() - started) / 1000)} s`);
   return dir;
@@ -672,6 +687,7 @@ export async function waitForApiServices(client: KubeClient, timeoutMs: number):
   for (const s of APISERVICES) {
     const name = `${s.version}.${s.group}`;
     await waitFor(async () => {
+      checkAlive();
       const obj = await client.get(`/apis/apiregistration.k8s.io/v1/apiservices/${name}`);
       const a = apiServiceAvailable(obj);
       if (!a.ok) throw new Error(a.message);
@@ -688,6 +704,35 @@ export interface UpOptions {
 
 /** Start everything (building the binaries if needed) and wait until the APIServices are Available. */
 export async function up(options: UpOptions = {}): Promise<E2eState> {
+  try {
+    return await startAll(options);
+  } catch (err) {
+    const tails = recordedProcesses().map((p) =>
+      `--- ${p.name} (pid ${p.pid}, ${
+        alive(p) ? "running" : "exited"
+      }), end of .e2e/logs/${p.name}.log:\n${logTail(p.name, 15)}`
+    );
+    if (!process.env.HPA_E2E_KEEP) await down();
+    throw new Error(`${(err as Error).message}\n${tails.join("\n")}`);
+  }
+}
+
+function logTail(name: string, lines: number): string {
+  try {
+    return readFileSync(join(LOG_DIR, `${name}.log`), "utf8").trimEnd().split("\n").slice(-lines)
+      .join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+/** Throw when a recorded process has exited (a crashed component fails up at once). */
+function checkAlive(): void {
+  const dead = recordedProcesses().filter((p) => !alive(p));
+  if (dead.length > 0) throw new StopWaiting(`exited: ${dead.map((p) => p.name).join(", ")}`);
+}
+
+async function startAll(options: UpOptions): Promise<E2eState> {
   const started = Date.now();
   const version = kubernetesVersion();
   const bin = ensureBinaries(version);
@@ -718,13 +763,14 @@ export async function up(options: UpOptions = {}): Promise<E2eState> {
   const client = createKubeClient(loadKubeconfig(KUBECONFIG));
 
   startEtcd(bin);
-  await waitFor(async () => (await fetch(`${E2E.etcdClient}/health`)).ok, {
+  await waitFor(async () => checkAlive() ?? (await fetch(`${E2E.etcdClient}/health`)).ok, {
     what: "etcd",
     timeoutMs: 30_000,
   });
   startApiserver(bin);
   await waitFor(
-    async () => (await client.request("GET", "/readyz", { timeoutMs: 2_000 })) === "ok",
+    async () =>
+      checkAlive() ?? (await client.request("GET", "/readyz", { timeoutMs: 2_000 })) === "ok",
     {
       what: "kube-apiserver /readyz (see .e2e/logs/kube-apiserver.log)",
       timeoutMs: 90_000,
