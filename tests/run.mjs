@@ -4,7 +4,7 @@
 // runtime printed no summary (a crash must never read as green).
 //
 // usage: node tests/run.mjs [--runtime node|deno|bun]... [--only unit|integration] [files...]
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,6 +39,37 @@ function findTests(dir) {
   }
   return out.sort();
 }
+
+/**
+ * The integration suites use real servers. A fresh Debian machine lacks Prometheus: install it
+ * when we can (root with apt-get), else say loudly what is missing; the suites fail without it.
+ */
+function ensureSystemPackages() {
+  const has = (cmd) =>
+    spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
+  const missing = [["prometheus", "prometheus"], ["kubectl", null]].filter(([cmd]) => !has(cmd));
+  const installable = missing.filter(([, pkg]) => pkg !== null).map(([, pkg]) => pkg);
+  if (installable.length > 0 && process.getuid?.() === 0 && has("apt-get")) {
+    console.log(
+      `--- installing Debian packages the integration suites need: ${installable.join(" ")}`,
+    );
+    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+    spawnSync("apt-get", ["update", "-qq"], { stdio: "inherit", env });
+    spawnSync("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...installable], {
+      stdio: "inherit",
+      env,
+    });
+  }
+  for (const [cmd, pkg] of missing) {
+    if (!has(cmd)) {
+      console.error(
+        `warning: ${cmd} is missing; the suites that need it will fail` +
+          (pkg ? ` (apt-get install ${pkg})` : " (the machine image ships /usr/bin/kubectl)"),
+      );
+    }
+  }
+}
+ensureSystemPackages();
 
 const testFiles = (files.length ? files : findTests(join(root, "tests"))).map((f) =>
   relative(root, f.startsWith("/") ? f : join(root, f))
