@@ -13,7 +13,7 @@
  */
 
 import { Hono } from "hono";
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import type { KubeObject } from "../cluster/types.ts";
 import {
   formatSelector,
@@ -25,8 +25,9 @@ import { formatQuantity } from "../core/quantity.ts";
 import type { LabelSelector } from "../core/types.ts";
 import { type CustomLookupOptions, formatTimestamp, type MetricStore } from "../store/store.ts";
 import type { CustomItem, ExternalItem } from "../store/types.ts";
+import type { PlainRequest, PlainResponse } from "../runtime/serve.ts";
 import type { RequestObservation } from "./own_metrics.ts";
-import { statusResponse } from "./status.ts";
+import { STATUS_HEADERS, statusPlain, statusResponse } from "./status.ts";
 
 /** The custom metrics API group. */
 export const CUSTOM_GROUP = "custom.metrics.k8s.io";
@@ -69,16 +70,38 @@ export interface ApiOptions {
   /** Initial sync done and serving; until then `/readyz` fails and metric reads answer 503. */
   ready(): boolean;
   version?: VersionInfo;
-  /** Authentication/authorization middleware for every path but the health ones. */
-  authorize?: MiddlewareHandler;
+  /**
+   * Authentication/authorization middleware for every path but the health ones. When it has
+   * a `fast` check, metric reads it allows are answered on the server's fast path.
+   */
+  authorize?: MiddlewareHandler & { fast?: FastAuthorize };
   /** Called once per request after the response is made (own metrics). */
   onRequest?: (obs: RequestObservation) => void;
 }
 
-const JSON_HEADERS = { "content-type": "application/json", "cache-control": "no-cache, private" };
+/**
+ * A synchronous authorization check for the fast path: true when the `authorize` middleware
+ * would let the request through without any I/O, null when the middleware has to run.
+ */
+export type FastAuthorize = (request: PlainRequest) => true | null;
+
+/** An app that also answers metric reads without Request/Response objects (see serve.ts). */
+export type ApiApp = Hono & { fastFetch(request: PlainRequest): PlainResponse | null };
 
 function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
+  return new Response(JSON.stringify(body), { status, headers: { ...STATUS_HEADERS } });
+}
+
+function plainJson(body: string, status = 200): PlainResponse {
+  return { status, headers: STATUS_HEADERS, body };
+}
+
+function toResponse(plain: PlainResponse): Response {
+  return new Response(plain.body, { status: plain.status, headers: { ...plain.headers } });
+}
+
+function plainNotFound(): PlainResponse {
+  return statusPlain("NotFound", "the server could not find the requested resource");
 }
 
 function text(body: string, status = 200): Response {
@@ -86,10 +109,6 @@ function text(body: string, status = 200): Response {
     status,
     headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" },
   });
-}
-
-function notFound(): Response {
-  return statusResponse("NotFound", "the server could not find the requested resource");
 }
 
 // -- bodies -------------------------------------------------------------------------------
@@ -181,6 +200,31 @@ function customItemJson(
     ...(item.windowSeconds !== undefined ? { windowSeconds: Math.round(item.windowSeconds) } : {}),
     value: formatQuantity(item.value),
   };
+}
+
+/** The JSON of one custom item, made once per stored value when it depends on nothing else. */
+function customItemText(
+  item: CustomItem,
+  version: string,
+  requestSelector: LabelSelector | null,
+): string {
+  if (item.metricSelectorObject === null && requestSelector !== null) {
+    return JSON.stringify(customItemJson(item, version, requestSelector));
+  }
+  const memo = item.memo ??= {};
+  return memo[version] ??= JSON.stringify(customItemJson(item, version, null));
+}
+
+function externalItemText(item: ExternalItem): string {
+  const memo = item.memo ??= {};
+  return memo.external ??= JSON.stringify(externalItemJson(item));
+}
+
+/** `{"kind":...,"apiVersion":...,"metadata":{},"items":[...]}` as JSON.stringify writes it. */
+function listText(kind: string, apiVersion: string, items: string[]): string {
+  return `{"kind":"${kind}","apiVersion":"${apiVersion}","metadata":{},"items":[${
+    items.join(",")
+  }]}`;
 }
 
 function externalItemJson(item: ExternalItem): Record<string, unknown> {
@@ -408,6 +452,67 @@ function segments(pathname: string): string[] | null {
   }
 }
 
+/** The value of query parameter `name` as Hono's `c.req.query(name)` reads it (first one wins). */
+function queryParam(search: string, name: string): string | undefined {
+  if (search.length <= 1) return undefined;
+  for (const part of search.slice(1).split("&")) {
+    const eq = part.indexOf("=");
+    const key = decodeQuery(eq < 0 ? part : part.slice(0, eq));
+    if (key === name) return eq < 0 ? "" : decodeQuery(part.slice(eq + 1));
+  }
+  return undefined;
+}
+
+function decodeQuery(s: string): string {
+  if (!/[%+]/.test(s)) return s;
+  const spaced = s.replace(/\+/g, " ");
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    // keep what does not decode, as Hono does
+    return spaced.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
+      try {
+        return decodeURIComponent(m);
+      } catch {
+        return m;
+      }
+    });
+  }
+}
+
+/** A parsed selector parameter, or the error text of a bad one. */
+type ParsedSelector =
+  | { sel: Selector; canonical: string; labelSelector: LabelSelector | null }
+  | { error: string };
+
+/** Distinct selector strings remembered before the cache starts over. */
+const SELECTOR_CACHE_LIMIT = 1024;
+
+/** Parses selector parameters once per distinct string (the HPA controller repeats them). */
+function selectorCache(): (raw: string) => ParsedSelector {
+  const cache = new Map<string, ParsedSelector>();
+  return (raw) => {
+    let hit = cache.get(raw);
+    if (hit === undefined) {
+      try {
+        const sel = parseSelector(raw);
+        hit = { sel, canonical: formatSelector(sel), labelSelector: labelSelectorOf(sel) };
+      } catch (err) {
+        hit = { error: (err as Error).message };
+      }
+      if (cache.size >= SELECTOR_CACHE_LIMIT) cache.clear();
+      cache.set(raw, hit);
+    }
+    return hit;
+  };
+}
+
+// Paths and queries the fast path takes as they come: anything a URL parser would rewrite
+// (dot segments, characters it escapes) goes through the regular path.
+const FAST_PATH_RE = /^\/apis\/[A-Za-z0-9\-_~%*./:@!$&'()+,;=]*$/;
+const FAST_QUERY_RE = /^[A-Za-z0-9\-._~%!$&()*+,;=:@/?]*$/;
+const DOT_SEGMENT_RE = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
+
 function routeOf(path: string): string {
   if (/^\/(healthz|livez|readyz)(\/|$)/.test(path)) return "health";
   if (path === "/version" || path === "/version/") return "version";
@@ -428,7 +533,7 @@ function routeOf(path: string): string {
  * const res = await app.request("/apis/custom.metrics.k8s.io/v1beta2/namespaces/default/pods/*\/rps");
  * ```
  */
-export function createApp(options: ApiOptions): Hono {
+export function createApp(options: ApiOptions): ApiApp {
   const enableCustom = options.enableCustom ?? true;
   const enableExternal = options.enableExternal ?? true;
   const groups = [
@@ -507,48 +612,98 @@ export function createApp(options: ApiOptions): Hono {
     () => json({ kind: "APIGroupList", apiVersion: "v1", groups: groups.map(apiGroup) }),
   );
 
-  app.all("/apis/*", (c) => {
-    const url = new URL(c.req.url);
-    const segs = segments(url.pathname);
-    if (!segs) return statusResponse("BadRequest", `invalid path "${url.pathname}"`);
+  const selectors = selectorCache();
+  /** Everything under /apis/, for the Hono route and the fast path alike. */
+  const apis = (method: string, pathname: string, search: string): PlainResponse => {
+    const segs = segments(pathname);
+    if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
     const [, group, ver, ...rest] = segs;
-    if (!groups.includes(group)) return notFound();
-    if (c.req.method !== "GET" && c.req.method !== "HEAD") {
-      return statusResponse(
+    if (!groups.includes(group)) return plainNotFound();
+    if (method !== "GET" && method !== "HEAD") {
+      return statusPlain(
         "MethodNotAllowed",
         "the server does not allow this method on the requested resource",
       );
     }
-    if (ver === undefined) return json({ kind: "APIGroup", apiVersion: "v1", ...apiGroup(group) });
-    if (!groupVersions(group).includes(ver)) return notFound();
-    if (rest.length === 0) return json(resourceList(group, ver, store));
+    if (ver === undefined) {
+      return plainJson(JSON.stringify({ kind: "APIGroup", apiVersion: "v1", ...apiGroup(group) }));
+    }
+    if (!groupVersions(group).includes(ver)) return plainNotFound();
+    if (rest.length === 0) return plainJson(JSON.stringify(resourceList(group, ver, store)));
     if (!options.ready()) {
-      return statusResponse(
+      return statusPlain(
         "ServiceUnavailable",
         "the adapter has not finished its initial sync; metrics are served once it has",
       );
     }
+    const query = { search, selectors };
     return group === CUSTOM_GROUP
-      ? customMetrics(c, ver, rest, options)
-      : externalMetrics(c, rest, options);
+      ? customMetrics(query, ver, rest, options)
+      : externalMetrics(query, rest, options);
+  };
+
+  app.all("/apis/*", (c) => {
+    const url = new URL(c.req.url);
+    return toResponse(apis(c.req.method, url.pathname, url.search));
   });
 
   app.notFound(() => text("404 page not found\n", 404));
-  return app;
+
+  const authorizeFast: FastAuthorize | null = options.authorize
+    ? options.authorize.fast ?? null
+    : () => true;
+  const fastFetch = (request: PlainRequest): PlainResponse | null => {
+    if (authorizeFast === null || request.method !== "GET") return null;
+    const url = request.url;
+    const q = url.indexOf("?");
+    const pathname = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? "" : url.slice(q);
+    if (
+      !FAST_PATH_RE.test(pathname) || DOT_SEGMENT_RE.test(pathname) ||
+      (search !== "" && !FAST_QUERY_RE.test(search))
+    ) return null;
+    const started = performance.now();
+    try {
+      if (authorizeFast(request) !== true) return null;
+      const answer = apis("GET", pathname, search === "?" ? "" : search);
+      options.onRequest?.({
+        method: "GET",
+        route: routeOf(pathname),
+        code: answer.status,
+        durationSeconds: (performance.now() - started) / 1000,
+      });
+      return answer;
+    } catch {
+      // the regular path answers (and reports) the same failure
+      return null;
+    }
+  };
+  return Object.assign(app, { fastFetch });
 }
 
-function parseParam(c: Context, name: string): { sel: Selector } | { error: Response } {
-  const raw = c.req.query(name) ?? "";
-  try {
-    return { sel: parseSelector(raw) };
-  } catch (err) {
-    return {
-      error: statusResponse("BadRequest", `invalid ${name}: ${(err as Error).message}`),
-    };
+/** The query of a metrics read and the app's selector cache. */
+interface Query {
+  search: string;
+  selectors: (raw: string) => ParsedSelector;
+}
+
+function parseParam(
+  query: Query,
+  name: string,
+): Exclude<ParsedSelector, { error: string }> | { error: PlainResponse } {
+  const parsed = query.selectors(queryParam(query.search, name) ?? "");
+  if ("error" in parsed) {
+    return { error: statusPlain("BadRequest", `invalid ${name}: ${parsed.error}`) };
   }
+  return parsed;
 }
 
-function customMetrics(c: Context, version: string, rest: string[], options: ApiOptions): Response {
+function customMetrics(
+  query: Query,
+  version: string,
+  rest: string[],
+  options: ApiOptions,
+): PlainResponse {
   let namespace: string;
   let groupResource: string;
   let name: string;
@@ -564,21 +719,19 @@ function customMetrics(c: Context, version: string, rest: string[], options: Api
     [groupResource, name, metricName] = rest;
     // cluster-scoped; a Namespace's values are kept under the namespace itself
     namespace = groupResource === "namespaces" ? name : "";
-  } else return notFound();
-  if (!namespace && rest.length !== 3) return notFound();
-  if (!groupResource || !name || !metricName) return notFound();
+  } else return plainNotFound();
+  if (!namespace && rest.length !== 3) return plainNotFound();
+  if (!groupResource || !name || !metricName) return plainNotFound();
 
-  const labelSel = parseParam(c, "labelSelector");
+  const labelSel = parseParam(query, "labelSelector");
   if ("error" in labelSel) return labelSel.error;
-  const metricSel = parseParam(c, "metricLabelSelector");
+  const metricSel = parseParam(query, "metricLabelSelector");
   if ("error" in metricSel) return metricSel.error;
-  const metricSelector = formatSelector(metricSel.sel);
+  const metricSelector = metricSel.canonical;
   if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
-    return statusResponse(
+    return statusPlain(
       "BadRequest",
-      `labelSelector "${
-        formatSelector(labelSel.sel)
-      }" is supported for pods only, not for ${groupResource}`,
+      `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${groupResource}`,
     );
   }
 
@@ -592,26 +745,27 @@ function customMetrics(c: Context, version: string, rest: string[], options: Api
     filter,
   );
   const what = `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
-  if ("miss" in result) return statusResponse("NotFound", `${what}: ${result.miss.reason}`);
+  if ("miss" in result) return statusPlain("NotFound", `${what}: ${result.miss.reason}`);
   const items = result.items;
   if (items.length === 0) {
-    const sel = formatSelector(labelSel.sel);
+    const sel = labelSel.canonical;
     const which = sel ? `matching labelSelector "${sel}"` : "in the namespace";
     const stored = result.stored ?? 0;
-    return statusResponse(
+    return statusPlain(
       "NotFound",
       `${what}: no ready pod ${which} has a value (values are stored for ${stored} pod${
         stored === 1 ? "" : "s"
       } in namespace ${namespace})`,
     );
   }
-  const requestSelector = labelSelectorOf(metricSel.sel);
-  return json({
-    kind: "MetricValueList",
-    apiVersion: `${CUSTOM_GROUP}/${version}`,
-    metadata: {},
-    items: items.map((i) => customItemJson(i, version, requestSelector)),
-  });
+  const requestSelector = metricSel.labelSelector;
+  return plainJson(
+    listText(
+      "MetricValueList",
+      `${CUSTOM_GROUP}/${version}`,
+      items.map((i) => customItemText(i, version, requestSelector)),
+    ),
+  );
 }
 
 /** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
@@ -631,25 +785,28 @@ function podFilter(
   return { names };
 }
 
-function externalMetrics(c: Context, rest: string[], options: ApiOptions): Response {
-  if (rest.length !== 3 || rest[0] !== "namespaces" || !rest[1] || !rest[2]) return notFound();
+function externalMetrics(query: Query, rest: string[], options: ApiOptions): PlainResponse {
+  if (rest.length !== 3 || rest[0] !== "namespaces" || !rest[1] || !rest[2]) {
+    return plainNotFound();
+  }
   const [, namespace, metricName] = rest;
-  const labelSel = parseParam(c, "labelSelector");
+  const labelSel = parseParam(query, "labelSelector");
   if ("error" in labelSel) return labelSel.error;
   const result = options.store.lookupExternal(
-    { namespace, metricName, selector: labelSel.sel },
+    { namespace, metricName, selector: labelSel.sel, canonicalSelector: labelSel.canonical },
     options.now(),
   );
   if ("miss" in result) {
-    return statusResponse(
+    return statusPlain(
       "NotFound",
       `the server could not find the metric ${metricName} for provided labels: ${result.miss.reason}`,
     );
   }
-  return json({
-    kind: "ExternalMetricValueList",
-    apiVersion: `${EXTERNAL_GROUP}/v1beta1`,
-    metadata: {},
-    items: result.items.map(externalItemJson),
-  });
+  return plainJson(
+    listText(
+      "ExternalMetricValueList",
+      `${EXTERNAL_GROUP}/v1beta1`,
+      result.items.map(externalItemText),
+    ),
+  );
 }

@@ -23,7 +23,7 @@
 import type { MiddlewareHandler } from "hono";
 import { createHash, X509Certificate } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import type { ConnectionInfo, PeerCertificate } from "../runtime/serve.ts";
+import type { ConnectionInfo, PeerCertificate, PlainRequest } from "../runtime/serve.ts";
 import { parseCertificateBundle } from "./certs.ts";
 import { statusBody, type StatusDetails, type StatusReason } from "./status.ts";
 
@@ -142,6 +142,12 @@ export interface DelegatedAuth {
   onClientCaChange(listener: (bundle: string) => void): void;
   /** Authenticates and authorizes one request. */
   check(request: Request, connection: ConnectionInfo | undefined): Promise<AuthResult>;
+  /**
+   * Whether `check` would allow the request from what is known now, without I/O: local mode,
+   * or a verified client certificate / front-proxy identity that needs no review or whose
+   * SubjectAccessReview answer is cached. False means "ask `check`" (not "denied").
+   */
+  allowsWithoutIo?(request: PlainRequest): boolean;
 }
 
 /** Hono variables set by the middleware. */
@@ -328,7 +334,7 @@ export function pathAlwaysAllowed(path: string, allowPaths: readonly string[]): 
 
 /** Header values by lower-cased name, keeping repeated headers apart. */
 function headerValues(
-  request: Request,
+  request: Request | null,
   connection: ConnectionInfo | undefined,
 ): Map<string, string[]> {
   const raw = connection?.rawHeaders ?? [];
@@ -340,7 +346,7 @@ function headerValues(
       if (list) list.push(raw[i + 1]);
       else byName.set(name, [raw[i + 1]]);
     }
-  } else {
+  } else if (request) {
     // no raw headers: repeated headers arrive joined with ", "
     request.headers.forEach((value, name) => byName.set(name.toLowerCase(), value.split(", ")));
   }
@@ -729,10 +735,7 @@ export function createDelegatedAuth(options: DelegatedAuthOptions = {}): Delegat
     return { user: ANONYMOUS, frontProxy: false };
   }
 
-  async function subjectAccessReview(
-    user: UserInfo,
-    attrs: RequestAttributes,
-  ): Promise<{ allowed: boolean; reason: string }> {
+  function sarSpec(user: UserInfo, attrs: RequestAttributes): Record<string, unknown> {
     const spec: Record<string, unknown> = attrs.isResourceRequest
       ? {
         resourceAttributes: Object.fromEntries(
@@ -752,6 +755,14 @@ export function createDelegatedAuth(options: DelegatedAuthOptions = {}): Delegat
     if (user.groups.length) spec.groups = user.groups;
     if (Object.keys(user.extra).length) spec.extra = user.extra;
     if (user.uid) spec.uid = user.uid;
+    return spec;
+  }
+
+  async function subjectAccessReview(
+    user: UserInfo,
+    attrs: RequestAttributes,
+  ): Promise<{ allowed: boolean; reason: string }> {
+    const spec = sarSpec(user, attrs);
     const key = JSON.stringify(spec);
     const cached = sarCache.get(key, now());
     if (cached) return cached;
@@ -817,7 +828,48 @@ export function createDelegatedAuth(options: DelegatedAuthOptions = {}): Delegat
     }
   }
 
+  /** The certificate-based part of `authenticate`, when it decides alone (else null). */
+  function certificateUser(connection: ConnectionInfo): UserInfo | null {
+    const peer = connection.peerCertificate;
+    if (!peer) return null;
+    const rh = active.config.requestHeader;
+    if (rh && active.requestHeaderCa) {
+      if (verifyPeer(peer, active.requestHeaderCa, now()) !== null) return null;
+      if (rh.allowedNames.length > 0 && !rh.allowedNames.includes(peer.commonName)) return null;
+      if (connection.rawHeaders.length === 0) return null;
+      const user = userFromHeaders(headerValues(null, connection), rh);
+      if (user) return withAuthenticatedGroup(user);
+    }
+    if (active.clientCa && peer.commonName) {
+      if (verifyPeer(peer, active.clientCa, now()) !== null) return null;
+      return withAuthenticatedGroup({
+        name: peer.commonName,
+        groups: [...peer.organizations],
+        extra: {},
+      });
+    }
+    return null;
+  }
+
+  function allowsWithoutIo(request: PlainRequest): boolean {
+    if (isLocal()) return true;
+    const user = certificateUser(request.connection);
+    if (user === null) return false;
+    let url: URL;
+    try {
+      url = new URL(request.url, "https://localhost");
+    } catch {
+      return false;
+    }
+    const attrs = requestAttributes(request.method, url);
+    if (!attrs.isResourceRequest && pathAlwaysAllowed(attrs.path, alwaysAllowPaths)) return true;
+    if (user.groups.some((g) => alwaysAllowGroups.includes(g))) return true;
+    if (!kubeRequest) return true;
+    return sarCache.get(JSON.stringify(sarSpec(user, attrs)), now())?.allowed === true;
+  }
+
   return {
+    allowsWithoutIo,
     async start() {
       if (lookup) {
         try {
@@ -873,14 +925,20 @@ export interface AuthMiddlewareOptions {
  */
 export function createAuthMiddleware(
   options: AuthMiddlewareOptions,
-): MiddlewareHandler<{ Variables: AuthVariables }> {
-  return async (c, next) => {
+): MiddlewareHandler<{ Variables: AuthVariables }> & {
+  fast: (request: PlainRequest) => true | null;
+} {
+  const middleware: MiddlewareHandler<{ Variables: AuthVariables }> = async (c, next) => {
     const env = c.env as { connection?: ConnectionInfo } | undefined;
     const result = await options.auth.check(c.req.raw, env?.connection);
     if (result.response) return result.response;
     c.set("user", result.user);
     await next();
   };
+  // the server's fast path (createApp's `authorize.fast`): requests allowed without I/O
+  const fast = (request: PlainRequest): true | null =>
+    options.auth.allowsWithoutIo?.(request) === true ? true : null;
+  return Object.assign(middleware, { fast });
 }
 
 /** The flag values {@linkcode authOptionsFromFlags} reads (names as on the command line). */

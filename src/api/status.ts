@@ -77,15 +77,38 @@ export function statusBody(
   };
 }
 
+/** The headers of every `metav1.Status` answer (and of the metrics API's JSON). */
+export const STATUS_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/json",
+  "cache-control": "no-cache, private",
+});
+
+/** A failure Status as status code, headers and body text (for a server's fast path). */
+export interface PlainStatus {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: string;
+}
+
+/**
+ * A failure Status as plain status, headers and body text: what {@linkcode statusResponse}
+ * answers, without a Response object.
+ */
+export function statusPlain(
+  reason: StatusReason,
+  message: string,
+  options: StatusOptions = {},
+): PlainStatus {
+  const body = statusBody(reason, message, options);
+  return { status: body.code, headers: STATUS_HEADERS, body: JSON.stringify(body) };
+}
+
 /** A JSON Response carrying a failure Status, with the status code that goes with its reason. */
 export function statusResponse(
   reason: StatusReason,
   message: string,
   options: StatusOptions = {},
 ): Response {
-  const body = statusBody(reason, message, options);
-  return new Response(JSON.stringify(body), {
-    status: body.code,
-    headers: { "content-type": "application/json", "cache-control": "no-cache, private" },
-  });
+  const plain = statusPlain(reason, message, options);
+  return new Response(plain.body, { status: plain.status, headers: { ...plain.headers } });
 }

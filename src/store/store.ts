@@ -14,6 +14,7 @@
 
 import { formatDuration } from "../core/duration.ts";
 import { formatSelector, matchesSelector } from "../core/label_selector.ts";
+import type { Selector } from "../core/label_selector.ts";
 import type {
   CustomItem,
   CustomLookup,
@@ -60,6 +61,9 @@ interface StoredValue {
   value: number;
   timestamp: number;
   windowSeconds?: number;
+  /** The item served for this value, made on the first read (for this plan object). */
+  item?: CustomItem | ExternalItem;
+  itemPlan?: StoredPlan;
 }
 
 /** Values at one place: entry (object name or series key) -> plan key -> value. */
@@ -67,7 +71,29 @@ interface Slot {
   kind: "custom" | "external";
   plans: Set<string>;
   entries: Map<string, Map<string, StoredValue>>;
+  /**
+   * Bumped when a plan or an entry comes or goes, or a plan starts or stops holding a value
+   * in an entry (not when a value is replaced): what the read memos below depend on.
+   */
+  version: number;
+  /** Entry keys in order, for wildcard reads (null: to be sorted again). */
+  sorted: string[] | null;
+  /** External reads by canonical selector: which plans and entries can answer. */
+  externalMemo: Map<string, ExternalMemo> | null;
 }
+
+/** What an external read with one selector needs, valid for one slot version. */
+interface ExternalMemo {
+  version: number;
+  /** Plans whose metric labels (or whole metric selector) the selector matches. */
+  matching: PlanState[];
+  allowed: Set<string>;
+  /** Entries that can answer, in key order; `anyPlan`: its series labels match as well. */
+  candidates: { entry: Map<string, StoredValue>; anyPlan: boolean }[];
+}
+
+/** External selectors remembered per slot before the memo starts over. */
+const EXTERNAL_MEMO_LIMIT = 4096;
 
 interface PlanState {
   plan: StoredPlan;
@@ -182,6 +208,12 @@ function joinAnd(parts: string[]): string {
   return `${parts.slice(0, -1).join(", ")} and ${parts[parts.length - 1]}`;
 }
 
+/** A structural change in a slot: the read memos start over. */
+function changed(slot: Slot): void {
+  slot.version++;
+  slot.sorted = null;
+}
+
 /**
  * The adapter's metric store. Not thread-safe by design: JavaScript runs it on one thread, and
  * every method finishes before the next starts.
@@ -244,10 +276,18 @@ export class MetricStore {
     this.#plans.set(plan.key, state);
     let slot = this.#slots.get(slotKey);
     if (!slot) {
-      slot = { kind: at_.kind, plans: new Set(), entries: new Map() };
+      slot = {
+        kind: at_.kind,
+        plans: new Set(),
+        entries: new Map(),
+        version: 0,
+        sorted: null,
+        externalMemo: null,
+      };
       this.#slots.set(slotKey, slot);
     }
     slot.plans.add(plan.key);
+    changed(slot);
     if (state.fixed) {
       let set = this.#served.get(servedKey);
       if (!set) this.#served.set(servedKey, set = new Set());
@@ -268,6 +308,7 @@ export class MetricStore {
     const slot = this.#slots.get(state.slotKey);
     if (slot) {
       slot.plans.delete(key);
+      changed(slot);
       if (slot.plans.size === 0 && slot.entries.size === 0) this.#slots.delete(state.slotKey);
     }
     const set = this.#served.get(state.servedKey);
@@ -329,7 +370,10 @@ export class MetricStore {
         slot.entries.set(entryKey, entry = new Map());
         if (at_.kind === "custom") this.#indexObject(at_, entryKey, state.slotKey);
       }
-      if (!entry.has(key)) this.#count(at_.kind, 1);
+      if (!entry.has(key)) {
+        this.#count(at_.kind, 1);
+        changed(slot);
+      }
       entry.set(key, value);
       state.written.add(entryKey);
     }
@@ -367,6 +411,7 @@ export class MetricStore {
         this.#count("custom", -1);
       }
       slot.entries.delete(name);
+      changed(slot);
     }
     for (const state of touched) this.#refreshConflicts(state);
   }
@@ -381,6 +426,7 @@ export class MetricStore {
           if (!this.#expired(v, now)) continue;
           entry.delete(planKey);
           this.#count(slot.kind, -1);
+          changed(slot);
           freed++;
           const state = this.#plans.get(planKey);
           if (state) {
@@ -480,10 +526,12 @@ export class MetricStore {
         const v = this.#pick(slot.entries.get(name), now);
         if (v && (!accept || accept(name))) picked.push(v);
       }
+      picked.sort((a, b) => a.objectName < b.objectName ? -1 : a.objectName > b.objectName ? 1 : 0);
     } else {
-      for (const [name, entry] of slot.entries) {
+      // in name order already: nothing to sort per read
+      for (const name of this.#sortedKeys(slot)) {
         if (names && !names.has(name)) continue;
-        const v = this.#pick(entry, now);
+        const v = this.#pick(slot.entries.get(name), now);
         if (v && (!accept || accept(name))) picked.push(v);
       }
     }
@@ -493,7 +541,6 @@ export class MetricStore {
       for (const entry of slot.entries.values()) if (this.#pick(entry, now)) stored++;
     }
     if (stored > 0) {
-      picked.sort((a, b) => a.objectName < b.objectName ? -1 : a.objectName > b.objectName ? 1 : 0);
       const items = picked.map((v) => this.#customItem(v));
       return filtered && items.length === 0 ? { items, stored } : { items };
     }
@@ -504,16 +551,10 @@ export class MetricStore {
   /** Read external metric values whose series match the request's selector. */
   lookupExternal(q: ExternalLookup, now: number): LookupResult<ExternalItem> {
     const slot = this.#slots.get(externalSlotKey(q.namespace, q.metricName));
-    const canonical = formatSelector(q.selector);
-    const matching = slot
-      ? [...slot.plans].map((k) => this.#plans.get(k)!).filter((s) => {
-        const at = s.plan.servedAt;
-        return at.kind === "external" &&
-          ((at.metricSelector !== undefined && at.metricSelector === canonical) ||
-            matchesSelector(q.selector, at.metricLabels));
-      })
-      : [];
-    if (!slot || matching.length === 0) {
+    const canonical = q.canonicalSelector ?? formatSelector(q.selector);
+    const memo = slot ? this.#externalMemo(slot, q.selector, canonical) : null;
+    const matching = memo?.matching ?? [];
+    if (!slot || !memo || matching.length === 0) {
       const sel = canonical ? ` with selector "${canonical}"` : "";
       return {
         miss: {
@@ -522,23 +563,13 @@ export class MetricStore {
         },
       };
     }
-    const allowed = new Set(matching.map((s) => s.plan.key));
+    const allowed = memo.allowed;
+    const fromAllowed = (planKey: string): boolean => allowed.has(planKey);
     const items: ExternalItem[] = [];
-    const keys = [...slot.entries.keys()].sort();
-    for (const k of keys) {
-      const entry = slot.entries.get(k)!;
-      const v = this.#pick(entry, now, (planKey, value) => {
-        if (allowed.has(planKey)) return true;
-        return matchesSelector(q.selector, value.labels ?? {});
-      });
-      if (!v) continue;
-      items.push({
-        metricName: q.metricName,
-        metricLabels: { ...(v.labels ?? {}) },
-        value: v.value,
-        timestamp: v.timestamp,
-        ...(v.windowSeconds !== undefined ? { windowSeconds: v.windowSeconds } : {}),
-      });
+    for (const c of memo.candidates) {
+      // an entry whose series labels match serves any plan's value; else only matching plans'
+      const v = this.#pick(c.entry, now, c.anyPlan ? undefined : fromAllowed);
+      if (v) items.push(this.#externalItem(v, q.metricName));
     }
     if (items.length > 0) return { items };
     return { miss: { reason: this.#explain(matching, null) } };
@@ -582,8 +613,79 @@ export class MetricStore {
     return best;
   }
 
+  /** Entry keys of a slot in order, sorted again only after entries came or went. */
+  #sortedKeys(slot: Slot): string[] {
+    return slot.sorted ??= [...slot.entries.keys()].sort();
+  }
+
+  /** Which plans and entries can answer an external read with this selector (memoized). */
+  #externalMemo(slot: Slot, selector: Selector, canonical: string): ExternalMemo {
+    let memos = slot.externalMemo;
+    const hit = memos?.get(canonical);
+    if (hit && hit.version === slot.version) return hit;
+    const matching: PlanState[] = [];
+    for (const key of slot.plans) {
+      const s = this.#plans.get(key)!;
+      const at = s.plan.servedAt;
+      if (
+        at.kind === "external" &&
+        ((at.metricSelector !== undefined && at.metricSelector === canonical) ||
+          matchesSelector(selector, at.metricLabels))
+      ) matching.push(s);
+    }
+    const allowed = new Set(matching.map((s) => s.plan.key));
+    const candidates: ExternalMemo["candidates"] = [];
+    for (const key of this.#sortedKeys(slot)) {
+      const entry = slot.entries.get(key)!;
+      // every value of an entry has the same series labels (they make the entry key)
+      let anyPlan = false;
+      for (const v of entry.values()) {
+        anyPlan = matchesSelector(selector, v.labels ?? {});
+        break;
+      }
+      let mine = false;
+      if (!anyPlan) {
+        for (const planKey of entry.keys()) {
+          if (allowed.has(planKey)) {
+            mine = true;
+            break;
+          }
+        }
+      }
+      if (anyPlan || mine) candidates.push({ entry, anyPlan });
+    }
+    const memo: ExternalMemo = { version: slot.version, matching, allowed, candidates };
+    if (!memos) slot.externalMemo = memos = new Map();
+    else if (!hit && memos.size >= EXTERNAL_MEMO_LIMIT) memos.clear();
+    memos.set(canonical, memo);
+    return memo;
+  }
+
+  #externalItem(v: StoredValue, metricName: string): ExternalItem {
+    const plan = this.#plans.get(v.planKey)!.plan;
+    if (v.item !== undefined && v.itemPlan === plan) return v.item as ExternalItem;
+    const item: ExternalItem = {
+      metricName,
+      metricLabels: { ...(v.labels ?? {}) },
+      value: v.value,
+      timestamp: v.timestamp,
+      ...(v.windowSeconds !== undefined ? { windowSeconds: v.windowSeconds } : {}),
+    };
+    v.item = item;
+    v.itemPlan = plan;
+    return item;
+  }
+
   #customItem(v: StoredValue): CustomItem {
     const state = this.#plans.get(v.planKey)!;
+    if (v.item !== undefined && v.itemPlan === state.plan) return v.item as CustomItem;
+    const item = this.#makeCustomItem(v, state);
+    v.item = item;
+    v.itemPlan = state.plan;
+    return item;
+  }
+
+  #makeCustomItem(v: StoredValue, state: PlanState): CustomItem {
     const at = state.plan.servedAt as Extract<ServedAt, { kind: "custom" }>;
     return {
       namespace: at.namespace,
@@ -689,6 +791,7 @@ export class MetricStore {
       const entry = slot.entries.get(entryKey);
       if (!entry || !entry.delete(state.plan.key)) continue;
       this.#count(slot.kind, -1);
+      changed(slot);
       if (entry.size === 0) {
         slot.entries.delete(entryKey);
         if (slot.kind === "custom") this.#unindexObject(state.slotKey, entryKey);

@@ -95,6 +95,8 @@ export interface ExternalLookup {
   metricName: string;
   /** The request's `labelSelector`, parsed. */
   selector: Selector;
+  /** `formatSelector(selector)`, when the caller has it already (saves formatting per read). */
+  canonicalSelector?: string;
 }
 
 /** One custom metric value as served. */
@@ -109,6 +111,12 @@ export interface CustomItem {
   /** Collection time, ms since the epoch. */
   timestamp: number;
   windowSeconds?: number;
+  /**
+   * Where readers keep what they derive from this item (its JSON). The store hands out the
+   * same item object for a value until the value or its plan changes, so a memo lives exactly
+   * as long as what it was derived from.
+   */
+  memo?: Record<string, string>;
 }
 
 /** One external metric value as served. */
@@ -119,6 +127,8 @@ export interface ExternalItem {
   /** Collection time, ms since the epoch. */
   timestamp: number;
   windowSeconds?: number;
+  /** As {@linkcode CustomItem.memo}. */
+  memo?: Record<string, string>;
 }
 
 /**

@@ -992,3 +992,147 @@ describe("own metrics", () => {
     }
   });
 });
+
+describe("fast path (fastFetch)", () => {
+  const CONNECTION = {
+    remoteAddress: "127.0.0.1",
+    encrypted: true,
+    peerCertificate: null,
+    rawHeaders: [],
+  };
+  const plainRequest = (url: string, method = "GET") => ({
+    method,
+    url,
+    headers: {},
+    connection: CONNECTION,
+  });
+
+  // every read answers on the fast path exactly as through fetch: status, headers, body
+  const SAME = [
+    `${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=app%3Dweb`,
+    `${CM}/v1beta2/namespaces/default/pods/%2A/rps?labelSelector=app+in+%28web%2Capi%29`,
+    `${CM}/v1beta1/namespaces/default/pods/*/rps?labelSelector=app%3Dweb`,
+    `${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=app%3Dnone`,
+    `${CM}/v1beta2/namespaces/default/pods/web-1/rps`,
+    `${CM}/v1beta2/namespaces/default/pods/*/rps?metricLabelSelector=a%3Db`,
+    `${CM}/v1beta2/namespaces/default/deployments.apps/web/requests?metricLabelSelector=path%3Dapi`,
+    `${CM}/v1beta1/namespaces/default/deployments.apps/web/requests?metricLabelSelector=path%3Dapi`,
+    `${CM}/v1beta2/namespaces/default/deployments.apps/*/requests?labelSelector=a%3Db`,
+    `${CM}/v1beta2/nodes/n1/load`,
+    `${CM}/v1beta2/namespaces/default/metrics/jobs`,
+    `${CM}/v1beta2/namespaces/default/scalingschedules.zalando.org/nightly/nightly`,
+    `${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=%3D%3D%3D`,
+    `${CM}/v1beta2`,
+    `${CM}/v1beta3/namespaces/default/pods/*/rps`,
+    `${EM}/namespaces/default/queue-length?labelSelector=queue%3Dorders%2Ctype%3Dsqs`,
+    `${EM}/namespaces/default/queue-length?labelSelector=queue%3Dorders`,
+    `${EM}/namespaces/default/queue-length`,
+    `${EM}/namespaces/other/queue-length?labelSelector=queue%3Dorders`,
+    `${EM}/namespaces/default/queue-length?labelSelector=queue%3Dnone`,
+    `${EM}/queue-length`,
+    "/apis/custom.metrics.k8s.io",
+    "/apis/nope.example.com/v1/x",
+  ];
+  for (const path of SAME) {
+    it(`answers ${path} as fetch does`, async () => {
+      const { options } = fixture();
+      const app = createApp(options);
+      const fast = app.fastFetch(plainRequest(path));
+      assert.ok(fast, "answered on the fast path");
+      const res = await app.request(path);
+      assert.deepEqual(
+        [fast.status, fast.headers["content-type"], fast.headers["cache-control"], fast.body],
+        [
+          res.status,
+          res.headers.get("content-type"),
+          res.headers.get("cache-control"),
+          await res.text(),
+        ],
+      );
+    });
+  }
+
+  it("answers the same bytes again after a value changes (no stale memo)", () => {
+    const { options, store, clock } = fixture();
+    const app = createApp(options);
+    const path = `${CM}/v1beta2/namespaces/default/scalingschedules.zalando.org/nightly/nightly`;
+    assert.match(app.fastFetch(plainRequest(path))!.body, /"value":"100"/);
+    clock.now = T0 + 1000;
+    store.recordSuccess("sched#0", [{ value: 7, timestamp: T0 + 1000 }], T0 + 1000);
+    const body = app.fastFetch(plainRequest(path))!.body;
+    assert.match(body, /"timestamp":"2024-01-02T03:04:06Z","value":"7"/);
+  });
+
+  it("serves an external value of a plan added after the selector was read", () => {
+    const { options, store } = fixture();
+    const app = createApp(options);
+    const path = `${EM}/namespaces/default/queue-length?labelSelector=queue%3Dorders`;
+    assert.equal(JSON.parse(app.fastFetch(plainRequest(path))!.body).items.length, 1);
+    store.upsertPlan({
+      key: "worker2#0",
+      hpa: { namespace: "default", name: "worker2" },
+      servedAt: {
+        kind: "external",
+        namespace: "default",
+        metricName: "queue-length",
+        metricLabels: { queue: "orders", type: "redis" },
+      },
+      queryKey: "redis:orders",
+    }, T0);
+    store.recordSuccess("worker2#0", [{ value: 3, timestamp: T0 }], T0);
+    const items = JSON.parse(app.fastFetch(plainRequest(path))!.body).items;
+    assert.deepEqual(items.map((i: { value: string }) => i.value), ["3", "1200k"]); // series key order
+  });
+
+  it("leaves health, non-GET and unusual URLs to fetch", () => {
+    const { options } = fixture();
+    const app = createApp(options);
+    for (
+      const [url, method] of [
+        ["/readyz", "GET"],
+        ["/version", "GET"],
+        [`${CM}/v1beta2/namespaces/default/pods/*/rps`, "HEAD"],
+        [`${CM}/v1beta2/namespaces/default/pods/*/rps`, "POST"],
+        [`${CM}/v1beta2/namespaces/x/../default/pods/*/rps`, "GET"],
+        [`${CM}/v1beta2/namespaces/default/pods/*/rps?labelSelector=a%3D"b"`, "GET"],
+      ]
+    ) {
+      assert.equal(app.fastFetch(plainRequest(url, method)), null, `${method} ${url}`);
+    }
+  });
+
+  it("runs only when authorize has a fast check that allows the request", () => {
+    const path = `${CM}/v1beta2/namespaces/default/pods/*/rps`;
+    const slowOnly: MiddlewareHandler = async (_c, next) => {
+      await next();
+    };
+    assert.equal(
+      createApp(fixture({ authorize: slowOnly }).options).fastFetch(plainRequest(path)),
+      null,
+    );
+    const undecided = Object.assign(slowOnly, { fast: () => null });
+    assert.equal(
+      createApp(fixture({ authorize: undecided }).options).fastFetch(plainRequest(path)),
+      null,
+    );
+    const allows = Object.assign(async (_c: unknown, next: () => Promise<void>) => await next(), {
+      fast: () => true as const,
+    });
+    assert.equal(
+      createApp(fixture({ authorize: allows }).options).fastFetch(plainRequest(path))?.status,
+      200,
+    );
+  });
+
+  it("reports fast-path requests with their route and code", () => {
+    const seen: RequestObservation[] = [];
+    const { options } = fixture({ onRequest: (o) => seen.push(o) });
+    const app = createApp(options);
+    app.fastFetch(plainRequest(`${CM}/v1beta2/namespaces/default/pods/*/rps`));
+    app.fastFetch(plainRequest(`${EM}/namespaces/default/nope`));
+    assert.deepEqual(seen.map((o) => [o.method, o.route, o.code]), [
+      ["GET", "custom", 200],
+      ["GET", "external", 404],
+    ]);
+  });
+});

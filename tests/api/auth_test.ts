@@ -454,6 +454,88 @@ describe("authorization by SubjectAccessReview", () => {
   });
 });
 
+describe("the fast path check (allowsWithoutIo, middleware.fast)", () => {
+  let pki: TestPki;
+  let fake: FakeAuthApi;
+  let auth: DelegatedAuth;
+  let server: RunningServer;
+  let clock = 9_000_000;
+  const hpa = {
+    "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+    "X-Remote-Group": ["system:serviceaccounts", "system:authenticated"],
+  };
+  /** The slow path answers who the caller is; the fast path answers {"fast":true}. */
+  const which = async (cert: TestPki["frontProxy"], headers: Record<string, string | string[]>) => {
+    const res = await httpsGet({ port: server.port, path: CUSTOM_PATH, cert, headers });
+    return [res.status, "fast" in res.json() ? "fast" : "slow"];
+  };
+
+  before(async () => {
+    pki = makeTestPki();
+    fake = await startFakeAuthApi();
+    auth = createDelegatedAuth({
+      ...flagsConfig(pki),
+      kubeRequest: fake.kubeRequest,
+      lookupConfigMap: false,
+      now: () => clock,
+    });
+    await auth.start();
+    const middleware = createAuthMiddleware({ auth });
+    const slow = whoAmIApp(auth);
+    server = await serveHttps({
+      fetch: (request, env) => slow.fetch(request, env),
+      fastFetch: (request) =>
+        middleware.fast(request) === true
+          ? { status: 200, headers: { "content-type": "application/json" }, body: '{"fast":true}' }
+          : null,
+    }, {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: pki.server.cert,
+      key: pki.server.key,
+      clientCa: auth.clientCaBundle(),
+    });
+  });
+  after(async () => {
+    auth.stop();
+    await server.close();
+    await fake.close();
+  });
+
+  it("allows a front-proxy user only while its SubjectAccessReview allow is cached", async () => {
+    fake.decide = () => ({ allowed: true });
+    assert.deepEqual(await which(pki.frontProxy, hpa), [200, "slow"]);
+    assert.deepEqual(await which(pki.frontProxy, hpa), [200, "fast"]);
+    assert.equal(fake.sars.length, 1);
+    clock += 10_001;
+    fake.decide = () => ({ allowed: false });
+    assert.deepEqual(await which(pki.frontProxy, hpa), [403, "slow"]);
+    assert.deepEqual(await which(pki.frontProxy, hpa), [403, "slow"]);
+  });
+
+  it("never allows a certificate the slow path would reject, nor a missing user", async () => {
+    fake.decide = () => ({ allowed: true });
+    clock += 60_000;
+    assert.deepEqual(await which(pki.frontProxy, hpa), [200, "slow"]);
+    assert.deepEqual(await which(pki.otherProxy, hpa), [401, "slow"]);
+    assert.deepEqual(await which(pki.strangerProxy, hpa), [401, "slow"]);
+    assert.deepEqual(await which(pki.frontProxy, {}), [401, "slow"]);
+  });
+
+  it("allows everything in local mode (no CA, no cluster)", () => {
+    const local = createDelegatedAuth({});
+    const request = {
+      method: "GET",
+      url: CUSTOM_PATH,
+      headers: {},
+      connection: { remoteAddress: "", encrypted: true, peerCertificate: null, rawHeaders: [] },
+    };
+    assert.equal(local.allowsWithoutIo?.(request), true);
+    assert.equal(createAuthMiddleware({ auth: local }).fast(request), true);
+    assert.equal(createAuthMiddleware({ auth }).fast(request), null);
+  });
+});
+
 describe("the extension-apiserver-authentication ConfigMap", () => {
   let pki: TestPki;
   let fake: FakeAuthApi;
