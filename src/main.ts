@@ -5,6 +5,15 @@
 import process from "node:process";
 import { runCommandLine } from "./cli/commands.ts";
 
+// A promise that failed with nobody waiting (a library's background reconnect, say) is logged,
+// never fatal: the adapter keeps serving what it has.
+process.on("unhandledRejection", (reason) => {
+  const text = reason instanceof Error ? (reason.stack ?? reason.message) : String(reason);
+  process.stderr.write(
+    `${new Date().toISOString()} ERROR unhandled rejection (ignored): ${text}\n`,
+  );
+});
+
 const stopped = new Promise<void>((resolve) => {
   let signalled = false;
   const onSignal = (): void => {
