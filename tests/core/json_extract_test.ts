@@ -97,13 +97,13 @@ describe("extractJsonValue with json-key", () => {
     ],
     [
       { jsonKey: "$.text" },
-      'json-key "$.text" found a string ("hello") where a number was expected',
+      'json-key "$.text" found a string where a number was expected',
     ],
     [
       { jsonKey: "$.padded" },
-      'json-key "$.padded" found a string (" 12") where a number was expected',
+      'json-key "$.padded" found a string where a number was expected',
     ],
-    [{ jsonKey: "$.flag" }, 'json-key "$.flag" found a boolean (true) where a number was expected'],
+    [{ jsonKey: "$.flag" }, 'json-key "$.flag" found a boolean where a number was expected'],
     [{ jsonKey: "$.nothing" }, 'json-key "$.nothing" found null where a number was expected'],
     [{ jsonKey: "$.queue" }, 'json-key "$.queue" found an object where a number was expected'],
     [
@@ -120,7 +120,7 @@ describe("extractJsonValue with json-key", () => {
     ],
     [
       { jsonKey: "$.mixed", aggregator: "sum" },
-      'json-key "$.mixed" found a string ("two") where a number was expected',
+      'json-key "$.mixed" found a string where a number was expected',
     ],
     [
       { jsonKey: "$.deep", aggregator: "sum" },
@@ -250,18 +250,18 @@ describe("extractJsonValue with json-eval", () => {
   const errors: [string, string][] = [
     ["1 / 0", "division by zero"],
     ["7 % 0", "division by zero"],
-    ["7.5 % 2", 'operator "%" needs integers, got 7.5 and 2'],
+    ["7.5 % 2", 'operator "%" needs integers'],
     ["$.missing + 1", "path $.missing matched nothing"],
     [
       "$.values + 1",
       'operator "+" needs a number, got an array of 3 (use avg, sum, min or max to reduce it)',
     ],
-    ["$.text * 2", 'operator "*" needs a number, got a string ("hello")'],
+    ["$.text * 2", 'operator "*" needs a number, got a string'],
     ["sqrt($.queue)", 'operator "sqrt()" needs a number, got an object'],
     ["avg($.empty)", "no values to aggregate with avg"],
-    ["avg($.mixed)", 'avg() found a string ("two") where a number was expected'],
+    ["avg($.mixed)", "avg() found a string where a number was expected"],
     ["first($.empty)", "first() of an empty array"],
-    ["length($.queue.depth)", "length() needs an array, got the number 0"],
+    ["length($.queue.depth)", "length() needs an array, got a number"],
     ["foo($.values)", 'unknown function "foo" at position 0'],
     ["rand()", 'unknown function "rand" at position 0'],
     ["process.exit(1)", 'unexpected "." at position 7'],
@@ -288,11 +288,11 @@ describe("extractJsonValue with json-eval", () => {
   }
 
   const results: [string, string][] = [
-    ["1 < 2", 'json-eval "1 < 2" found a boolean (true) where a number was expected'],
-    ["!1", 'json-eval "!1" found a boolean (false) where a number was expected'],
-    ["$.text < 1", 'json-eval "$.text < 1" found a boolean (false) where a number was expected'],
-    ["$.text", 'json-eval "$.text" found a string ("hello") where a number was expected'],
-    ["'x'", `json-eval "'x'" found a string ("x") where a number was expected`],
+    ["1 < 2", 'json-eval "1 < 2" found a boolean where a number was expected'],
+    ["!1", 'json-eval "!1" found a boolean where a number was expected'],
+    ["$.text < 1", 'json-eval "$.text < 1" found a boolean where a number was expected'],
+    ["$.text", 'json-eval "$.text" found a string where a number was expected'],
+    ["'x'", `json-eval "'x'" found a string where a number was expected`],
     ["null", 'json-eval "null" found null where a number was expected'],
     ["log(0)", 'json-eval "log(0)" gave -Infinity, not a finite number'],
     ["sqrt(-1)", 'json-eval "sqrt(-1)" gave NaN, not a finite number'],
@@ -380,6 +380,44 @@ describe("validateJsonExtraction", () => {
   for (const [config, message] of invalid) {
     it(`rejects ${JSON.stringify(config)}`, () => {
       assert.throws(() => validateJsonExtraction(config), { message });
+    });
+  }
+});
+
+describe("extraction errors and response content", () => {
+  // Errors are served in 404 messages and events: a json-path endpoint pointed at a secret
+  // (a metadata service, an internal API) must not get it echoed back to the HPA's author.
+  const secret = "AKIAIOSFODNN7EXAMPLE";
+  const body = { token: secret, flag: true, n: 7.5, list: [secret], nested: { k: secret } };
+  const cases: [JsonExtractionOptions, string][] = [
+    [{ jsonKey: "$.token" }, 'json-key "$.token" found a string where a number was expected'],
+    [{ jsonKey: "$.flag" }, 'json-key "$.flag" found a boolean where a number was expected'],
+    [
+      { jsonKey: "$.list", aggregator: "sum" },
+      'json-key "$.list" found a string where a number was expected',
+    ],
+    [
+      { jsonEval: "$.token * 2" },
+      'json-eval "$.token * 2": operator "*" needs a number, got a string',
+    ],
+    [{ jsonEval: "$.n % 2" }, 'json-eval "$.n % 2": operator "%" needs integers'],
+    [{ jsonEval: "length($.n)" }, 'json-eval "length($.n)": length() needs an array, got a number'],
+    [
+      { jsonEval: "sum($.list)" },
+      'json-eval "sum($.list)": sum() found a string where a number was expected',
+    ],
+    [
+      { jsonEval: "$.nested.k" },
+      'json-eval "$.nested.k" found a string where a number was expected',
+    ],
+  ];
+  for (const [options, message] of cases) {
+    it(`says only the JSON type found for ${JSON.stringify(options)}`, () => {
+      assert.throws(() => extractJsonValue(body, options), (err: Error) => {
+        assert.equal(err.message, message);
+        assert.ok(!err.message.includes(secret) && !err.message.includes("7.5"));
+        return true;
+      });
     });
   }
 });
