@@ -3,6 +3,7 @@
  * combined with the collection's AbortSignal, a cap on the bytes read, and errors that name the
  * URL. Also the helpers of the json-path collectors (Go-duration timeout keys, JSON extraction).
  */
+import { lookup as dnsLookup } from "node:dns/promises";
 import { parseDuration } from "../core/duration.ts";
 import { extractJsonValue, validateJsonExtraction } from "../core/json_extract.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
@@ -88,6 +89,142 @@ export function requestDeadline(signal: AbortSignal, timeoutSeconds: number): De
   };
 }
 
+function ipv4Octets(host: string): number[] | null {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  if (!m) return null;
+  const o = m.slice(1).map(Number);
+  return o.every((n) => n <= 255) ? o : null;
+}
+
+/** The eight 16-bit words of an IPv6 address (`::`, a dotted IPv4 tail, a `%zone`), or null. */
+function ipv6Words(address: string): number[] | null {
+  let h = address.toLowerCase().replace(/%.*$/, "");
+  if (!h.includes(":") || !/^[0-9a-f:.]+$/.test(h)) return null;
+  const lastColon = h.lastIndexOf(":");
+  const tail = h.slice(lastColon + 1);
+  if (tail.includes(".")) {
+    const o = ipv4Octets(tail);
+    if (!o) return null;
+    h = `${h.slice(0, lastColon + 1)}${((o[0] << 8) | o[1]).toString(16)}:${
+      ((o[2] << 8) | o[3]).toString(16)
+    }`;
+  }
+  const words = (part: string): number[] | null => {
+    if (part === "") return [];
+    const out = part.split(":").map((w) => /^[0-9a-f]{1,4}$/.test(w) ? parseInt(w, 16) : NaN);
+    return out.some(Number.isNaN) ? null : out;
+  };
+  const halves = h.split("::");
+  if (halves.length > 2) return null;
+  const head = words(halves[0]);
+  const rest = halves.length === 2 ? words(halves[1]) : [];
+  if (!head || !rest) return null;
+  if (halves.length === 1) return head.length === 8 ? head : null;
+  const fill = 8 - head.length - rest.length;
+  return fill < 1 ? null : [...head, ...new Array<number>(fill).fill(0), ...rest];
+}
+
+/**
+ * Whether an IP address is link-local: 169.254.0.0/16, fe80::/10, or an IPv6 form that carries
+ * a 169.254 address (IPv4-mapped `::ffff:169.254.x.y`, IPv4-translated, IPv4-compatible,
+ * NAT64 `64:ff9b::/96`). False for anything that is not an IP address (a host name).
+ */
+export function isLinkLocalAddress(address: string): boolean {
+  const v4 = ipv4Octets(address);
+  if (v4) return v4[0] === 169 && v4[1] === 254;
+  const w = ipv6Words(address);
+  if (!w) return false;
+  if ((w[0] & 0xffc0) === 0xfe80) return true;
+  const zero = (from: number, to: number): boolean => w.slice(from, to).every((x) => x === 0);
+  const embedsV4 = (zero(0, 5) && (w[5] === 0xffff || w[5] === 0)) ||
+    (zero(0, 4) && w[4] === 0xffff && w[5] === 0) ||
+    (w[0] === 0x64 && w[1] === 0xff9b && zero(2, 6));
+  return embedsV4 && w[6] === 0xa9fe;
+}
+
+/**
+ * Whether a URL host (as `new URL().hostname` gives it: IPv6 in brackets) is a link-local
+ * address literal: see {@linkcode isLinkLocalAddress}. A host name is not: resolve it with
+ * {@linkcode checkLinkLocalTarget}.
+ */
+export function isLinkLocalHost(hostname: string): boolean {
+  return isLinkLocalAddress(hostname.replace(/^\[|\]$/g, "").toLowerCase());
+}
+
+/** Resolves a host name to all its addresses. */
+export type HostLookup = (hostname: string) => Promise<string[]>;
+
+/** A collect context may carry its own resolver (tests, a caching resolver). */
+export interface LookupContext {
+  /** Resolves host names for the link-local check; node:dns `lookup` when absent. */
+  lookup?: HostLookup;
+}
+
+/** Every address of `hostname` by node:dns `lookup` (works on Node, Deno and Bun). */
+export async function defaultHostLookup(hostname: string): Promise<string[]> {
+  const all = await dnsLookup(hostname, { all: true });
+  return all.map((a) => a.address);
+}
+
+/** Whether a request may reach link-local addresses, and how names are resolved. */
+export interface LinkLocalPolicy {
+  /** `--allow-link-local-targets`: no check at all. */
+  allow: boolean;
+  /** Resolver of host names; {@linkcode defaultHostLookup} when absent. */
+  lookup?: HostLookup;
+}
+
+/**
+ * Refuse a URL whose host is a link-local address (cloud metadata endpoints), or a name that
+ * resolves to at least one, unless `policy.allow` (`--allow-link-local-targets`). Throws
+ * `request to <url> refused: host "<host>" resolves to link-local address <ip> (allow with
+ * --allow-link-local-targets)`, or `request to <url> failed: cannot resolve host ...`.
+ *
+ * Every collector that sends a request to a URL an HPA chooses calls this (through
+ * {@linkcode fetchCapped}'s `linkLocal` option, or directly) right before connecting. What
+ * remains open is DNS rebinding: fetch resolves the name once more when it connects, and a
+ * DNS server that answers differently then (TTL 0) reaches a link-local address in that
+ * window. Closing it takes connecting to the checked address itself (a per-runtime
+ * dispatcher); redirects, the other easy path, are never followed (see fetchCapped).
+ *
+ * @example
+ * ```ts
+ * await checkLinkLocalTarget("http://169.254.169.254/latest", { allow: false }); // throws
+ * ```
+ */
+export async function checkLinkLocalTarget(url: string, policy: LinkLocalPolicy): Promise<void> {
+  if (policy.allow) return;
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  const refuse = (how: string): Error =>
+    new Error(
+      `request to ${url} refused: host "${host}" ${how} (allow with --allow-link-local-targets)`,
+    );
+  if (ipv4Octets(host) || ipv6Words(host)) {
+    if (isLinkLocalAddress(host)) throw refuse("is a link-local address");
+    return;
+  }
+  let addresses: string[];
+  try {
+    addresses = await (policy.lookup ?? defaultHostLookup)(host);
+  } catch (e) {
+    throw new Error(
+      `request to ${url} failed: cannot resolve host "${host}": ${(e as Error).message}`,
+    );
+  }
+  const bad = addresses.find(isLinkLocalAddress);
+  if (bad !== undefined) throw refuse(`resolves to link-local address ${bad}`);
+}
+
+/** `promise`, or a rejection as soon as `signal` aborts (the promise itself runs on). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 /** Options of {@linkcode fetchCapped}. */
 export interface FetchCappedOptions {
   fetch: typeof fetch;
@@ -100,8 +237,11 @@ export interface FetchCappedOptions {
   method?: "GET" | "POST";
   headers?: Record<string, string>;
   body?: string;
-  /** Redirect mode of fetch; `follow` by default. */
-  redirect?: RequestRedirect;
+  /**
+   * Check the host for link-local addresses right before connecting (URLs an HPA chooses);
+   * no check when absent (operator-configured backends, pod IPs from the cluster).
+   */
+  linkLocal?: LinkLocalPolicy;
   /** Statuses whose body is not read (it is cancelled and `text` is empty). */
   skipBody?: (status: number) => boolean;
 }
@@ -117,9 +257,12 @@ export interface CappedResponse {
 /**
  * Send one request and read its body (of any status) up to `maxBytes`. Throws, with a message
  * naming the URL, on a network error or the deadline (`request to <url> failed: <why>`), an
- * abort of `signal` ({@linkcode RequestAbortedError}, same words) and a body larger than
- * `maxBytes` ({@linkcode ResponseTooLargeError}, `response from <url> exceeds <n> bytes`). The
- * status is the caller's to judge.
+ * abort of `signal` ({@linkcode RequestAbortedError}, same words), a body larger than
+ * `maxBytes` ({@linkcode ResponseTooLargeError}, `response from <url> exceeds <n> bytes`), a
+ * redirect (`refused to follow redirect "<status>" from <url> to "<location>"`: a redirect
+ * would carry the request past the link-local check, and headers with it) and a link-local
+ * target under `linkLocal` ({@linkcode checkLinkLocalTarget}). Any other status is the
+ * caller's to judge.
  *
  * @example
  * ```ts
@@ -146,6 +289,14 @@ export async function fetchCapped(
     return new Error(`request to ${url} failed: ${(e as Error).message}`);
   };
   try {
+    if (options.linkLocal) {
+      try {
+        await untilAborted(checkLinkLocalTarget(url, options.linkLocal), deadline.signal);
+      } catch (e) {
+        if (deadline.signal.aborted) throw failed(e);
+        throw e;
+      }
+    }
     let res: Response;
     try {
       res = await options.fetch(url, {
@@ -153,10 +304,19 @@ export async function fetchCapped(
         headers: options.headers,
         body: options.body,
         signal: deadline.signal,
-        redirect: options.redirect ?? "follow",
+        redirect: "manual",
       });
     } catch (e) {
       throw failed(e);
+    }
+    if (res.type === "opaqueredirect" || (res.status >= 300 && res.status <= 399)) {
+      await res.body?.cancel().catch(() => {});
+      const location = res.headers.get("location");
+      throw new Error(
+        `refused to follow redirect "${res.status}" from ${url} ${
+          location === null ? "(no location)" : `to ${JSON.stringify(location.slice(0, 200))}`
+        }`,
+      );
     }
     const head = { status: res.status, statusText: res.statusText, headers: res.headers };
     if (options.skipBody?.(res.status)) {
@@ -208,7 +368,7 @@ export async function fetchCapped(
 /** Options of {@linkcode httpGetText}. */
 export type HttpGetOptions = Pick<
   FetchCappedOptions,
-  "fetch" | "signal" | "timeoutSeconds" | "maxBytes"
+  "fetch" | "signal" | "timeoutSeconds" | "maxBytes" | "linkLocal"
 >;
 
 /**
@@ -282,12 +442,15 @@ export function stableConfig(config: Record<string, string>): string {
   return JSON.stringify(Object.keys(config).sort().map((k) => [k, config[k]]));
 }
 
-/** Parse a response body as JSON; throws `invalid JSON from <url>: <why>`. */
+/**
+ * Parse a response body as JSON; throws `invalid JSON from <url>`. Not the parser's words: they
+ * quote the body, and errors are served in 404 messages and events.
+ */
 export function parseJsonBody(body: string, url: string): unknown {
   try {
     return JSON.parse(body);
-  } catch (e) {
-    throw new Error(`invalid JSON from ${url}: ${(e as Error).message}`);
+  } catch {
+    throw new Error(`invalid JSON from ${url}`);
   }
 }
 

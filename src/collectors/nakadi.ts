@@ -198,8 +198,8 @@ class NakadiCollector implements Collector {
           signal: ctx.signal,
           timeoutSeconds: NAKADI_REQUEST_TIMEOUT_SECONDS,
           maxBytes: this.#maxBytes,
+          // fetchCapped never follows a redirect (the token would go along).
           headers: { accept: "application/json", authorization: `Bearer ${token}` },
-          redirect: "error",
         });
       } catch (e) {
         // An abort ends the collection; an oversized answer will not shrink on a retry.

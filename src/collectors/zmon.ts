@@ -233,7 +233,7 @@ class ZmonCollector implements Collector {
         authorization: `Bearer ${token}`,
         "x-attribution": `hpa-metrics-adapter/${this.#checkId}`,
       },
-      redirect: "error",
+      // fetchCapped never follows a redirect (the token would go along).
     });
     if (res.status !== 200) {
       throw new Error(
