@@ -2,14 +2,17 @@
  * External metrics of type `json-path` (and the legacy type `http`): one JSON document from
  * `endpoint`, one value at `json-key` (or `json-eval`), served with the metric selector's
  * matchLabels. Link-local targets (cloud metadata endpoints) are refused unless
- * `--allow-link-local-targets`.
+ * `--allow-link-local-targets`: a literal address when the plan is made, a name when it
+ * resolves to one right before each request; redirects are never followed.
  */
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   extractJson,
   httpGetText,
+  isLinkLocalHost,
   jsonExtractionConfig,
+  type LookupContext,
   maxResponseBytes,
   requestTimeoutConfig,
 } from "./http_get.ts";
@@ -21,38 +24,14 @@ import type {
   CollectResult,
 } from "./types.ts";
 
-function ipv4Octets(host: string): number[] | null {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (!m) return null;
-  const o = m.slice(1).map(Number);
-  return o.every((n) => n <= 255) ? o : null;
-}
-
-/**
- * Whether a URL host (as `new URL().hostname` gives it: IPv6 in brackets) is a link-local
- * address: 169.254.0.0/16, fe80::/10, or an IPv4-mapped IPv6 form of the former.
- */
-export function isLinkLocalHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  const v4 = ipv4Octets(host);
-  if (v4) return v4[0] === 169 && v4[1] === 254;
-  if (!host.includes(":")) return false;
-  // IPv4-mapped (::ffff:a.b.c.d, normalised by URL to ::ffff:xxxx:xxxx).
-  const mapped = /^::ffff:(?:([0-9a-f]{1,4}):([0-9a-f]{1,4})|(\d+\.\d+\.\d+\.\d+))$/.exec(host);
-  if (mapped) {
-    if (mapped[3]) return isLinkLocalHost(mapped[3]);
-    return parseInt(mapped[1], 16) === 0xa9fe;
-  }
-  const first = host.split(":")[0];
-  if (first === "") return false;
-  const word = parseInt(first, 16);
-  return (word & 0xffc0) === 0xfe80;
-}
+/** Re-exported from http_get.ts, where every collector's link-local check lives. */
+export { isLinkLocalHost };
 
 interface HttpJsonPathConfig {
   endpoint: string;
   extraction: JsonExtractionOptions;
   timeoutSeconds: number;
+  allowLinkLocal: boolean;
 }
 
 function parseConfig(plan: MetricPlan, flags: Record<string, unknown>): HttpJsonPathConfig {
@@ -77,7 +56,12 @@ function parseConfig(plan: MetricPlan, flags: Record<string, unknown>): HttpJson
     );
   }
   const extraction = jsonExtractionConfig(c, metric);
-  return { endpoint: url.href, extraction, timeoutSeconds: requestTimeoutConfig(c, metric) };
+  return {
+    endpoint: url.href,
+    extraction,
+    timeoutSeconds: requestTimeoutConfig(c, metric),
+    allowLinkLocal: flags["allow-link-local-targets"] === true,
+  };
 }
 
 class HttpJsonPathCollector implements Collector {
@@ -100,13 +84,15 @@ class HttpJsonPathCollector implements Collector {
     }|${config.timeoutSeconds}`;
   }
 
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext & LookupContext): Promise<CollectResult> {
     const cfg = this.#config;
+    // The endpoint is the HPA author's choice: a name may resolve to a metadata service.
     const body = await httpGetText(cfg.endpoint, {
       fetch: ctx.fetch,
       signal: ctx.signal,
       timeoutSeconds: cfg.timeoutSeconds,
       maxBytes: this.#maxBytes,
+      linkLocal: { allow: cfg.allowLinkLocal, lookup: ctx.lookup },
     });
     const value = extractJson(body, cfg.endpoint, cfg.extraction);
     return { samples: [{ value, timestamp: ctx.now() }] };

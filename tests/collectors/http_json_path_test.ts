@@ -162,3 +162,102 @@ describe("http json-path collector", () => {
     assert.notEqual(a.queryKey, c.queryKey);
   });
 });
+
+describe("http json-path collector and secrets", () => {
+  const SECRET = "AKIAIOSFODNN7EXAMPLE";
+
+  it("refuses an endpoint whose name resolves to a link-local address, before connecting", async () => {
+    let fetched = 0;
+    const asked: string[] = [];
+    const c = httpJsonPathFactory.create({
+      plan: plan({ endpoint: "http://metadata.test/latest/meta-data", "json-key": "$.n" }),
+      flags: {},
+    });
+    const lookupCtx = {
+      ...ctx(),
+      fetch: () => {
+        fetched++;
+        return Promise.resolve(new Response('{"n":1}'));
+      },
+      lookup: (host: string) => {
+        asked.push(host);
+        return Promise.resolve(["10.0.0.1", "::ffff:169.254.169.254"]);
+      },
+    };
+    await assert.rejects(c.collect(lookupCtx), {
+      message:
+        'request to http://metadata.test/latest/meta-data refused: host "metadata.test" resolves to link-local address ::ffff:169.254.169.254 (allow with --allow-link-local-targets)',
+    });
+    assert.equal(fetched, 0);
+    assert.deepEqual(asked, ["metadata.test"]);
+    const allowed = httpJsonPathFactory.create({
+      plan: plan({ endpoint: "http://metadata.test/latest/meta-data", "json-key": "$.n" }),
+      flags: { "allow-link-local-targets": true },
+    });
+    assert.deepEqual(await allowed.collect(lookupCtx), {
+      samples: [{ value: 1, timestamp: NOW }],
+    });
+    assert.equal(fetched, 1);
+    assert.deepEqual(asked, ["metadata.test"]);
+  });
+
+  it("does not follow a redirect, so a redirect cannot reach what the endpoint may not", async () => {
+    let secretHits = 0;
+    const secret = await startServer("127.0.0.3", 0, (_req, res) => {
+      secretHits++;
+      json(res, { n: 1, token: SECRET });
+    });
+    const target = `http://127.0.0.3:${secret.port}/latest/meta-data`;
+    const redirector = await startServer("127.0.0.2", 0, (_req, res) => {
+      res.writeHead(302, { location: target });
+      res.end();
+    });
+    try {
+      const url = `http://127.0.0.2:${redirector.port}/q`;
+      const c = httpJsonPathFactory.create({
+        plan: plan({ endpoint: url, "json-key": "$.n" }),
+        flags: {},
+      });
+      await assert.rejects(c.collect(ctx()), {
+        message: `refused to follow redirect "302" from ${url} to "${target}"`,
+      });
+      assert.equal(secretHits, 0);
+    } finally {
+      await redirector.close();
+      await secret.close();
+    }
+  });
+
+  const bodies: [string, string, string, (url: string) => string][] = [
+    [
+      "a body that is not JSON",
+      "text/plain",
+      `#!/bin/sh\nexport AWS_SECRET=${SECRET}\n`,
+      (url) => `invalid JSON from ${url}`,
+    ],
+    [
+      "a string where the number should be",
+      "application/json",
+      JSON.stringify({ n: SECRET }),
+      () => 'json-key "$.n" found a string where a number was expected',
+    ],
+  ];
+  for (const [name, type, body, message] of bodies) {
+    it(`reports ${name} without quoting the response`, async () => {
+      const srv = await startServer("127.0.0.2", 0, (_req, res) => {
+        res.writeHead(200, { "content-type": type });
+        res.end(body);
+      });
+      try {
+        const url = `http://127.0.0.2:${srv.port}/user-data`;
+        const c = httpJsonPathFactory.create({
+          plan: plan({ endpoint: url, "json-key": "$.n" }),
+          flags: {},
+        });
+        await assert.rejects(c.collect(ctx()), { message: message(url) });
+      } finally {
+        await srv.close();
+      }
+    });
+  }
+});
