@@ -8,6 +8,12 @@
  * older spelling of `org`), and `token`, refused unless the operator passes
  * `--allow-annotation-tokens` (tokens belong in flags or files).
  *
+ * `--influxdb-token` goes only to `--influxdb-address`: an `address` in the config that is
+ * another server needs its own `token` there (else an error), so an HPA cannot have the
+ * operator's token sent to a server of its choosing. Such an address is also the HPA's
+ * choice in what errors say: the status only, never the server's words or values. Redirects
+ * are never followed, and a name that resolves to a link-local address is refused.
+ *
  * The value is read from the `metricvalue` column (what kube-metrics-adapter's README renames
  * `_value` to), else from `_value`. kube-metrics-adapter meant a query to reduce to one row and
  * kept the first (and, through a decoding bug, reported 0). Here each table of the result is one
@@ -22,8 +28,13 @@ import { createHash } from "node:crypto";
 import { InfluxDB, linesToTables } from "@influxdata/influxdb-client";
 import type { Cancellable, FluxTableMetaData } from "@influxdata/influxdb-client";
 import type { MetricPlan } from "../core/types.ts";
-import { isLinkLocalHost } from "./http_json_path.ts";
-import { abortReasonText, maxResponseBytes } from "./http_get.ts";
+import {
+  abortReasonText,
+  checkLinkLocalTarget,
+  isLinkLocalHost,
+  type LookupContext,
+  maxResponseBytes,
+} from "./http_get.ts";
 import type {
   CollectContext,
   Collector,
@@ -43,6 +54,22 @@ export interface InfluxDbConfig {
   query: string;
   /** True when the token came from an annotation (results are then not shared across HPAs). */
   annotationToken: boolean;
+  /**
+   * True when `address` is `--influxdb-address`: the operator's server, whose error texts may
+   * be quoted (bounded). False for another address from the config: the status only.
+   */
+  operatorAddress: boolean;
+  /** `--allow-link-local-targets`. */
+  allowLinkLocal: boolean;
+}
+
+/** A URL in one spelling (`new URL().href` without trailing slashes), or null if invalid. */
+function normalisedUrl(raw: string): string | null {
+  try {
+    return new URL(raw).href.replace(/\/+$/, "");
+  } catch {
+    return null;
+  }
 }
 
 function flagString(flags: Record<string, unknown>, name: string): string {
@@ -62,7 +89,8 @@ export function parseInfluxDbConfig(
   if (query === undefined || query.trim() === "") {
     throw new Error(`missing Flux query for metric ${metric} (config key "query")`);
   }
-  const address = c["address"] ?? flagString(flags, "influxdb-address");
+  const flagAddress = flagString(flags, "influxdb-address");
+  const address = c["address"] ?? flagAddress;
   if (address === "") {
     throw new Error(`influxdb metric ${metric} needs --influxdb-address or an address config`);
   }
@@ -84,6 +112,8 @@ export function parseInfluxDbConfig(
   if (org === "") {
     throw new Error(`influxdb metric ${metric} needs --influxdb-org or an org config`);
   }
+  const normalised = url.href.replace(/\/+$/, "");
+  const operatorAddress = flagAddress !== "" && normalisedUrl(flagAddress) === normalised;
   let token = flagString(flags, "influxdb-token");
   const annotationToken = c["token"] !== undefined;
   if (annotationToken) {
@@ -93,8 +123,29 @@ export function parseInfluxDbConfig(
       );
     }
     token = c["token"];
+  } else if (!operatorAddress && token !== "") {
+    // The operator's token is for the operator's server only.
+    throw new Error(
+      `address "${address}" of metric ${metric} is not --influxdb-address: --influxdb-token is not sent there; give the metric its own token config (with --allow-annotation-tokens)`,
+    );
   }
-  return { address: url.href.replace(/\/+$/, ""), org, token, query, annotationToken };
+  return {
+    address: normalised,
+    org,
+    token,
+    query,
+    annotationToken,
+    operatorAddress,
+    allowLinkLocal: flags["allow-link-local-targets"] === true,
+  };
+}
+
+function headerValue(
+  headers: Record<string, string | string[] | undefined> | undefined,
+  name: string,
+): string | null {
+  const v = headers?.[name];
+  return typeof v === "string" ? v : Array.isArray(v) && v.length > 0 ? v[0] : null;
 }
 
 function quoteQuery(query: string): string {
@@ -131,14 +182,33 @@ class InfluxDbCollector implements Collector {
     }${scope}`;
   }
 
-  collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext & LookupContext): Promise<CollectResult> {
+    const cfg = this.#config;
+    const what = `flux query ${quoteQuery(cfg.query)} of metric ${this.#metric} at ${cfg.address}`;
+    // Right before connecting: a name may resolve to a metadata service (see http_get.ts for
+    // the DNS rebinding window that remains).
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = (): void =>
+        reject(new Error(`${what} failed: ${abortReasonText(ctx.signal)}`));
+      if (ctx.signal.aborted) return onAbort();
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      checkLinkLocalTarget(cfg.address, { allow: cfg.allowLinkLocal, lookup: ctx.lookup })
+        .then(resolve, reject)
+        .finally(() => ctx.signal.removeEventListener("abort", onAbort));
+    });
+    return await this.#query(ctx, what);
+  }
+
+  #query(ctx: CollectContext, what: string): Promise<CollectResult> {
     const cfg = this.#config;
     const queryApi = new InfluxDB({
       url: cfg.address,
       token: cfg.token === "" ? undefined : cfg.token,
       timeout: INFLUXDB_QUERY_TIMEOUT_MS,
+      // Deno runs the client's fetch transport: never follow a redirect (the token would go
+      // along); Node's transport does not follow them. A 3xx is an error (#explain).
+      transportOptions: { redirect: "manual" },
     }).getQueryApi(cfg.org);
-    const what = `flux query ${quoteQuery(cfg.query)} of metric ${this.#metric} at ${cfg.address}`;
     return new Promise<CollectResult>((resolve, reject) => {
       let cancellable: Cancellable | null = null;
       let settled = false;
@@ -168,6 +238,10 @@ class InfluxDbCollector implements Collector {
           // client passes it on as rows.
           const errCol = meta.columns.find((c) => c.label === "error");
           if (errCol && meta.columns.some((c) => c.label === "reference")) {
+            if (!cfg.operatorAddress) {
+              finish(new Error(`${what} failed: the server reported an error in the result`));
+              return;
+            }
             const msg = (values[errCol.index] ?? "").replace(/\s+/g, " ").slice(0, 200);
             finish(new Error(`${what} failed: ${msg}`));
             return;
@@ -218,8 +292,25 @@ class InfluxDbCollector implements Collector {
   }
 
   #explain(e: Error, what: string): Error {
-    const err = e as Error & { statusCode?: number; body?: string; json?: { message?: unknown } };
+    const err = e as Error & {
+      statusCode?: number;
+      body?: string;
+      json?: { message?: unknown };
+      headers?: Record<string, string | string[] | undefined>;
+    };
     if (typeof err.statusCode === "number") {
+      if (err.statusCode >= 300 && err.statusCode <= 399) {
+        const location = headerValue(err.headers, "location");
+        return new Error(
+          `${what} failed: refused to follow redirect "${err.statusCode}" from ${this.#config.address} ${
+            location === null ? "(no location)" : `to ${JSON.stringify(location.slice(0, 200))}`
+          }`,
+        );
+      }
+      // The server's words only from the operator's server (an HPA's may be anything).
+      if (!this.#config.operatorAddress) {
+        return new Error(`${what} failed: unsuccessful response "${err.statusCode}"`);
+      }
       const msg = typeof err.json?.message === "string" ? err.json.message : (err.body ?? "");
       return new Error(
         `${what} failed: unsuccessful response "${err.statusCode}": ${
@@ -245,7 +336,11 @@ class InfluxDbCollector implements Collector {
       if (v.raw === "") throw new Error(`${what} returned a null ${v.column}`);
       const n = NUMERIC.test(v.raw) ? Number(v.raw) : NaN;
       if (!Number.isFinite(n)) {
-        throw new Error(`${what} returned a non-numeric ${v.column} "${v.raw.slice(0, 60)}"`);
+        throw new Error(
+          this.#config.operatorAddress
+            ? `${what} returned a non-numeric ${v.column} "${v.raw.slice(0, 60)}"`
+            : `${what} returned a non-numeric ${v.column}`,
+        );
       }
       sum += n;
     }

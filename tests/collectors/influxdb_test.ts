@@ -148,9 +148,10 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     answer = () => ({
       blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["1"]]] }],
     });
-    await make({ query: QUERY, address: fake.url, org: "acme" }, {
+    await make({ query: QUERY, address: fake.url, org: "acme", token: "T0k" }, {
       "influxdb-address": "http://127.0.0.1:9",
       "influxdb-org": "other",
+      "allow-annotation-tokens": true,
     }).collect(context());
     assert.deepEqual(fake.server.requests[0].query, [["org", "acme"]]);
   });
@@ -171,6 +172,96 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     assert.equal(fake.server.requests[0].headers["authorization"], "Token T0k");
     assert.notEqual(c.queryKey, make({ query: QUERY }).queryKey);
   });
+
+  it("sends --influxdb-token only to --influxdb-address, however it is spelled", async () => {
+    answer = () => ({
+      blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["2"]]] }],
+    });
+    const elsewhere = { "influxdb-address": "http://127.0.0.1:9" };
+    assert.equal(
+      thrown(() => make({ query: QUERY, address: fake.url }, elsewhere)),
+      `address "${fake.url}" of metric queue-depth is not --influxdb-address: --influxdb-token is not sent there; give the metric its own token config (with --allow-annotation-tokens)`,
+    );
+    const spelled = fake.url.replace("http://", "HTTP://") + "/";
+    const same = make({ query: QUERY, address: spelled }, { "influxdb-address": fake.url });
+    assert.equal((await same.collect(context())).samples[0].value, 2);
+    assert.equal(fake.server.requests[0].headers["authorization"], "Token T0k");
+    // Without a flag token there is nothing to leak: the request goes without one.
+    const tokenless = make({ query: QUERY, address: fake.url }, {
+      ...elsewhere,
+      "influxdb-token": null,
+    });
+    assert.match(await rejection(tokenless.collect(context())), /unsuccessful response "401"$/);
+    assert.equal(fake.server.requests[1].headers["authorization"], undefined);
+  });
+
+  it("refuses an address whose name resolves to a link-local address, before connecting", async () => {
+    const asked: string[] = [];
+    const lookup = (host: string): Promise<string[]> => {
+      asked.push(host);
+      return Promise.resolve(["fe80::1"]);
+    };
+    const address = `http://influx.test:${new URL(fake.url).port}`;
+    const c = make({ query: QUERY, address, token: "T0k" }, { "allow-annotation-tokens": true });
+    assert.equal(
+      await rejection(c.collect({ ...context(), lookup })),
+      `request to ${address} refused: host "influx.test" resolves to link-local address fe80::1 (allow with --allow-link-local-targets)`,
+    );
+    assert.deepEqual(asked, ["influx.test"]);
+    assert.equal(fake.server.requests.length, 0);
+  });
+
+  it("does not follow a redirect", async () => {
+    answer = () => ({
+      status: 307,
+      headers: { location: "http://169.254.169.254/api/v2/query" },
+      body: "",
+    });
+    assert.match(
+      await rejection(make({ query: QUERY }).collect(context())),
+      /^flux query ".*" of metric queue-depth at http:\/\/127\.0\.0\.1:\d+ failed: refused to follow redirect "307" from http:\/\/127\.0\.0\.1:\d+ to "http:\/\/169\.254\.169\.254\/api\/v2\/query"$/,
+    );
+    assert.equal(fake.server.requests.length, 1);
+  });
+
+  const secretAnswers: [string, FluxAnswer, RegExp][] = [
+    [
+      "an error body",
+      { status: 500, headers: { "content-type": "text/plain" }, body: "secret-value-123" },
+      / failed: unsuccessful response "500"$/,
+    ],
+    [
+      "an error inside the CSV",
+      {
+        status: 200,
+        headers: { "content-type": "text/csv" },
+        body: fluxErrorCsv("secret-value-123"),
+      },
+      / failed: the server reported an error in the result$/,
+    ],
+    [
+      "a non-numeric value",
+      {
+        blocks: [{
+          columns: [{ label: "_value", datatype: "string" }],
+          tables: [[["secret-value-123"]]],
+        }],
+      },
+      / returned a non-numeric _value$/,
+    ],
+  ];
+  for (const [name, a, want] of secretAnswers) {
+    it(`does not quote ${name} from an address of the config`, async () => {
+      answer = () => a;
+      const c = make({ query: QUERY, address: fake.url, token: "T0k" }, {
+        "influxdb-address": "http://127.0.0.1:9",
+        "allow-annotation-tokens": true,
+      });
+      const message = await rejection(c.collect(context()));
+      assert.match(message, want);
+      assert.ok(!message.includes("secret-value-123"), message);
+    });
+  }
 
   const failures: [string, FluxAnswer, Record<string, unknown>, RegExp][] = [
     [
