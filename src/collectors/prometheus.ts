@@ -14,14 +14,14 @@
  *   Rollout); zero replicas is an error, not a division by zero; it applies to External
  *   metrics too (the original ignored it there).
  * - `prometheus-server` / `prometheus-server-alias` override the server for Object metrics
- *   too (the original: External only). A URL given in an annotation gets no token and may not
- *   be link-local unless `--allow-link-local-targets`.
+ *   too (the original: External only). A URL given in an annotation gets no token (not even
+ *   when it is the `--prometheus-server` URL), may not be link-local (as a literal, or a name
+ *   resolving to one) unless `--allow-link-local-targets`, and is never quoted in errors.
  * - Every query has a timeout (`--prometheus-query-timeout`) and a response size cap.
  */
 import type { ClusterView, Kind } from "../cluster/types.ts";
 import type { MetricPlan, ObjectReference } from "../core/types.ts";
-import { isLinkLocalHost } from "./http_json_path.ts";
-import { maxResponseBytes } from "./http_get.ts";
+import { isLinkLocalHost, type LookupContext, maxResponseBytes } from "./http_get.ts";
 import {
   DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
   PrometheusClient,
@@ -199,7 +199,7 @@ export function prometheusValue(result: QueryResult, query: string): number {
 /** Options of {@linkcode queryPrometheus}. */
 export interface QueryPrometheusOptions {
   backends: PrometheusBackends;
-  ctx: CollectContext;
+  ctx: CollectContext & LookupContext;
   /** Names the metric in error messages. */
   metricName: string;
 }
@@ -222,6 +222,7 @@ export async function queryPrometheus(
       time: ctx.now(),
       timeoutSeconds: backends.timeoutSeconds,
       maxBytes: backends.maxBytes,
+      lookup: ctx.lookup,
     });
   } catch (e) {
     throw new Error(
@@ -357,7 +358,11 @@ function resolveServer(
   if (url !== undefined && url !== "") {
     let client: PrometheusClient;
     try {
-      client = new PrometheusClient({ url });
+      // The HPA's choice of server: never the operator's token, never quoted in errors.
+      client = new PrometheusClient({
+        url,
+        chosenByHpa: { allowLinkLocal: backends.allowLinkLocal },
+      });
     } catch {
       throw new Error(
         `invalid prometheus-server "${url}" for metric ${metric}: want an http(s) URL`,
@@ -442,7 +447,7 @@ class PrometheusCollector implements Collector {
     }`;
   }
 
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext & LookupContext): Promise<CollectResult> {
     const plan = this.#plan;
     return await collectPrometheus(this.#config.client, this.#config.query, {
       backends: this.#backends,

@@ -2,13 +2,16 @@
  * A small client of Prometheus' HTTP API: one instant query (`/api/v1/query`), as the Go client
  * sends it (form POST, GET when the server answers 405), with a deadline, a cap on the bytes
  * read, a bearer token re-read from its file when the file changes, and the documented
- * response JSON parsed into typed results.
+ * response JSON parsed into typed results. Redirects are never followed. A server an HPA names
+ * (`chosenByHpa`) gets no token, has its host checked for link-local addresses before each
+ * request, and is never quoted in errors: they give its status and Prometheus' error type.
  */
 import { readFile, stat } from "node:fs/promises";
 import {
   type CappedResponse,
   fetchCapped,
   type FetchCappedOptions,
+  type HostLookup,
   requestDeadline,
   ResponseTooLargeError,
   unsuccessfulResponse,
@@ -69,6 +72,8 @@ export interface InstantQueryOptions {
   timeoutSeconds: number;
   /** Largest body read, bytes. */
   maxBytes: number;
+  /** Resolver for the link-local check of a `chosenByHpa` server (node:dns when absent). */
+  lookup?: HostLookup;
 }
 
 /** Options of {@linkcode PrometheusClient}. */
@@ -77,7 +82,28 @@ export interface PrometheusClientOptions {
   url: string;
   /** File holding a bearer token, re-read whenever it changes. */
   tokenFile?: string | null;
+  /**
+   * Set for a URL from an HPA's annotation: no token (the constructor refuses one), a
+   * link-local check of the host before each request (unless `allowLinkLocal`), and errors
+   * that never quote the server.
+   */
+  chosenByHpa?: { allowLinkLocal: boolean };
 }
+
+/** Prometheus' own `errorType` values: words of the API, safe to repeat whoever the server is. */
+const PROMETHEUS_ERROR_TYPES = new Set([
+  "timeout",
+  "canceled",
+  "execution",
+  "bad_data",
+  "internal",
+  "unavailable",
+  "not_found",
+  "not_acceptable",
+]);
+
+/** Longest text of a Prometheus error repeated from an operator-configured server. */
+const MAX_ERROR_TEXT = 200;
 
 /**
  * Parse a sample value as Prometheus writes it (`"1.5"`, `"NaN"`, `"+Inf"`, `"-Inf"`).
@@ -200,8 +226,9 @@ export function parseQueryResponse(
     );
   }
   if (doc.status === "error") {
-    const errorType = typeof doc.errorType === "string" ? doc.errorType : "error";
-    const error = typeof doc.error === "string" ? doc.error : "unknown error";
+    const errorType = typeof doc.errorType === "string" ? doc.errorType.slice(0, 40) : "error";
+    const raw = typeof doc.error === "string" ? doc.error : "unknown error";
+    const error = raw.length > MAX_ERROR_TEXT ? `${raw.slice(0, MAX_ERROR_TEXT)}...` : raw;
     throw new PrometheusQueryError(`${errorType}: ${error}`, {
       errorType,
       status: options.status,
@@ -256,6 +283,66 @@ function seconds(ms: number): string {
   return (ms / 1000).toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
 }
 
+/** A Prometheus error type from a body, if it is one of the API's own, else undefined. */
+function knownErrorType(body: string): string | undefined {
+  try {
+    const doc = JSON.parse(body);
+    return isRecord(doc) && doc.status === "error" && typeof doc.errorType === "string" &&
+        PROMETHEUS_ERROR_TYPES.has(doc.errorType)
+      ? doc.errorType
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The answer of a server an HPA named, read without ever quoting it (errors are served in 404
+ * messages and events; the URL may point at an internal service that holds secrets): errors
+ * give the status and a known Prometheus error type; series labels are dropped (their only use
+ * is in error texts) and warnings are counted, not repeated.
+ */
+function opaqueResult(res: CappedResponse, url: string): QueryResult {
+  const ok = res.status >= 200 && res.status <= 299;
+  const errorType = knownErrorType(res.text);
+  if (!ok || errorType !== undefined) {
+    const type = errorType === undefined ? "" : ` (prometheus error ${errorType})`;
+    throw new PrometheusQueryError(`${unsuccessfulResponse(res, url)}${type}`, {
+      errorType,
+      status: res.status,
+    });
+  }
+  let result: QueryResult;
+  try {
+    result = parseQueryResponse(res.text, { url, status: res.status });
+  } catch {
+    throw new PrometheusQueryError(
+      `invalid response from ${url}: not a Prometheus API response of a known form`,
+      { status: res.status },
+    );
+  }
+  const warnings = result.warnings?.length
+    ? [`the server sent ${result.warnings.length} warning(s), not repeated (an HPA named it)`]
+    : [];
+  let data: QueryData = result;
+  if (result.resultType === "vector") {
+    data = {
+      resultType: "vector",
+      series: result.series.map((s) => ({ ...s, labels: {} })),
+    };
+  } else if (result.resultType === "matrix") {
+    data = {
+      resultType: "matrix",
+      series: result.series.map((s) => ({ ...s, labels: {} })),
+    };
+  } else if (result.resultType === "string") {
+    data = { resultType: "string", value: "", timestamp: result.timestamp };
+  } else {
+    data = { resultType: "scalar", value: result.value, timestamp: result.timestamp };
+  }
+  return warnings.length > 0 ? { ...data, warnings } : data;
+}
+
 /**
  * One Prometheus server. Holds no connection state; the token file's content is cached until
  * the file changes.
@@ -276,6 +363,8 @@ export class PrometheusClient {
   readonly queryUrl: string;
   /** The bearer token file, or null. */
   readonly tokenFile: string | null;
+  /** Set when an HPA named this server (see {@linkcode PrometheusClientOptions}). */
+  readonly chosenByHpa: { allowLinkLocal: boolean } | null;
   readonly #token: TokenFile | null;
 
   /** A client of the server at `options.url`; throws when it is not an http(s) URL. */
@@ -294,6 +383,12 @@ export class PrometheusClient {
     u.hash = "";
     this.queryUrl = `${u.href.replace(/\/+$/, "")}/api/v1/query`;
     this.tokenFile = options.tokenFile ? options.tokenFile : null;
+    this.chosenByHpa = options.chosenByHpa ?? null;
+    if (this.chosenByHpa && this.tokenFile) {
+      throw new Error(
+        `prometheus server "${options.url}" named by an HPA gets no token (token file "${this.tokenFile}")`,
+      );
+    }
     this.#token = this.tokenFile ? new TokenFile(this.tokenFile) : null;
   }
 
@@ -323,6 +418,9 @@ export class PrometheusClient {
         signal: whole.signal,
         timeoutSeconds: options.timeoutSeconds,
         maxBytes: options.maxBytes,
+        linkLocal: this.chosenByHpa
+          ? { allow: this.chosenByHpa.allowLinkLocal, lookup: options.lookup }
+          : undefined,
       }).catch((e: Error) => {
         throw new PrometheusQueryError(e.message, {
           status: e instanceof ResponseTooLargeError ? e.status : undefined,
@@ -341,6 +439,7 @@ export class PrometheusClient {
       }
       const body = res.text;
       const ok = res.status >= 200 && res.status <= 299;
+      if (this.chosenByHpa) return opaqueResult(res, url);
       // Prometheus answers 400, 422 and 503 with its error JSON: prefer its words.
       if (!ok && !/^\s*\{[\s\S]*"status"\s*:\s*"error"/.test(body)) {
         throw new PrometheusQueryError(unsuccessfulResponse(res, url), { status: res.status });

@@ -203,8 +203,9 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     };
     const address = `http://influx.test:${new URL(fake.url).port}`;
     const c = make({ query: QUERY, address, token: "T0k" }, { "allow-annotation-tokens": true });
+    const withLookup = { ...context(), lookup };
     assert.equal(
-      await rejection(c.collect({ ...context(), lookup })),
+      await rejection(c.collect(withLookup)),
       `request to ${address} refused: host "influx.test" resolves to link-local address fe80::1 (allow with --allow-link-local-targets)`,
     );
     assert.deepEqual(asked, ["influx.test"]);
