@@ -14,6 +14,8 @@ export interface CollectContext {
   now(): number;
   fetch: typeof fetch;
   cluster: ClusterView;
+  /** Resolves host names for the link-local check (node:dns when absent; tests inject one). */
+  lookup?: (hostname: string) => Promise<string[]>;
 }
 
 /** The outcome of one collection. */
