@@ -79,6 +79,12 @@ function clone<T>(v: T): T {
   return v === undefined ? v : JSON.parse(JSON.stringify(v));
 }
 
+/** JSON of an object without `metadata.resourceVersion`, to tell real changes. */
+function jsonWithoutVersion(obj: KubeObject): string {
+  const { resourceVersion: _rv, ...metadata } = obj.metadata;
+  return JSON.stringify({ ...obj, metadata });
+}
+
 function errorMessage(e: unknown): string {
   const err = e as NodeJS.ErrnoException;
   if (err?.code === "ENOENT") return "no such file or directory";
@@ -103,8 +109,6 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   private bases = new Map<Kind, Map<string, KubeObject>>();
   /** Objects as served (overrides applied, resourceVersion set). */
   private readonly current = new Map<Kind, Map<string, KubeObject>>();
-  /** JSON of each served object without its resourceVersion, to tell real changes. */
-  private readonly currentJson = new Map<string, string>();
   private readonly overrides = new Map<string, Overrides>();
   private readonly handlers = new Map<Kind, Set<WatchHandler>>();
   private readonly recorded: RecordedEvent[] = [];
@@ -392,7 +396,11 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     return out;
   }
 
-  /** Rebuild one served object from its base and overrides; emit what changed. */
+  /**
+   * Rebuild one served object from its base and overrides; emit what changed. An object
+   * without overrides is served as its base itself (no second copy of every object is kept):
+   * bases are never mutated but for the resourceVersion, and consumers do not mutate objects.
+   */
   private recompute(kind: Kind, key: string): void {
     const id = `${kind}|${key}`;
     const base = this.bases.get(kind)?.get(key);
@@ -402,26 +410,39 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       this.overrides.delete(id);
       if (old) {
         served.delete(key);
-        this.currentJson.delete(id);
         this.emit(kind, "DELETED", old, old);
       }
       return;
     }
-    const obj = clone(base);
+    let obj = base;
     const o = this.overrides.get(id);
     if (o) {
-      if (o.status && o.status.file === JSON.stringify(base.status ?? null)) {
-        if (o.status.value === undefined) delete obj.status;
-        else obj.status = clone(o.status.value);
-      } else delete o.status;
-      if (o.replicas && o.replicas.file === JSON.stringify(base.spec?.replicas ?? null)) {
-        obj.spec = { ...obj.spec, replicas: o.replicas.value };
-      } else delete o.replicas;
+      const status = o.status && o.status.file === JSON.stringify(base.status ?? null);
+      const replicas = o.replicas &&
+        o.replicas.file === JSON.stringify(base.spec?.replicas ?? null);
+      if (!status) delete o.status;
+      if (!replicas) delete o.replicas;
       if (!o.status && !o.replicas) this.overrides.delete(id);
+      else {
+        obj = clone(base);
+        if (o.status) {
+          if (o.status.value === undefined) delete obj.status;
+          else obj.status = clone(o.status.value);
+        }
+        if (o.replicas) obj.spec = { ...obj.spec, replicas: o.replicas.value };
+      }
     }
-    const json = JSON.stringify(obj);
-    if (json === this.currentJson.get(id)) return;
-    this.currentJson.set(id, json);
+    // Unchanged: the same base served again, or an equal object (an unchanged file re-read,
+    // an override that changes nothing). Compared without the resourceVersion, on change only.
+    if (obj === old) return;
+    if (old && jsonWithoutVersion(obj) === jsonWithoutVersion(old)) {
+      // Keep serving the old version, but from the new base (the old one is dropped).
+      if (obj === base) {
+        obj.metadata.resourceVersion = old.metadata.resourceVersion;
+        served.set(key, obj);
+      }
+      return;
+    }
     obj.metadata.resourceVersion = String(++this.resourceVersion);
     served.set(key, obj);
     this.emit(kind, old ? "MODIFIED" : "ADDED", obj, old);

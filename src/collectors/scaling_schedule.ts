@@ -87,6 +87,20 @@ export class ScheduleEvaluator {
   }
 }
 
+/** One evaluator per flags object: every schedule collector and the controller share it. */
+const evaluators = new WeakMap<object, ScheduleEvaluator>();
+
+/**
+ * The {@linkcode ScheduleEvaluator} of a set of serve flags, shared by everyone who passes the
+ * same flags object, so that each schedule's windows are computed and kept once (not once per
+ * HPA metric on it and once more for its status).
+ */
+export function scheduleEvaluatorFor(flags: Record<string, unknown>): ScheduleEvaluator {
+  let e = evaluators.get(flags);
+  if (!e) evaluators.set(flags, e = new ScheduleEvaluator(scheduleOptionsFromFlags(flags)));
+  return e;
+}
+
 class ScalingScheduleCollector implements Collector {
   readonly queryKey: string;
   readonly kinds: readonly Kind[];
@@ -95,11 +109,11 @@ class ScalingScheduleCollector implements Collector {
   readonly #name: string;
   readonly #evaluator: ScheduleEvaluator;
 
-  constructor(kind: Kind, plan: MetricPlan, options: ScheduleOptions) {
+  constructor(kind: Kind, plan: MetricPlan, evaluator: ScheduleEvaluator) {
     this.#kind = kind;
     this.#namespace = plan.hpa.namespace;
     this.#name = plan.describedObject!.name;
-    this.#evaluator = new ScheduleEvaluator(options);
+    this.#evaluator = evaluator;
     this.kinds = [kind];
     this.queryKey = kind === "ScalingSchedule"
       ? `scaling-schedule|${this.#namespace}/${this.#name}`
@@ -139,7 +153,7 @@ function factory(type: string, kind: Kind): CollectorFactory {
           `metric ${plan.metricName} of type ${type} needs a describedObject of kind ${kind}`,
         );
       }
-      return new ScalingScheduleCollector(kind, plan, scheduleOptionsFromFlags(options.flags));
+      return new ScalingScheduleCollector(kind, plan, scheduleEvaluatorFor(options.flags));
     },
   };
 }

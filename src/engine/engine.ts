@@ -95,7 +95,6 @@ interface PlanEntry {
   key: string;
   hpaKey: string;
   plan: MetricPlan;
-  fingerprint: string;
   job: Job | null;
   problem: string | null;
   /** Collector unknown or disabled: the HPA may belong to another adapter. */
@@ -115,6 +114,8 @@ interface Job {
   subscribers: Map<string, PlanEntry>;
   intervalMs: number;
   timer: unknown;
+  /** Whether the first collection has started: the period is anchored there. */
+  anchored: boolean;
   running: boolean;
   stopped: boolean;
   abort: AbortController | null;
@@ -312,14 +313,14 @@ export class Engine {
     for (const plan of plans) {
       const key = planKey(plan);
       seen.add(key);
-      const fingerprint = fingerprintOf(plan);
       const old = state.plans.get(key);
-      if (old && old.fingerprint === fingerprint) {
+      // Compared on demand rather than kept per plan: a reconcile is rare, plans are many.
+      if (old && fingerprintOf(old.plan) === fingerprintOf(plan)) {
         old.plan = plan;
         continue;
       }
       if (old) this.#stopEntry(old, false);
-      state.plans.set(key, this.#startEntry(state, plan, key, fingerprint));
+      state.plans.set(key, this.#startEntry(state, plan, key));
     }
     for (const [key, entry] of state.plans) {
       if (seen.has(key)) continue;
@@ -331,12 +332,11 @@ export class Engine {
 
   // -- plans ------------------------------------------------------------------------------
 
-  #startEntry(state: HpaState, plan: MetricPlan, key: string, fingerprint: string): PlanEntry {
+  #startEntry(state: HpaState, plan: MetricPlan, key: string): PlanEntry {
     const entry: PlanEntry = {
       key,
       hpaKey: state.key,
       plan,
-      fingerprint,
       job: null,
       problem: null,
       incompatible: false,
@@ -476,6 +476,7 @@ export class Engine {
         subscribers: new Map([[entry.key, entry]]),
         intervalMs,
         timer: null,
+        anchored: false,
         running: false,
         stopped: false,
         abort: null,
@@ -496,8 +497,11 @@ export class Engine {
     if (job.lastError) this.#store.recordFailure(entry.key, job.lastError, this.#now());
     if (intervalMs < job.intervalMs) {
       job.intervalMs = intervalMs;
-      if (job.timer !== null) this.#clearTimer(job.timer);
-      job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+      // Before its first collection starts, the job has no timer: that start schedules it.
+      if (job.anchored) {
+        if (job.timer !== null) this.#clearTimer(job.timer);
+        job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+      }
     }
   }
 
@@ -531,7 +535,7 @@ export class Engine {
 
   #tick(job: Job): void {
     if (job.stopped || this.#stopped) return;
-    job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+    if (job.anchored) this.#schedule(job);
     if (job.running) {
       this.#log.debug(2, "collection still running, interval skipped", { query: job.id });
       return;
@@ -539,6 +543,11 @@ export class Engine {
     const p = this.#run(job);
     this.#inflight.add(p);
     p.finally(() => this.#inflight.delete(p));
+  }
+
+  /** The next tick, one (jittered) interval after this one: the period does not drift. */
+  #schedule(job: Job): void {
+    job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
   }
 
   #ensureKinds(kinds: readonly Kind[]): Promise<void> {
@@ -588,6 +597,14 @@ export class Engine {
       await this.#acquire();
       try {
         if (job.stopped || this.#stopped) return;
+        if (!job.anchored) {
+          // The period starts when the first collection does, not when the job was created:
+          // jobs created together (a start, a resync) queue behind the concurrency bound, and
+          // anchoring each at its own start spreads them over the interval instead of having
+          // them all due at once again every interval.
+          job.anchored = true;
+          this.#schedule(job);
+        }
         await this.#collect(job);
       } finally {
         this.#release();

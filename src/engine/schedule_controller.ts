@@ -12,9 +12,9 @@
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
 import type { FlagValues } from "../cli/flags.ts";
 import {
-  ScheduleEvaluator,
+  type ScheduleEvaluator,
+  scheduleEvaluatorFor,
   scheduleLabel,
-  scheduleOptionsFromFlags,
 } from "../collectors/scaling_schedule.ts";
 import { parseQuantity } from "../core/quantity.ts";
 import type { Logger } from "./logger.ts";
@@ -145,7 +145,7 @@ export class ScheduleController {
     this.#log = options.logger ?? silentLogger();
     this.#isLeader = options.isLeader ?? (() => true);
     this.#intervalMs = options.intervalMs ?? 10_000;
-    this.#schedules = new ScheduleEvaluator(scheduleOptionsFromFlags(options.flags));
+    this.#schedules = scheduleEvaluatorFor(options.flags);
     const tol = options.flags["horizontal-pod-autoscaler-tolerance"];
     this.#tolerance = typeof tol === "number" && tol >= 0 ? tol : 0.1;
   }

@@ -1,0 +1,57 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { loadAll } from "js-yaml";
+import { parseManifests } from "../../src/cluster/manifests.ts";
+
+const cm = (name: string): string =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n`;
+
+describe("parseManifests", () => {
+  // Multi-document streams are parsed one document at a time; the result must be loadAll's.
+  const streams: [string, string, string[]][] = [
+    ["one document", cm("a"), ["a"]],
+    ["a leading marker", `---\n${cm("a")}`, ["a"]],
+    ["a comment before the first marker", `# c\n---\n${cm("a")}`, ["a"]],
+    ["two documents", `${cm("a")}---\n${cm("b")}`, ["a", "b"]],
+    ["a marker with a comment", `${cm("a")}--- # next\n${cm("b")}`, ["a", "b"]],
+    ["a marker with trailing spaces", `${cm("a")}---  \n${cm("b")}`, ["a", "b"]],
+    ["empty documents between markers", `---\n---\n${cm("a")}---\n`, ["a"]],
+    ["CRLF line ends", `${cm("a")}---\n${cm("b")}`.replaceAll("\n", "\r\n"), ["a", "b"]],
+    ["a marker inside a block scalar", `${cm("a")}data:\n  x: |\n    ---\n    y\n`, ["a"]],
+    ["an explicit end marker", `${cm("a")}...\n---\n${cm("b")}`, ["a", "b"]],
+    ["a directive", `%YAML 1.2\n---\n${cm("a")}---\n${cm("b")}`, ["a", "b"]],
+  ];
+  for (const [what, text, names] of streams) {
+    it(`parses ${what} as loadAll does`, () => {
+      const objects = parseManifests(text, "f.yaml");
+      assert.deepEqual(objects.map((o) => o.metadata.name), names);
+      assert.deepEqual(objects, (loadAll(text) as unknown[]).filter((d) => d != null));
+    });
+  }
+
+  it("keeps block scalars that contain a marker line intact", () => {
+    const [obj] = parseManifests(`${cm("a")}data:\n  x: |\n    ---\n    y\n`, "f.yaml");
+    assert.deepEqual((obj as { data?: unknown }).data, { x: "---\ny\n" });
+  });
+
+  it("numbers documents of a stream in errors, counting empty ones", () => {
+    assert.throws(
+      () => parseManifests(`---\n---\n${cm("a")}---\nkind: Pod\nmetadata: {}\n`, "f.yaml"),
+      { message: "f.yaml document 3: Pod has no metadata.name" },
+    );
+  });
+
+  it("reports a syntax error with the line of the whole file", () => {
+    const text = `${cm("a")}---\n${cm("b")}---\nkind: [\n`;
+    let expected = "";
+    try {
+      loadAll(text);
+    } catch (e) {
+      expected = (e as Error).message.split("\n")[0];
+    }
+    assert.match(expected, /\(12:1\)/);
+    assert.throws(() => parseManifests(text, "f.yaml"), {
+      message: `f.yaml: invalid YAML: ${expected}`,
+    });
+  });
+});
