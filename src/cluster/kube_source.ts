@@ -8,9 +8,10 @@
  * and this file restarts it with a back-off (1 s doubling to 30 s). A kind whose CRD is not
  * installed (404 on list) counts as synced and empty, and is retried every 60 s.
  *
- * Lists are made through the kubeconfig's authentication and the library's HTTP client but
- * parsed as plain JSON, as watch events are: the typed clients would turn timestamps into Date
- * objects and drop fields they do not know.
+ * Every request, watches included, goes through `KubeHttp` (kube_http.ts), not the library's
+ * HTTP layer: that one drops the kubeconfig's CA and client certificate on Bun and never ends an
+ * aborted or dropped watch on Deno. Lists are parsed as plain JSON, as watch events are: the
+ * typed clients would turn timestamps into Date objects and drop fields they do not know.
  */
 import {
   ApiException,
@@ -18,16 +19,15 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   HttpMethod,
-  IsomorphicFetchHttpLibrary,
   KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
   ListWatch,
   PatchStrategy,
-  RequestContext,
   setHeaderOptions,
-  Watch,
+  type Watch,
 } from "@kubernetes/client-node";
+import { KubeHttp, type KubeHttpOptions } from "./kube_http.ts";
 import {
   apiVersionOf,
   type ClusterView,
@@ -75,6 +75,11 @@ export interface KubeClusterSourceOptions {
    * default) disables it.
    */
   resyncMs?: number;
+  /**
+   * Timeouts of the HTTP layer: requests, watch connect, a watch's idle limit (a watch that
+   * receives nothing for `watchIdleMs` is resumed) and the server-side watch timeout.
+   */
+  http?: KubeHttpOptions;
 }
 
 /** An error answer of the Kubernetes API, with its metav1.Status if there was one. */
@@ -227,8 +232,8 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   private readonly bucket: TokenBucket;
   private readonly log: KubeLogger;
   private readonly now: () => number;
-  private readonly http = new IsomorphicFetchHttpLibrary();
-  private readonly watcher: Watch;
+  /** The HTTP layer (credentials, TLS, watches), shared with other clients of this source. */
+  readonly http: KubeHttp;
   private readonly custom: CustomObjectsApi;
   private readonly apps: AppsV1Api;
   private readonly core: CoreV1Api;
@@ -254,10 +259,10 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     this.backoffMaxMs = options.backoffMaxMs ?? 30_000;
     this.eventDedupeMs = options.eventDedupeMs ?? 10 * 60_000;
     this.component = options.component ?? "hpa-metrics-adapter";
-    this.watcher = new Watch(this.kubeConfig);
-    this.custom = this.kubeConfig.makeApiClient(CustomObjectsApi);
-    this.apps = this.kubeConfig.makeApiClient(AppsV1Api);
-    this.core = this.kubeConfig.makeApiClient(CoreV1Api);
+    this.http = new KubeHttp(this.kubeConfig, options.http);
+    this.custom = this.http.apiClient(CustomObjectsApi);
+    this.apps = this.http.apiClient(AppsV1Api);
+    this.core = this.http.apiClient(CoreV1Api);
     if ((options.resyncMs ?? 0) > 0) {
       this.resyncTimer = setInterval(() => this.resync(), options.resyncMs);
     }
@@ -326,6 +331,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     }
     for (const c of this.watches) c.abort();
     this.watches.clear();
+    await this.http.close();
   }
 
   /** Replace `status` with a JSON merge patch on the status subresource. */
@@ -546,14 +552,17 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       ): Promise<AbortController> => {
         if (this.closed) return new AbortController();
         const w = { finished: false, controller: undefined as AbortController | undefined };
-        const c = await this.watcher.watch(p, query, callback, (err: any) => {
+        const c = await this.http.watch(p, query, callback, (err: any) => {
           w.finished = true;
           if (w.controller) this.watches.delete(w.controller);
           done(err);
         });
         w.controller = c;
         if (this.closed) c.abort();
-        else if (!w.finished) this.watches.add(c);
+        else if (!w.finished && !c.signal.aborted) {
+          this.watches.add(c);
+          c.signal.addEventListener("abort", () => this.watches.delete(c), { once: true });
+        }
         return c;
       },
     } as unknown as Watch;
@@ -667,27 +676,19 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     path: string,
     body?: unknown,
   ): Promise<{ status: number; body: unknown }> {
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    const ctx = new RequestContext(
-      cluster.server.replace(/\/+$/, "") + path,
-      method === "GET" ? HttpMethod.GET : HttpMethod.POST,
-    );
-    ctx.setHeaderParam("Accept", "application/json");
-    if (body !== undefined) {
-      ctx.setHeaderParam("Content-Type", "application/json");
-      ctx.setBody(JSON.stringify(body));
-    }
-    await this.kubeConfig.applySecurityAuthentication(ctx);
-    const res = await this.http.send(ctx).toPromise();
-    const text = await res.body.text();
+    const res = await this.http.request(method, path, {
+      ...(body !== undefined
+        ? { body: JSON.stringify(body), headers: { "Content-Type": "application/json" } }
+        : {}),
+    });
+    const text = new TextDecoder().decode(res.body);
     let parsed: unknown = null;
     try {
       parsed = text ? JSON.parse(text) : null;
     } catch {
       parsed = text;
     }
-    return { status: res.httpStatusCode, body: parsed };
+    return { status: res.status, body: parsed };
   }
 
   /** A request with the kubeconfig's credentials, answered as plain JSON. */
@@ -697,18 +698,13 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     body?: unknown,
     contentType = "application/json",
   ): Promise<unknown> {
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    const ctx = new RequestContext(cluster.server.replace(/\/+$/, "") + path, method);
-    ctx.setHeaderParam("Accept", "application/json");
-    if (body !== undefined) {
-      ctx.setHeaderParam("Content-Type", contentType);
-      ctx.setBody(JSON.stringify(body));
-    }
-    await this.kubeConfig.applySecurityAuthentication(ctx);
-    const res = await this.http.send(ctx).toPromise();
-    const text = await res.body.text();
-    if (res.httpStatusCode < 200 || res.httpStatusCode > 299) {
+    const res = await this.http.request(method, path, {
+      ...(body !== undefined
+        ? { body: JSON.stringify(body), headers: { "Content-Type": contentType } }
+        : {}),
+    });
+    const text = new TextDecoder().decode(res.body);
+    if (res.status < 200 || res.status > 299) {
       let status: { reason?: string; message?: string } | undefined;
       try {
         status = JSON.parse(text);
@@ -716,10 +712,8 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
         status = undefined;
       }
       throw new KubeApiError(
-        `${method} ${path}: HTTP ${res.httpStatusCode}${
-          status?.message ? `: ${status.message}` : ""
-        }`,
-        res.httpStatusCode,
+        `${method} ${path}: HTTP ${res.status}${status?.message ? `: ${status.message}` : ""}`,
+        res.status,
         status,
       );
     }

@@ -10,6 +10,7 @@
  * mode, where the one process is always the leader.
  */
 import { CoordinationV1Api, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import { KubeHttp } from "./kube_http.ts";
 import { describeError, type KubeLogger, statusCodeOf } from "./kube_source.ts";
 
 /** Runs a campaign for leadership and reports when it is won and lost. */
@@ -24,6 +25,11 @@ export interface LeaderElector {
 /** Options of `LeaseLeaderElector`. */
 export interface LeaseLeaderElectorOptions {
   kubeConfig: KubeConfig;
+  /**
+   * The HTTP layer to send Lease requests through (e.g. the cluster source's `http`); default
+   * one of its own for `kubeConfig`, closed by `stop()`.
+   */
+  http?: KubeHttp;
   /** Namespace and name of the Lease. */
   namespace: string;
   name: string;
@@ -52,6 +58,7 @@ function microTime(ms: number): string {
 /** Leader election through a coordination.k8s.io/v1 Lease. */
 export class LeaseLeaderElector implements LeaderElector {
   private readonly api: CoordinationV1Api;
+  private readonly ownHttp?: KubeHttp;
   private readonly options: LeaseLeaderElectorOptions;
   private readonly leaseDurationMs: number;
   private readonly renewDeadlineMs: number;
@@ -93,7 +100,8 @@ export class LeaseLeaderElector implements LeaderElector {
     if (options.identity === "") throw new Error("leader election identity must not be empty");
     this.now = options.now ?? (() => Date.now());
     this.log = options.logger ?? (() => {});
-    this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    if (!options.http) this.ownHttp = new KubeHttp(options.kubeConfig);
+    this.api = (options.http ?? this.ownHttp)!.apiClient(CoordinationV1Api);
   }
 
   /** Start campaigning: one attempt now, then one every retry period. */
@@ -121,10 +129,12 @@ export class LeaseLeaderElector implements LeaderElector {
     }
     await this.loop;
     this.loop = undefined;
-    if (!this.leading) return;
-    if (this.options.releaseOnStop ?? true) await this.release();
-    this.leading = false;
-    this.options.onStoppedLeading?.();
+    if (this.leading) {
+      if (this.options.releaseOnStop ?? true) await this.release();
+      this.leading = false;
+      this.options.onStoppedLeading?.();
+    }
+    await this.ownHttp?.close();
   }
 
   /** Whether this candidate holds the Lease. */

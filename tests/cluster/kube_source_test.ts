@@ -8,7 +8,8 @@ import {
 } from "../../src/cluster/kube_source.ts";
 import type { KubeObject, WatchEventType } from "../../src/cluster/types.ts";
 import { FakeKubeApi, type FakeKubeApiOptions } from "../fakes/kube_api.ts";
-import { writeFakeKubeconfig } from "../fakes/kubeconfig.ts";
+import { type FakeKubeconfigOptions, writeFakeKubeconfig } from "../fakes/kubeconfig.ts";
+import { type CertificateAndKey, createCertificate } from "../../src/api/certs.ts";
 
 const T0 = Date.parse("2026-01-15T12:00:00Z");
 
@@ -41,12 +42,17 @@ interface Harness {
 
 /** Runs `body` with a fake API server and a source pointed at it; stops both afterwards. */
 async function withSource(
-  setup: { fake?: FakeKubeApiOptions; source?: KubeClusterSourceOptions; objects?: KubeObject[] },
+  setup: {
+    fake?: FakeKubeApiOptions;
+    source?: KubeClusterSourceOptions;
+    objects?: KubeObject[];
+    kubeconfig?: FakeKubeconfigOptions;
+  },
   body: (h: Harness) => Promise<void>,
 ): Promise<void> {
   const api = await FakeKubeApi.start(setup.fake);
   for (const o of setup.objects ?? []) api.create(o);
-  const kubeconfig = await writeFakeKubeconfig(api.url);
+  const kubeconfig = await writeFakeKubeconfig(api.url, setup.kubeconfig);
   const logs: string[] = [];
   const clock = { now: T0 };
   const source = new KubeClusterSource({
@@ -69,6 +75,19 @@ async function waitFor(what: string, cond: () => boolean, timeoutMs = 5000): Pro
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** `promise`, or a rejection naming `what` after `ms` (a TLS failure retries forever). */
+async function within<T>(what: string, promise: Promise<T>, ms = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -468,6 +487,173 @@ describe("KubeClusterSource", () => {
       assert.equal(api.openWatches(), 0);
       await source.ensure("Ingress");
       assert.deepEqual(source.list("Ingress"), []);
+    });
+  });
+});
+
+function watchRequests(api: FakeKubeApi, path: string): Record<string, string>[] {
+  return api.requestsTo("GET", path).filter((r) => r.query.watch === "true").map((r) => r.query);
+}
+
+describe("KubeClusterSource watches", () => {
+  it("resumes a watch that stalls (no byte within the idle limit) from its resourceVersion", async () => {
+    await withSource({
+      objects: [deployment("web", 2)],
+      source: { http: { watchIdleMs: 300 } },
+    }, async ({ api, source, logs }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      const rv = api.resourceVersion();
+      // the open watch gets nothing more, as over a half-open connection
+      api.holdWatchEvents = true;
+      api.create(deployment("api", 1));
+      api.holdWatchEvents = false;
+      await waitFor("the event through a new watch", () => seen.length === 2);
+      assert.deepEqual(seen, [["ADDED", "web@2", undefined], ["ADDED", "api@1", undefined]]);
+      const watches = watchRequests(api, "/apis/apps/v1/deployments");
+      assert.deepEqual(watches.slice(0, 2).map((q) => q.resourceVersion), [rv, rv]);
+      assert.equal(api.requestsTo("GET", "/apis/apps/v1/deployments").length - watches.length, 1);
+      assert.deepEqual(logs, []);
+    });
+  });
+
+  it("resumes a watch whose connection drops, after a back-off", async () => {
+    await withSource({
+      objects: [deployment("web", 2)],
+      source: { backoffBaseMs: 50 },
+    }, async ({ api, source, logs }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      assert.equal(api.dropWatches(), 1);
+      api.create(deployment("api", 1));
+      await waitFor("the event through a new watch", () => seen.length === 2);
+      assert.deepEqual(seen, [["ADDED", "web@2", undefined], ["ADDED", "api@1", undefined]]);
+      assert.equal(logs.length, 1);
+      assert.match(
+        logs[0],
+        /^warn: watch of Deployment \(\/apis\/apps\/v1\/deployments\) failed: /,
+      );
+    });
+  });
+
+  it("asks the server to end watches after timeoutSeconds and resumes at once", async () => {
+    await withSource({
+      objects: [deployment("web", 2)],
+      source: { http: { watchTimeoutSeconds: 1, random: () => 0.5 } },
+    }, async ({ api, source, logs }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      const rv = api.resourceVersion();
+      // the fake ends each watch after its timeoutSeconds (1 s); the next one follows at once
+      await waitFor(
+        "a second watch",
+        () => watchRequests(api, "/apis/apps/v1/deployments").length >= 2,
+      );
+      await waitFor("the watch", () => api.openWatches() === 1);
+      api.create(deployment("api", 1));
+      await waitFor("the event", () => seen.length === 2);
+      const [first, second] = watchRequests(api, "/apis/apps/v1/deployments");
+      assert.deepEqual(first, {
+        watch: "true",
+        allowWatchBookmarks: "true",
+        timeoutSeconds: "1",
+        resourceVersion: rv,
+      });
+      assert.equal(second.resourceVersion, rv);
+      assert.deepEqual(logs, []);
+    });
+  });
+});
+
+describe("KubeClusterSource over HTTPS", () => {
+  const ca = createCertificate({ commonName: "fake-cluster-ca", isCa: true });
+  const serving = createCertificate({
+    commonName: "fake-apiserver",
+    hosts: ["127.0.0.1"],
+    issuer: ca,
+    extendedKeyUsages: ["serverAuth"],
+  });
+  const client = createCertificate({
+    commonName: "hpa-metrics-adapter",
+    issuer: ca,
+    extendedKeyUsages: ["clientAuth"],
+  });
+  const tls = (clientCa?: CertificateAndKey) => ({
+    cert: serving.cert,
+    key: serving.key,
+    ...(clientCa ? { clientCa: clientCa.cert } : {}),
+  });
+
+  it("verifies the server with the kubeconfig's certificate-authority-data", async () => {
+    await withSource({
+      fake: { tls: tls() },
+      kubeconfig: { ca: ca.cert },
+      objects: [deployment("web", 2)],
+    }, async ({ api, source, logs }) => {
+      assert.match(api.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+      const seen = record(source, "Deployment");
+      await within("the first list", source.ensure("Deployment"));
+      await waitFor("the watch", () => api.openWatches() === 1);
+      api.create(deployment("api", 1));
+      await waitFor("the watch event", () => seen.length === 2);
+      // a typed client (scale subresource) and a plain request go the same way
+      assert.deepEqual(await source.getScale("Deployment", "default", "web"), {
+        specReplicas: 2,
+        statusReplicas: 2,
+      });
+      const res = await source.apiRequest(
+        "GET",
+        "/apis/apps/v1/namespaces/default/deployments/api",
+      );
+      assert.equal(res.status, 200);
+      assert.equal((res.body as KubeObject).metadata.name, "api");
+      assert.deepEqual(
+        [...new Set(api.requests.map((r) => r.authorization))],
+        ["Bearer fake-token"],
+      );
+      assert.deepEqual(logs, []);
+    });
+  });
+
+  it("presents the kubeconfig's client certificate", async () => {
+    await withSource({
+      fake: { tls: tls(ca) },
+      kubeconfig: { ca: ca.cert, client },
+      objects: [deployment("web", 2)],
+    }, async ({ api, source }) => {
+      await within("the first list", source.ensure("Deployment"));
+      await waitFor("the watch", () => api.openWatches() === 1);
+      await source.setScale("Deployment", "default", "web", 3);
+      assert.deepEqual(
+        api.requests.map((r) => [r.method, r.query.watch ?? "", r.clientAuthorized]),
+        [
+          ["GET", "", true],
+          ["GET", "true", true],
+          ["PATCH", "", true],
+        ],
+      );
+    });
+  });
+
+  it("refuses a server whose certificate another CA signed", async () => {
+    const otherCa = createCertificate({ commonName: "other-ca", isCa: true });
+    await withSource({
+      fake: { tls: tls() },
+      kubeconfig: { ca: otherCa.cert },
+      source: { backoffBaseMs: 50, backoffMaxMs: 50 },
+    }, async ({ api, source, logs }) => {
+      let synced = false;
+      source.ensure("Deployment").then(() => (synced = true));
+      await waitFor("two failed lists", () => logs.length >= 2);
+      assert.equal(synced, false);
+      assert.equal(source.installed("Deployment"), false);
+      assert.deepEqual(api.requests, []);
+      assert.match(
+        logs[0],
+        /^warn: watch of Deployment \(\/apis\/apps\/v1\/deployments\) failed: .+; retrying in 50ms$/,
+      );
     });
   });
 });

@@ -1,5 +1,6 @@
 /**
- * A small fake Kubernetes API server for tests: node:http on 127.0.0.1, a random port.
+ * A small fake Kubernetes API server for tests: node:http on 127.0.0.1, a random port, or
+ * node:https with a given serving certificate (`tls`), optionally asking for client certificates.
  *
  * It speaks the wire format of kube-apiserver for the resources the adapter uses: LIST (with
  * `metadata.resourceVersion`), WATCH (`?watch=true&resourceVersion=N`, chunked NDJSON
@@ -11,7 +12,9 @@
  * watches to force reconnects, and read every request from `requests`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 import type { KubeObject } from "../../src/cluster/types.ts";
 
 /** A resource the fake serves. */
@@ -75,6 +78,8 @@ export interface RecordedRequest {
   authorization: string | undefined;
   /** Parsed JSON body, if any. */
   body: unknown;
+  /** Whether the client presented a certificate that `clientCa` signed (HTTPS with `clientCa`). */
+  clientAuthorized?: boolean;
 }
 
 /** Options of the fake. */
@@ -87,6 +92,11 @@ export interface FakeKubeApiOptions {
   expiredWatch?: "event" | "status";
   /** Clock for creationTimestamp (ms since the epoch). */
   now?: () => number;
+  /**
+   * Serve HTTPS with this certificate and key (PEM); with `clientCa`, ask clients for a
+   * certificate and record whether they presented one that CA signed.
+   */
+  tls?: { cert: string; key: string; clientCa?: string };
 }
 
 interface WatchEvent {
@@ -201,9 +211,11 @@ interface Route {
 export class FakeKubeApi {
   /** Every request received, in order. */
   readonly requests: RecordedRequest[] = [];
-  /** `http://127.0.0.1:PORT`. */
+  /** `http://127.0.0.1:PORT` (`https://` with `tls`). */
   url = "";
   private readonly server: Server;
+  private readonly scheme: "http" | "https";
+  private readonly askClientCert: boolean;
   private readonly sockets = new Set<Socket>();
   private readonly objects = new Map<string, KubeObject>();
   private readonly history: WatchEvent[] = [];
@@ -227,8 +239,19 @@ export class FakeKubeApi {
     this.historyLimit = options.historyLimit ?? 1000;
     this.expiredWatch = options.expiredWatch ?? "event";
     this.now = options.now ?? (() => Date.now());
-    this.server = createServer((req, res) => this.handle(req, res));
-    this.server.on("connection", (s: Socket) => {
+    this.scheme = options.tls ? "https" : "http";
+    this.askClientCert = options.tls?.clientCa !== undefined;
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    this.server = options.tls
+      ? createHttpsServer({
+        cert: options.tls.cert,
+        key: options.tls.key,
+        ...(options.tls.clientCa
+          ? { ca: options.tls.clientCa, requestCert: true, rejectUnauthorized: false }
+          : {}),
+      }, handler)
+      : createServer(handler);
+    this.server.on(options.tls ? "secureConnection" : "connection", (s: Socket) => {
       this.sockets.add(s);
       s.on("close", () => this.sockets.delete(s));
     });
@@ -243,7 +266,7 @@ export class FakeKubeApi {
     });
     const addr = api.server.address();
     if (addr === null || typeof addr === "string") throw new Error("fake kube api has no port");
-    api.url = `http://127.0.0.1:${addr.port}`;
+    api.url = `${api.scheme}://127.0.0.1:${addr.port}`;
     return api;
   }
 
@@ -276,6 +299,17 @@ export class FakeKubeApi {
   closeWatches(): number {
     const n = this.watchers.size;
     for (const w of [...this.watchers]) this.endWatch(w);
+    return n;
+  }
+
+  /** Cut the connection of every open watch (no clean end of the response); returns how many. */
+  dropWatches(): number {
+    const n = this.watchers.size;
+    for (const w of [...this.watchers]) {
+      this.watchers.delete(w);
+      if (w.timer) clearTimeout(w.timer);
+      w.res.socket?.destroy();
+    }
     return n;
   }
 
@@ -508,6 +542,8 @@ export class FakeKubeApi {
       authorization: req.headers.authorization,
       body: undefined,
     };
+    // Bun's https server socket has no getPeerCertificate: `authorized` is what all three tell
+    if (this.askClientCert) record.clientAuthorized = (req.socket as TLSSocket).authorized === true;
     this.requests.push(record);
     try {
       if (text !== "") {

@@ -1,7 +1,8 @@
-/** Kubeconfigs that point at a fake API server (plain http, bearer token). */
+/** Kubeconfigs that point at a fake API server (plain http or a CA, bearer token or client cert). */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Buffer } from "node:buffer";
 
 /** Options of `fakeKubeconfig`. */
 export interface FakeKubeconfigOptions {
@@ -9,11 +10,19 @@ export interface FakeKubeconfigOptions {
   token?: string;
   /** Namespace of the context (default "default"). */
   namespace?: string;
+  /** CA (PEM) to verify the server with, as `certificate-authority-data`; default no verification. */
+  ca?: string;
+  /** A client certificate and key (PEM), as `client-certificate-data`/`client-key-data`. */
+  client?: { cert: string; key: string };
+}
+
+function base64(text: string): string {
+  return JSON.stringify(Buffer.from(text).toString("base64"));
 }
 
 /**
- * A kubeconfig (YAML) for a server URL. Plain http needs `insecure-skip-tls-verify` with
- * @kubernetes/client-node 2.x.
+ * A kubeconfig (YAML) for a server URL. Without `ca` it sets `insecure-skip-tls-verify`, which
+ * plain http needs with @kubernetes/client-node 2.x.
  */
 export function fakeKubeconfig(server: string, options: FakeKubeconfigOptions = {}): string {
   const token = options.token ?? "fake-token";
@@ -25,11 +34,19 @@ export function fakeKubeconfig(server: string, options: FakeKubeconfigOptions = 
     "- name: fake",
     "  cluster:",
     `    server: ${JSON.stringify(server)}`,
-    "    insecure-skip-tls-verify: true",
+    options.ca !== undefined
+      ? `    certificate-authority-data: ${base64(options.ca)}`
+      : "    insecure-skip-tls-verify: true",
     "users:",
     "- name: fake",
     "  user:",
     `    token: ${JSON.stringify(token)}`,
+    ...(options.client
+      ? [
+        `    client-certificate-data: ${base64(options.client.cert)}`,
+        `    client-key-data: ${base64(options.client.key)}`,
+      ]
+      : []),
     "contexts:",
     "- name: fake",
     "  context:",
