@@ -96,6 +96,33 @@ function plainJson(body: string, status = 200): PlainResponse {
   return { status, headers: STATUS_HEADERS, body };
 }
 
+const utf8 = new TextEncoder();
+
+/** A 200 JSON answer whose bytes are kept with it (made once, written many times). */
+interface ReadyBody {
+  body: string;
+  bytes: Uint8Array;
+}
+
+function readyBody(body: string): ReadyBody {
+  return { body, bytes: utf8.encode(body) };
+}
+
+function plainReady(ready: ReadyBody): PlainResponse {
+  return { status: 200, headers: STATUS_HEADERS, body: ready.body, bytes: ready.bytes };
+}
+
+/** Ready bodies of single-item lists, kept with the item they were made from. */
+const itemBodies = new WeakMap<object, Map<string, ReadyBody>>();
+
+function itemBody(item: object, key: string, make: () => string): ReadyBody {
+  let bodies = itemBodies.get(item);
+  if (!bodies) itemBodies.set(item, bodies = new Map());
+  let ready = bodies.get(key);
+  if (!ready) bodies.set(key, ready = readyBody(make()));
+  return ready;
+}
+
 function toResponse(plain: PlainResponse): Response {
   return new Response(plain.body, { status: plain.status, headers: { ...plain.headers } });
 }
@@ -445,6 +472,7 @@ function oneCheck(c: HealthCheck): Response {
 function segments(pathname: string): string[] | null {
   const parts = pathname.split("/").slice(1);
   if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
+  if (!pathname.includes("%")) return parts;
   try {
     return parts.map((p) => decodeURIComponent(p));
   } catch {
@@ -485,15 +513,20 @@ type ParsedSelector =
   | { sel: Selector; canonical: string; labelSelector: LabelSelector | null }
   | { error: string };
 
-/** Distinct selector strings remembered before the cache starts over. */
-const SELECTOR_CACHE_LIMIT = 1024;
+/** Distinct queries remembered before the cache starts over. */
+const SELECTOR_CACHE_LIMIT = 8192;
 
-/** Parses selector parameters once per distinct string (the HPA controller repeats them). */
-function selectorCache(): (raw: string) => ParsedSelector {
+/**
+ * Reads and parses a selector parameter of a query once per distinct query (the HPA
+ * controller repeats its queries every sync period).
+ */
+function selectorCache(): (search: string, name: string) => ParsedSelector {
   const cache = new Map<string, ParsedSelector>();
-  return (raw) => {
-    let hit = cache.get(raw);
+  return (search, name) => {
+    const key = `${name}\u0000${search}`;
+    let hit = cache.get(key);
     if (hit === undefined) {
+      const raw = queryParam(search, name) ?? "";
       try {
         const sel = parseSelector(raw);
         hit = { sel, canonical: formatSelector(sel), labelSelector: labelSelectorOf(sel) };
@@ -501,9 +534,31 @@ function selectorCache(): (raw: string) => ParsedSelector {
         hit = { error: (err as Error).message };
       }
       if (cache.size >= SELECTOR_CACHE_LIMIT) cache.clear();
-      cache.set(raw, hit);
+      cache.set(key, hit);
     }
     return hit;
+  };
+}
+
+/** Lists of several items remembered with their body, before the cache starts over. */
+const LIST_CACHE_LIMIT = 1024;
+
+/**
+ * List bodies of reads with several items (a pods wildcard): the body is reused while the
+ * read returns the very same item objects (the store hands out new ones when a value changes).
+ */
+function listCache(): (key: string, items: readonly object[], make: () => string) => ReadyBody {
+  const cache = new Map<string, { items: readonly object[]; ready: ReadyBody }>();
+  return (key, items, make) => {
+    const hit = cache.get(key);
+    if (
+      hit !== undefined && hit.items.length === items.length &&
+      hit.items.every((item, i) => item === items[i])
+    ) return hit.ready;
+    const ready = readyBody(make());
+    if (hit === undefined && cache.size >= LIST_CACHE_LIMIT) cache.clear();
+    cache.set(key, { items, ready });
+    return ready;
   };
 }
 
@@ -613,6 +668,7 @@ export function createApp(options: ApiOptions): ApiApp {
   );
 
   const selectors = selectorCache();
+  const lists = listCache();
   /** Everything under /apis/, for the Hono route and the fast path alike. */
   const apis = (method: string, pathname: string, search: string): PlainResponse => {
     const segs = segments(pathname);
@@ -636,7 +692,7 @@ export function createApp(options: ApiOptions): ApiApp {
         "the adapter has not finished its initial sync; metrics are served once it has",
       );
     }
-    const query = { search, selectors };
+    const query = { search, selectors, lists };
     return group === CUSTOM_GROUP
       ? customMetrics(query, ver, rest, options)
       : externalMetrics(query, rest, options);
@@ -681,17 +737,18 @@ export function createApp(options: ApiOptions): ApiApp {
   return Object.assign(app, { fastFetch });
 }
 
-/** The query of a metrics read and the app's selector cache. */
+/** The query of a metrics read and the app's caches. */
 interface Query {
   search: string;
-  selectors: (raw: string) => ParsedSelector;
+  selectors: ReturnType<typeof selectorCache>;
+  lists: ReturnType<typeof listCache>;
 }
 
 function parseParam(
   query: Query,
   name: string,
 ): Exclude<ParsedSelector, { error: string }> | { error: PlainResponse } {
-  const parsed = query.selectors(queryParam(query.search, name) ?? "");
+  const parsed = query.selectors(query.search, name);
   if ("error" in parsed) {
     return { error: statusPlain("BadRequest", `invalid ${name}: ${parsed.error}`) };
   }
@@ -759,13 +816,27 @@ function customMetrics(
     );
   }
   const requestSelector = metricSel.labelSelector;
-  return plainJson(
+  const make = (): string =>
     listText(
       "MetricValueList",
       `${CUSTOM_GROUP}/${version}`,
       items.map((i) => customItemText(i, version, requestSelector)),
-    ),
-  );
+    );
+  if (items.length === 1 && (items[0].metricSelectorObject !== null || requestSelector === null)) {
+    // one item whose JSON depends on nothing else: its body lives with it
+    return plainReady(itemBody(items[0], version, make));
+  }
+  const key = [
+    version,
+    namespace,
+    groupResource,
+    name,
+    metricName,
+    metricSelector,
+    labelSel.canonical,
+  ]
+    .join("\u0000");
+  return plainReady(query.lists(key, items, make));
 }
 
 /** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
@@ -802,11 +873,12 @@ function externalMetrics(query: Query, rest: string[], options: ApiOptions): Pla
       `the server could not find the metric ${metricName} for provided labels: ${result.miss.reason}`,
     );
   }
-  return plainJson(
-    listText(
-      "ExternalMetricValueList",
-      `${EXTERNAL_GROUP}/v1beta1`,
-      result.items.map(externalItemText),
-    ),
-  );
+  const items = result.items;
+  const make = (): string =>
+    listText("ExternalMetricValueList", `${EXTERNAL_GROUP}/v1beta1`, items.map(externalItemText));
+  if (items.length === 1) {
+    return plainReady(itemBody(items[0], "external", make));
+  }
+  const key = ["external", namespace, metricName, labelSel.canonical].join("\u0000");
+  return plainReady(query.lists(key, items, make));
 }

@@ -79,6 +79,8 @@ abstract class Metric<T> {
   readonly help: string;
   readonly labelNames: readonly string[];
   protected children = new Map<string, { values: string[]; data: T }>();
+  /** Children by their label values joined with NUL: the per-observation lookup. */
+  #byValues = new Map<string, T>();
 
   constructor(options: MetricOptions) {
     if (!NAME_RE.test(options.name)) throw new Error(`invalid metric name "${options.name}"`);
@@ -97,6 +99,29 @@ abstract class Metric<T> {
   abstract renderSamples(): string[];
 
   protected child(labels: Labels = {}): T {
+    // seen before: no validation and no JSON key needed
+    let joined = "";
+    let count = 0;
+    for (const n of this.labelNames) {
+      const v = labels[n];
+      if (v === undefined || String(v).includes("\u0000")) break;
+      joined += `${v}\u0000`;
+      count++;
+    }
+    if (count === this.labelNames.length) {
+      let given = 0;
+      for (const _ in labels) given++;
+      if (given === count) {
+        const hit = this.#byValues.get(joined);
+        if (hit !== undefined) return hit;
+      }
+    }
+    const data = this.#child(labels);
+    if (count === this.labelNames.length) this.#byValues.set(joined, data);
+    return data;
+  }
+
+  #child(labels: Labels): T {
     const values = this.labelNames.map((n) => {
       const v = labels[n];
       if (v === undefined) throw new Error(`missing label "${n}" for metric ${this.name}`);

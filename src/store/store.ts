@@ -54,6 +54,8 @@ export interface StoreStats {
 /** One stored value of one plan. */
 interface StoredValue {
   planKey: string;
+  /** The plan's state (a plan's values are dropped when its state goes). */
+  state: PlanState;
   /** Object name (custom) or "" (external). */
   objectName: string;
   /** Series labels (external) or null (custom). */
@@ -168,11 +170,11 @@ function customSlotKey(
   metricName: string,
   metricSelector: string,
 ): string {
-  return ["c", namespace, groupResource, metricName, metricSelector].join(SEP);
+  return `c${SEP}${namespace}${SEP}${groupResource}${SEP}${metricName}${SEP}${metricSelector}`;
 }
 
 function externalSlotKey(namespace: string, metricName: string): string {
-  return ["e", namespace, metricName].join(SEP);
+  return `e${SEP}${namespace}${SEP}${metricName}`;
 }
 
 function servedKeyOf(at: ServedAt): string {
@@ -344,6 +346,7 @@ export class MetricStore {
         }
         next.set(objectName, {
           planKey: key,
+          state,
           objectName,
           labels: null,
           value: s.value,
@@ -354,6 +357,7 @@ export class MetricStore {
         const labels = { ...(s.labels ?? at_.metricLabels) };
         next.set(labelsKey(labels), {
           planKey: key,
+          state,
           objectName: "",
           labels,
           value: s.value,
@@ -503,9 +507,9 @@ export class MetricStore {
   ): LookupResult<CustomItem> {
     const slotKey = customSlotKey(q.namespace, q.groupResource, q.metricName, q.metricSelector);
     const slot = this.#slots.get(slotKey);
-    const where = `${q.groupResource}/${q.name}`;
+    const where = (): string => `${q.groupResource}/${q.name}`;
     if (!slot || slot.plans.size === 0) {
-      return { miss: { reason: this.#nobodyAsks(q, where) } };
+      return { miss: { reason: this.#nobodyAsks(q, where()) } };
     }
     if (q.name !== "*") {
       const v = this.#pick(slot.entries.get(q.name), now);
@@ -514,7 +518,7 @@ export class MetricStore {
         const at = s.plan.servedAt;
         return at.kind === "custom" && (at.objectName === null || at.objectName === q.name);
       });
-      if (covering.length === 0) return { miss: { reason: this.#nobodyAsks(q, where) } };
+      if (covering.length === 0) return { miss: { reason: this.#nobodyAsks(q, where()) } };
       return { miss: { reason: this.#explain(covering, q.name) } };
     }
     const { accept, names } = options;
@@ -592,7 +596,7 @@ export class MetricStore {
   }
 
   #expired(v: StoredValue, now: number): boolean {
-    return now - v.timestamp > this.ttlSeconds * 1000;
+    return v.timestamp < now - this.ttlSeconds * 1000;
   }
 
   /** The freshest unexpired value at one entry from a plan that is not conflicted. */
@@ -602,12 +606,12 @@ export class MetricStore {
     accept?: (planKey: string, v: StoredValue) => boolean,
   ): StoredValue | undefined {
     if (!entry) return undefined;
+    const oldest = now - this.ttlSeconds * 1000;
     let best: StoredValue | undefined;
-    for (const [planKey, v] of entry) {
-      if (this.#expired(v, now)) continue;
-      const state = this.#plans.get(planKey);
-      if (!state || state.conflicts.size > 0) continue;
-      if (accept && !accept(planKey, v)) continue;
+    for (const v of entry.values()) {
+      if (v.timestamp < oldest) continue; // expired
+      if (v.state.conflicts.size > 0) continue;
+      if (accept && !accept(v.planKey, v)) continue;
       if (!best || v.timestamp > best.timestamp) best = v;
     }
     return best;
@@ -662,7 +666,7 @@ export class MetricStore {
   }
 
   #externalItem(v: StoredValue, metricName: string): ExternalItem {
-    const plan = this.#plans.get(v.planKey)!.plan;
+    const plan = v.state.plan;
     if (v.item !== undefined && v.itemPlan === plan) return v.item as ExternalItem;
     const item: ExternalItem = {
       metricName,
@@ -677,7 +681,7 @@ export class MetricStore {
   }
 
   #customItem(v: StoredValue): CustomItem {
-    const state = this.#plans.get(v.planKey)!;
+    const state = v.state;
     if (v.item !== undefined && v.itemPlan === state.plan) return v.item as CustomItem;
     const item = this.#makeCustomItem(v, state);
     v.item = item;

@@ -1136,3 +1136,28 @@ describe("fast path (fastFetch)", () => {
     ]);
   });
 });
+
+describe("own metrics children", () => {
+  it("still rejects unknown and missing labels after a label set was seen", () => {
+    const registry = new MetricsRegistry();
+    const h = registry.histogram({ name: "r_seconds", help: "R", labelNames: ["route", "code"] });
+    h.observe(0.001, { route: "custom", code: "200" });
+    h.observe(0.002, { route: "custom", code: "200" });
+    assert.throws(
+      () => h.observe(0.001, { route: "custom", code: "200", extra: "x" }),
+      { message: 'unknown label "extra" for metric r_seconds' },
+    );
+    assert.throws(() => h.observe(0.001, { route: "custom" }), {
+      message: 'missing label "code" for metric r_seconds',
+    });
+  });
+
+  it("keeps label sets apart that would join to the same text", () => {
+    const registry = new MetricsRegistry();
+    const c = registry.counter({ name: "n_total", help: "N", labelNames: ["a", "b"] });
+    c.inc({ a: "x\u0000", b: "y" });
+    c.inc({ a: "x", b: "\u0000y" });
+    c.inc({ a: "x", b: "\u0000y" });
+    assert.deepEqual([c.get({ a: "x\u0000", b: "y" }), c.get({ a: "x", b: "\u0000y" })], [1, 2]);
+  });
+});

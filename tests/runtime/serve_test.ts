@@ -126,6 +126,21 @@ describe("serveHttps", () => {
   });
 });
 
+/**
+ * Retries a request for up to a second: on Bun some updates replace the listening server,
+ * and the port is closed for a moment.
+ */
+async function soon<T>(request: () => Promise<T>): Promise<T> {
+  for (let i = 0;; i++) {
+    try {
+      return await request();
+    } catch (err) {
+      if (i >= 50 || (err as { code?: string }).code !== "ECONNREFUSED") throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
 describe("RunningServer.updateTls", () => {
   it("verifies new connections against a new client CA bundle", async () => {
     const pki = makeTestPki();
@@ -149,6 +164,28 @@ describe("RunningServer.updateTls", () => {
     }
   });
 
+  it("starts verifying client certificates when a first client CA arrives, and stops again", async () => {
+    const pki = makeTestPki();
+    const server = await serveHttps(echoApp, {
+      hostname: "127.0.0.1",
+      port: 0,
+      cert: pki.server.cert,
+      key: pki.server.key,
+    });
+    const peerOf = async (cert?: TestPki["alice"]) =>
+      (await soon(() => httpsGet({ port: server.port, path: "/", cert }))).json().peer;
+    try {
+      assert.equal((await httpsGet({ port: server.port, path: "/" })).status, 200);
+      server.updateTls({ clientCa: pki.clientCa.cert });
+      const peer = await peerOf(pki.alice);
+      assert.deepEqual([peer?.authorized, peer?.commonName], [true, "alice"]);
+      server.updateTls({ clientCa: "" });
+      assert.equal(await peerOf(), null);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("serves a new certificate to new connections", async () => {
     const pki = makeTestPki();
     const server = await serveHttps(echoApp, {
@@ -162,7 +199,7 @@ describe("RunningServer.updateTls", () => {
       const next = createCertificate({ commonName: "localhost", hosts: ["localhost"], issuer: ca });
       await assert.rejects(httpsGet({ port: server.port, path: "/", ca: ca.cert }));
       server.updateTls({ cert: next.cert, key: next.key });
-      const res = await httpsGet({ port: server.port, path: "/", ca: ca.cert });
+      const res = await soon(() => httpsGet({ port: server.port, path: "/", ca: ca.cert }));
       assert.equal(res.status, 200);
     } finally {
       await server.close();
