@@ -139,6 +139,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       leader = boolFlag(flags, "leader-elect")
         ? new LeaseLeaderElector({
           kubeConfig: source.kubeConfig,
+          http: source.http,
           namespace: stringFlag(flags, "leader-elect-resource-namespace") ?? io.env.POD_NAMESPACE ??
             "kube-system",
           name: stringFlag(flags, "leader-elect-resource-name") ?? "hpa-metrics-adapter",
