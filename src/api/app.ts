@@ -820,7 +820,10 @@ function customMetrics(
     listText(
       "MetricValueList",
       `${CUSTOM_GROUP}/${version}`,
-      items.map((i) => customItemText(i, version, requestSelector)),
+      items.length === 1
+        // a one-item body is kept whole (below): no fragment to keep besides
+        ? [JSON.stringify(customItemJson(items[0], version, requestSelector))]
+        : items.map((i) => customItemText(i, version, requestSelector)),
     );
   if (items.length === 1 && (items[0].metricSelectorObject !== null || requestSelector === null)) {
     // one item whose JSON depends on nothing else: its body lives with it
@@ -875,7 +878,13 @@ function externalMetrics(query: Query, rest: string[], options: ApiOptions): Pla
   }
   const items = result.items;
   const make = (): string =>
-    listText("ExternalMetricValueList", `${EXTERNAL_GROUP}/v1beta1`, items.map(externalItemText));
+    listText(
+      "ExternalMetricValueList",
+      `${EXTERNAL_GROUP}/v1beta1`,
+      items.length === 1
+        ? [JSON.stringify(externalItemJson(items[0]))]
+        : items.map(externalItemText),
+    );
   if (items.length === 1) {
     return plainReady(itemBody(items[0], "external", make));
   }
