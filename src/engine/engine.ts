@@ -116,6 +116,8 @@ interface Job {
   timer: unknown;
   /** Whether the first collection has started: the period is anchored there. */
   anchored: boolean;
+  /** When the current tick was due, ms since the epoch (the next is due one delay later). */
+  due: number;
   running: boolean;
   stopped: boolean;
   abort: AbortController | null;
@@ -137,6 +139,25 @@ function hpaKeyOf(obj: KubeObject): string {
 function fingerprintOf(plan: MetricPlan): string {
   const { target: _t, warnings: _w, ...rest } = plan;
   return JSON.stringify(rest);
+}
+
+/**
+ * Where in its interval a query's collections fall once they are spread, in (0, 1]: a hash of
+ * the query key, so the same query keeps its phase across restarts.
+ *
+ * @example
+ * ```ts
+ * collectionPhase("json-path/Pods|team-a|Deployment/web|..."); // e.g. 0.412
+ * ```
+ */
+export function collectionPhase(queryKey: string): number {
+  // FNV-1a, 32 bits
+  let h = 0x811c9dc5;
+  for (let i = 0; i < queryKey.length; i++) {
+    h ^= queryKey.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return ((h >>> 0) % 10_000 + 1) / 10_000;
 }
 
 function numberOr(flags: FlagValues, name: string, dflt: number): number {
@@ -477,6 +498,7 @@ export class Engine {
         intervalMs,
         timer: null,
         anchored: false,
+        due: 0,
         running: false,
         stopped: false,
         abort: null,
@@ -500,7 +522,8 @@ export class Engine {
       // Before its first collection starts, the job has no timer: that start schedules it.
       if (job.anchored) {
         if (job.timer !== null) this.#clearTimer(job.timer);
-        job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+        job.due = this.#now();
+        this.#schedule(job);
       }
     }
   }
@@ -545,9 +568,16 @@ export class Engine {
     p.finally(() => this.#inflight.delete(p));
   }
 
-  /** The next tick, one (jittered) interval after this one: the period does not drift. */
-  #schedule(job: Job): void {
-    job.timer = this.#setTimer(() => this.#tick(job), this.#delay(job));
+  /**
+   * The next tick, one (jittered) interval after the time this one was due, not after the
+   * time its timer fired: a late timer (a busy event loop) makes the next wait shorter rather
+   * than delaying every later collection. After a stall longer than a delay, missed ticks
+   * are not made up: the next is one delay from now.
+   */
+  #schedule(job: Job, delay: number = this.#delay(job)): void {
+    const now = this.#now();
+    job.due = job.due + delay > now ? job.due + delay : now + delay;
+    job.timer = this.#setTimer(() => this.#tick(job), job.due - now);
   }
 
   #ensureKinds(kinds: readonly Kind[]): Promise<void> {
@@ -575,12 +605,14 @@ export class Engine {
     return p;
   }
 
-  async #acquire(): Promise<void> {
+  /** Take a collection slot; true when the caller had to wait for one. */
+  async #acquire(): Promise<boolean> {
     if (this.#active < this.#maxCollections) {
       this.#active++;
-      return;
+      return false;
     }
     await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    return true;
   }
 
   #release(): void {
@@ -594,16 +626,20 @@ export class Engine {
     try {
       await job.ready;
       if (job.stopped || this.#stopped) return;
-      await this.#acquire();
+      const queued = await this.#acquire();
       try {
         if (job.stopped || this.#stopped) return;
         if (!job.anchored) {
-          // The period starts when the first collection does, not when the job was created:
-          // jobs created together (a start, a resync) queue behind the concurrency bound, and
-          // anchoring each at its own start spreads them over the interval instead of having
-          // them all due at once again every interval.
+          // The period starts when the first collection does, not when the job was created.
+          // Jobs created together (a start, a resync) queue behind the concurrency bound; a
+          // job that had to queue has its second collection at its own point of the interval
+          // (from its query key), so that the burst does not come back every interval.
           job.anchored = true;
-          this.#schedule(job);
+          job.due = this.#now();
+          this.#schedule(
+            job,
+            queued ? Math.max(1, Math.round(job.intervalMs * collectionPhase(job.id))) : undefined,
+          );
         }
         await this.#collect(job);
       } finally {

@@ -6,7 +6,7 @@ import type { CollectContext, Collector, CollectorFactory } from "../../src/coll
 import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import type { FlagValues } from "../../src/cli/flags.ts";
 import { parseSelector } from "../../src/core/label_selector.ts";
-import { Engine } from "../../src/engine/engine.ts";
+import { collectionPhase, Engine } from "../../src/engine/engine.ts";
 import type { CollectionReport } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MetricStore } from "../../src/store/store.ts";
@@ -110,7 +110,13 @@ interface Setup {
 }
 
 function setup(
-  options: { flags?: FlagValues; factories?: CollectorFactory[]; writer?: boolean } = {},
+  options: {
+    flags?: FlagValues;
+    factories?: CollectorFactory[];
+    writer?: boolean;
+    /** Wraps the manual timers' setTimer (to make a timer fire late). */
+    setTimer?: (set: ManualTimers["setTimer"]) => ManualTimers["setTimer"];
+  } = {},
 ): Setup {
   const cluster = new MemoryCluster();
   const timers = new ManualTimers();
@@ -126,7 +132,7 @@ function setup(
     registry: createCollectorRegistry(options.factories ?? [fakeExternal(backend)]),
     flags: { ...flagDefaults(SERVE_FLAGS), ...(options.flags ?? {}) },
     now: timers.clock,
-    setTimer: timers.setTimer,
+    setTimer: options.setTimer?.(timers.setTimer) ?? timers.setTimer,
     clearTimer: timers.clearTimer,
     random: () => 0.5,
     logger,
@@ -161,6 +167,81 @@ describe("Engine", () => {
     assert.equal(s.backend.calls.get("A"), 1);
     await s.timers.advance(1);
     assert.equal(s.backend.calls.get("A"), 2);
+    await s.engine.stop();
+  });
+
+  it("spreads collections that queued behind the bound over the interval by query key", async () => {
+    const s = setup({ flags: { "max-concurrent-collections": 1 } });
+    let first = true;
+    // A's first collection holds the only slot for 5s; B waits for it.
+    s.backend.answers.set("A", () => {
+      if (!first) return Promise.resolve(1);
+      first = false;
+      return new Promise<number>((r) => s.timers.setTimer(() => r(1), 5_000));
+    });
+    s.backend.answers.set("B", 2);
+    for (const e of ["A", "B"]) {
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa(`hpa-${e}`, [{ name: `q-${e}`, endpoint: e, interval: "60s" }]),
+      );
+    }
+    await s.engine.start();
+    await settle();
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 1 });
+    await s.timers.advance(5_000);
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 1, B: 1 });
+    // B queued: its second collection is at its phase of the interval after its start.
+    const second = 5_000 + Math.round(60_000 * collectionPhase("fake|B"));
+    assert.equal(second, 5_000 + 27_834);
+    await s.timers.advance(second - 5_000 - 1);
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 1, B: 1 });
+    await s.timers.advance(1);
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 1, B: 2 });
+    // A did not queue: 57s after its start, as usual; then B every 57s from its second.
+    await s.timers.advance(57_000 - second);
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 2 });
+    await s.timers.advance(second - 1); // B's third is due at second + 57s
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 2 });
+    await s.timers.advance(1);
+    assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 3 });
+    await s.engine.stop();
+  });
+
+  it("gives every query key a fixed phase in (0, 1]", () => {
+    assert.deepEqual(["fake|A", "fake|B", "fake|C", ""].map(collectionPhase), [
+      0.702,
+      0.4639,
+      0.2258,
+      0.6262,
+    ]);
+  });
+
+  it("keeps the period when a timer fires late: the next wait is shorter", async () => {
+    let late = true;
+    const s = setup({
+      // The first 57s wait fires 3s late (a busy event loop).
+      setTimer: (set) => (fn, ms) => {
+        if (ms === 57_000 && late) {
+          late = false;
+          return set(fn, ms + 3_000);
+        }
+        return set(fn, ms);
+      },
+    });
+    s.backend.answers.set("A", 7);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+    );
+    await s.engine.start();
+    await settle();
+    await s.timers.advance(60_000);
+    assert.equal(s.backend.calls.get("A"), 2);
+    await s.timers.advance(53_999);
+    assert.equal(s.backend.calls.get("A"), 2);
+    await s.timers.advance(1); // 114s = 2 x 57s, not 60s + 57s
+    assert.equal(s.backend.calls.get("A"), 3);
     await s.engine.stop();
   });
 
