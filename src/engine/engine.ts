@@ -206,6 +206,7 @@ export class Engine {
   #hpas = new Map<string, HpaState>();
   #jobs = new Map<string, Job>();
   #ensured = new Map<Kind, Promise<void>>();
+  #kindsReady = new Map<string, Promise<void>>();
   #unwatch: (() => void)[] = [];
   /** Last event message per plan key (or HPA key), to emit only on change. */
   #events = new Map<string, string>();
@@ -580,8 +581,15 @@ export class Engine {
     job.timer = this.#setTimer(() => this.#tick(job), job.due - now);
   }
 
+  /** One promise per distinct list of kinds, shared by the jobs that need them. */
   #ensureKinds(kinds: readonly Kind[]): Promise<void> {
-    return Promise.all(kinds.map((k) => this.#ensure(k))).then(() => {});
+    const key = kinds.join(",");
+    let p = this.#kindsReady.get(key);
+    if (!p) {
+      p = Promise.all(kinds.map((k) => this.#ensure(k))).then(() => {});
+      this.#kindsReady.set(key, p);
+    }
+    return p;
   }
 
   #ensure(kind: Kind): Promise<void> {
