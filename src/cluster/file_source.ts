@@ -143,6 +143,11 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     await this.start();
   }
 
+  /** Files cannot fail to be watched: always null. */
+  kindError(_kind: Kind): string | null {
+    return null;
+  }
+
   /** Objects of a kind, in the order they first appeared. Do not mutate them. */
   list(kind: Kind, namespace?: string): KubeObject[] {
     const all = [...(this.current.get(kind)?.values() ?? [])];

@@ -6,7 +6,9 @@
  * cancellable reconnect delay so that `close()` leaves no timer or watch behind. The library
  * re-lists by itself on 410 Gone and reconnects a watch that ended; on any other error it stops,
  * and this file restarts it with a back-off (1 s doubling to 30 s). A kind whose CRD is not
- * installed (404 on list) counts as synced and empty, and is retried every 60 s.
+ * installed (404 on list) counts as synced and empty, and is retried every 60 s. A kind whose
+ * list fails otherwise (403 without RBAC for it, 500) releases `ensure` after the first failure,
+ * empty, with the error in `kindError`, and is retried with the back-off.
  *
  * Every request, watches included, goes through `KubeHttp` (kube_http.ts), not the library's
  * HTTP layer: that one drops the kubeconfig's CA and client certificate on Bun and never ends an
@@ -213,6 +215,8 @@ interface KindState {
   notInstalled: boolean;
   /** Set by the list function; tells `start()`'s caller whether the list worked. */
   listed: boolean;
+  /** Why the last list failed (other than 404), or null after a list that worked. */
+  error: string | null;
   failures: number;
   retry?: ReturnType<typeof setTimeout>;
 }
@@ -275,7 +279,10 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     }
   }
 
-  /** Start watching a kind; resolves after its first list (or when its CRD is missing). */
+  /**
+   * Start watching a kind; resolves after its first list, whether it worked, failed (see
+   * `kindError`) or found no CRD.
+   */
   ensure(kind: Kind): Promise<void> {
     if (this.closed) return Promise.resolve();
     const existing = this.kinds.get(kind);
@@ -287,6 +294,16 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     this.kinds.set(kind, state);
     this.start(state);
     return state.ready;
+  }
+
+  /**
+   * Why a watched kind has no data: the error of its last list (e.g. `GET
+   * /apis/argoproj.io/v1alpha1/rollouts: HTTP 403: ...` when RBAC lacks it), or null once a
+   * list worked, while the first list is in flight, for a kind not watched and for a kind whose
+   * CRD is not installed (404: empty, see `installed`). The list is retried with back-off.
+   */
+  kindError(kind: Kind): string | null {
+    return this.kinds.get(kind)?.error ?? null;
   }
 
   /** Whether a kind has synced and its CRD was found (false while missing or syncing). */
@@ -527,6 +544,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       synced: false,
       notInstalled: false,
       listed: false,
+      error: null,
       failures: 0,
     };
     const listFn = async (): Promise<KubernetesListObject<KubernetesObject>> => {
@@ -535,6 +553,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       if (this.closed) throw new Error("cluster source closed");
       const list = await this.request(HttpMethod.GET, path);
       state.listed = true;
+      state.error = null;
       state.failures = 0;
       if (state.notInstalled) {
         state.notInstalled = false;
@@ -606,6 +625,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
         );
       }
       state.notInstalled = true;
+      state.error = null;
       for (const obj of [...state.objects.values()]) this.apply(state, "DELETED", obj);
       state.synced = true;
       state.resolveReady();
@@ -614,6 +634,11 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     }
     const wait = Math.min(this.backoffMaxMs, this.backoffBaseMs * 2 ** state.failures);
     state.failures++;
+    if (!state.listed) {
+      // the kind has no data: callers waiting for it go on (its lists stay empty) and can tell why
+      state.error = describeError(err);
+      state.resolveReady();
+    }
     this.log(
       "warn",
       `watch of ${state.kind} (${path}) failed: ${describeError(err)}; retrying in ${wait}ms`,

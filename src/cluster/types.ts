@@ -45,9 +45,17 @@ export type WatchHandler = (type: WatchEventType, obj: KubeObject, old?: KubeObj
 export interface ClusterView {
   /**
    * Make sure `kind` is watched; resolves after its initial sync. Idempotent. A kind whose CRD
-   * is not installed resolves too (its lists stay empty) and is retried in the background.
+   * is not installed, or whose first list failed (see `kindError`), resolves too (its lists stay
+   * empty) and is retried in the background.
    */
   ensure(kind: Kind): Promise<void>;
+  /**
+   * Why a kind has no data: the error of its last failed list (e.g. HTTP 403 when RBAC does not
+   * allow it; `ensure` resolved anyway, the lists stay empty and the list is retried), or null
+   * when it is served, not watched, or its CRD is not installed. Optional: a source that cannot
+   * fail this way need not have it.
+   */
+  kindError?(kind: Kind): string | null;
   /** Objects of a kind, in one namespace or all (cluster-scoped kinds ignore the namespace). */
   list(kind: Kind, namespace?: string): KubeObject[];
   /** One object, or undefined. */

@@ -242,14 +242,22 @@ describe("KubeClusterSource", () => {
     });
   });
 
-  it("retries a failing list with back-off and resolves ensure once it works", async () => {
+  it("resolves ensure after a failed list, reports the error and fills the cache when a retry works", async () => {
     await withSource({
       source: { backoffBaseMs: 20 },
       objects: [deployment("web", 1)],
     }, async ({ api, source, logs }) => {
       api.failNextRequests(2);
-      await source.ensure("Deployment");
+      await within("ensure after a failed list", source.ensure("Deployment"));
+      assert.deepEqual(source.list("Deployment"), []);
+      assert.equal(
+        source.kindError("Deployment"),
+        "GET /apis/apps/v1/deployments: HTTP 500: Internal error occurred: injected failure",
+      );
+      await waitFor("the cache", () => source.list("Deployment").length === 1);
       assert.deepEqual(names(source.list("Deployment")), ["default/web"]);
+      assert.equal(source.kindError("Deployment"), null);
+      await waitFor("deployments to count as installed", () => source.installed("Deployment"));
       assert.equal(api.requestsTo("GET", "/apis/apps/v1/deployments").length >= 3, true);
       assert.deepEqual(logs, [
         "warn: watch of Deployment (/apis/apps/v1/deployments) failed: GET /apis/apps/v1/deployments: HTTP 500: Internal error occurred: injected failure; retrying in 20ms",
@@ -257,6 +265,41 @@ describe("KubeClusterSource", () => {
       ]);
     });
   });
+
+  for (const code of [403, 500]) {
+    it(`resolves ensure of a kind whose list keeps failing with ${code}, keeps retrying and closes`, async () => {
+      await withSource({
+        source: { backoffBaseMs: 20, backoffMaxMs: 40 },
+      }, async ({ api, source, logs }) => {
+        api.failNextRequests(1_000_000, code);
+        const seen: string[] = [];
+        source.watch("Rollout", (type, obj) => seen.push(`${type} ${obj.metadata.name}`));
+        await within("ensure of a failing kind", source.ensure("Rollout"), 3000);
+        assert.deepEqual(source.list("Rollout"), []);
+        assert.equal(source.installed("Rollout"), false);
+        assert.equal(
+          source.kindError("Rollout"),
+          `GET /apis/argoproj.io/v1alpha1/rollouts: HTTP ${code}: Internal error occurred: injected failure`,
+        );
+        assert.equal(source.kindError("Deployment"), null, "a kind not watched has no error");
+        await waitFor("three failed lists", () => logs.length >= 3);
+        assert.match(logs[2], /failed: .*; retrying in 40ms$/);
+        api.failNextRequests(0);
+        api.create({
+          apiVersion: "argoproj.io/v1alpha1",
+          kind: "Rollout",
+          metadata: { name: "canary", namespace: "default" },
+          spec: { replicas: 1 },
+        });
+        await waitFor("the rollout", () => seen.length === 1);
+        assert.deepEqual(seen, ["ADDED canary"]);
+        assert.equal(source.kindError("Rollout"), null);
+        // synced once the watch after the list is open
+        await waitFor("the rollouts to count as installed", () => source.installed("Rollout"));
+        await within("close", source.close(), 3000);
+      });
+    });
+  }
 
   it("replaces status with a merge patch on the status subresource", async () => {
     await withSource({
@@ -644,11 +687,11 @@ describe("KubeClusterSource over HTTPS", () => {
       kubeconfig: { ca: otherCa.cert },
       source: { backoffBaseMs: 50, backoffMaxMs: 50 },
     }, async ({ api, source, logs }) => {
-      let synced = false;
-      source.ensure("Deployment").then(() => (synced = true));
+      await within("ensure after a failed list", source.ensure("Deployment"));
+      assert.match(source.kindError("Deployment") ?? "", /./);
       await waitFor("two failed lists", () => logs.length >= 2);
-      assert.equal(synced, false);
       assert.equal(source.installed("Deployment"), false);
+      assert.deepEqual(source.list("Deployment"), []);
       assert.deepEqual(api.requests, []);
       assert.match(
         logs[0],
