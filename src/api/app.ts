@@ -273,10 +273,33 @@ export function isServablePod(pod: KubeObject): boolean {
   if (pod.metadata.deletionTimestamp) return false;
   const conditions: unknown = pod.status?.conditions;
   if (!Array.isArray(conditions)) return false;
-  return conditions.some((c) =>
-    c && typeof c === "object" && (c as { type?: unknown }).type === "Ready" &&
-    (c as { status?: unknown }).status === "True"
+  for (const c of conditions) {
+    if (
+      c && typeof c === "object" && (c as { type?: unknown }).type === "Ready" &&
+      (c as { status?: unknown }).status === "True"
+    ) return true;
+  }
+  return false;
+}
+
+/**
+ * `matchesSelector(sel, labels)` as one function made once per selector: equality-only
+ * selectors (what the HPA controller sends for pods) compare labels directly.
+ */
+function selectorMatcher(sel: Selector): (labels: Record<string, string>) => boolean {
+  if (sel.length === 0) return () => true;
+  const equality = sel.every((r) =>
+    (r.operator === "=" || r.operator === "==" || r.operator === "in") && r.values.length === 1
   );
+  if (!equality) return (labels) => matchesSelector(sel, labels);
+  const keys = sel.map((r) => r.key);
+  const values = sel.map((r) => r.values[0]);
+  return (labels) => {
+    for (let i = 0; i < keys.length; i++) {
+      if (!Object.hasOwn(labels, keys[i]) || labels[keys[i]] !== values[i]) return false;
+    }
+    return true;
+  };
 }
 
 // -- discovery ----------------------------------------------------------------------------
@@ -510,7 +533,12 @@ function decodeQuery(s: string): string {
 
 /** A parsed selector parameter, or the error text of a bad one. */
 type ParsedSelector =
-  | { sel: Selector; canonical: string; labelSelector: LabelSelector | null }
+  | {
+    sel: Selector;
+    canonical: string;
+    labelSelector: LabelSelector | null;
+    matches: (labels: Record<string, string>) => boolean;
+  }
   | { error: string };
 
 /** Distinct queries remembered before the cache starts over. */
@@ -529,7 +557,12 @@ function selectorCache(): (search: string, name: string) => ParsedSelector {
       const raw = queryParam(search, name) ?? "";
       try {
         const sel = parseSelector(raw);
-        hit = { sel, canonical: formatSelector(sel), labelSelector: labelSelectorOf(sel) };
+        hit = {
+          sel,
+          canonical: formatSelector(sel),
+          labelSelector: labelSelectorOf(sel),
+          matches: selectorMatcher(sel),
+        };
       } catch (err) {
         hit = { error: (err as Error).message };
       }
@@ -794,7 +827,7 @@ function customMetrics(
 
   const now = options.now();
   const filter = name === "*" && groupResource === "pods"
-    ? podFilter(namespace, labelSel.sel, options.pods)
+    ? podFilter(namespace, labelSel.matches, options.pods)
     : {};
   const result = options.store.lookupCustom(
     { namespace, groupResource, name, metricName, metricSelector },
@@ -845,11 +878,11 @@ function customMetrics(
 /** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
 function podFilter(
   namespace: string,
-  sel: Selector,
+  matches: (labels: Record<string, string>) => boolean,
   pods: PodLister,
 ): CustomLookupOptions {
   const ok = (pod: KubeObject | undefined): boolean =>
-    !!pod && isServablePod(pod) && matchesSelector(sel, pod.metadata.labels ?? {});
+    !!pod && isServablePod(pod) && matches(pod.metadata.labels ?? {});
   if (pods.getPod) {
     const get = pods.getPod.bind(pods);
     return { accept: (name) => ok(get(namespace, name)) };
