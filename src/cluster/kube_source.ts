@@ -198,6 +198,15 @@ export function replacingMergePatch(from: unknown, to: unknown): unknown {
   return out;
 }
 
+/** Whether a watch event's object can be read (an object; with a name unless ERROR). */
+function wellFormed(phase: string, obj: unknown): boolean {
+  if (typeof obj !== "object" || obj === null || Array.isArray(obj)) return false;
+  if (phase === "ERROR") return true;
+  const metadata = (obj as { metadata?: unknown }).metadata;
+  if (typeof metadata !== "object" || metadata === null) return false;
+  return phase === "BOOKMARK" || typeof (metadata as { name?: unknown }).name === "string";
+}
+
 /** Kubernetes timestamps: RFC 3339 in seconds (metav1.Time). */
 function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -257,7 +266,15 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     this.kubeConfig = options.kubeConfig ?? loadKubeConfig(options.kubeconfig);
     this.now = options.now ?? (() => Date.now());
     this.bucket = new TokenBucket({ qps: options.qps ?? 50, burst: options.burst ?? 100 });
-    this.log = options.logger ?? (() => {});
+    const logger = options.logger ?? (() => {});
+    // a logger that throws must not break the retry paths that log
+    this.log = (level, message) => {
+      try {
+        logger(level, message);
+      } catch {
+        // nowhere left to report it
+      }
+    };
     this.notInstalledRetryMs = options.notInstalledRetryMs ?? 60_000;
     this.backoffBaseMs = options.backoffBaseMs ?? 1000;
     this.backoffMaxMs = options.backoffMaxMs ?? 30_000;
@@ -561,20 +578,40 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       }
       return list as KubernetesListObject<KubernetesObject>;
     };
+    // the library's event and done handlers are async and nobody awaits them: a failure in them
+    // (an event it cannot read, a list it cannot apply) is logged and the informer restarted
+    // with back-off, never left as an unhandled rejection
+    const guard = (run: () => unknown): void => {
+      try {
+        Promise.resolve(run()).catch((e) => this.onError(state, e));
+      } catch (e) {
+        this.onError(state, e);
+      }
+    };
     // the library may open a watch after stop() (a list or delay in flight): refuse it then
     const watch = {
       watch: async (
         p: string,
         query: Record<string, string | number | boolean | undefined>,
-        callback: (phase: string, obj: any, watchObj?: any) => void,
-        done: (err: any) => void,
+        callback: (phase: string, obj: any, watchObj?: any) => unknown,
+        done: (err: any) => unknown,
       ): Promise<AbortController> => {
         if (this.closed) return new AbortController();
         const w = { finished: false, controller: undefined as AbortController | undefined };
-        const c = await this.http.watch(p, query, callback, (err: any) => {
+        const onEvent = (phase: string, obj: any, watchObj?: any): void => {
+          if (!wellFormed(phase, obj)) {
+            this.log(
+              "error",
+              `watch of ${kind} (${path}) sent a malformed ${phase} event: ignored`,
+            );
+            return;
+          }
+          guard(() => callback(phase, obj, watchObj));
+        };
+        const c = await this.http.watch(p, query, onEvent, (err: any) => {
           w.finished = true;
           if (w.controller) this.watches.delete(w.controller);
-          done(err);
+          guard(() => done(err));
         });
         w.controller = c;
         if (this.closed) c.abort();

@@ -99,7 +99,14 @@ export class LeaseLeaderElector implements LeaderElector {
     }
     if (options.identity === "") throw new Error("leader election identity must not be empty");
     this.now = options.now ?? (() => Date.now());
-    this.log = options.logger ?? (() => {});
+    const logger = options.logger ?? (() => {});
+    this.log = (level, message) => {
+      try {
+        logger(level, message);
+      } catch {
+        // a logger that throws must not end the campaign
+      }
+    };
     if (!options.http) this.ownHttp = new KubeHttp(options.kubeConfig);
     this.api = (options.http ?? this.ownHttp)!.apiClient(CoordinationV1Api);
   }
@@ -110,7 +117,12 @@ export class LeaseLeaderElector implements LeaderElector {
     this.running = true;
     this.loop = (async () => {
       while (this.running) {
-        await this.step();
+        try {
+          await this.step();
+        } catch (e) {
+          // step() catches its own failures; this keeps the campaign alive whatever happens
+          this.log("error", `leader election on lease ${this.leaseName()}: ${describeError(e)}`);
+        }
         if (!this.running) break;
         await new Promise<void>((wake) => {
           this.sleeping = { timer: setTimeout(wake, this.retryPeriodMs), wake };
@@ -132,7 +144,7 @@ export class LeaseLeaderElector implements LeaderElector {
     if (this.leading) {
       if (this.options.releaseOnStop ?? true) await this.release();
       this.leading = false;
-      this.options.onStoppedLeading?.();
+      this.callback("onStoppedLeading");
     }
     await this.ownHttp?.close();
   }
@@ -159,14 +171,23 @@ export class LeaseLeaderElector implements LeaderElector {
       if (!this.leading) {
         this.leading = true;
         this.log("info", `${this.options.identity} is the leader (lease ${this.leaseName()})`);
-        this.options.onStartedLeading?.();
+        this.callback("onStartedLeading");
       }
     } else if (
       this.leading && (this.heldByOther || now - this.lastRenew >= this.renewDeadlineMs)
     ) {
       this.leading = false;
       this.log("warn", `${this.options.identity} lost the lease ${this.leaseName()}`);
-      this.options.onStoppedLeading?.();
+      this.callback("onStoppedLeading");
+    }
+  }
+
+  /** Run a leadership callback; a throw is logged, so that it cannot end the campaign. */
+  private callback(name: "onStartedLeading" | "onStoppedLeading"): void {
+    try {
+      this.options[name]?.();
+    } catch (e) {
+      this.log("error", `${name} of ${this.options.identity} failed: ${describeError(e)}`);
     }
   }
 

@@ -8,7 +8,13 @@ import {
 } from "../../src/cluster/kube_source.ts";
 import type { KubeObject, WatchEventType } from "../../src/cluster/types.ts";
 import { FakeKubeApi, type FakeKubeApiOptions } from "../fakes/kube_api.ts";
-import { type FakeKubeconfigOptions, writeFakeKubeconfig } from "../fakes/kubeconfig.ts";
+import {
+  fakeKubeconfig,
+  type FakeKubeconfigOptions,
+  writeFakeKubeconfig,
+} from "../fakes/kubeconfig.ts";
+import { KubeConfig } from "@kubernetes/client-node";
+import process from "node:process";
 import { type CertificateAndKey, createCertificate } from "../../src/api/certs.ts";
 
 const T0 = Date.parse("2026-01-15T12:00:00Z");
@@ -606,6 +612,91 @@ describe("KubeClusterSource watches", () => {
       });
       assert.equal(second.resourceVersion, rv);
       assert.deepEqual(logs, []);
+    });
+  });
+});
+
+/** Runs `body` and answers the unhandled promise rejections seen meanwhile. */
+async function unhandledRejections(body: () => Promise<void>): Promise<string[]> {
+  const seen: string[] = [];
+  const listener = (reason: unknown): void => void seen.push(String(reason));
+  process.on("unhandledRejection", listener);
+  try {
+    await body();
+    // rejections are reported after the microtasks of the turn that made them
+    await new Promise((r) => setTimeout(r, 50));
+  } finally {
+    process.off("unhandledRejection", listener);
+  }
+  return seen;
+}
+
+describe("KubeClusterSource background failures", () => {
+  it("recovers a watch whose credentials fail at a reconnect, with no unhandled rejection", async () => {
+    const api = await FakeKubeApi.start();
+    api.create(deployment("web", 2));
+    const kc = new KubeConfig();
+    kc.loadFromString(fakeKubeconfig(api.url));
+    // an exec plugin that fails: every credential application goes through this
+    const apply = kc.applyToHTTPSOptions.bind(kc);
+    let failures = 0;
+    kc.applyToHTTPSOptions = async (opts) => {
+      if (failures > 0) {
+        failures--;
+        throw new Error('exec plugin "aws-iam-authenticator" failed');
+      }
+      return await apply(opts);
+    };
+    const logs: string[] = [];
+    const source = new KubeClusterSource({
+      kubeConfig: kc,
+      backoffBaseMs: 20,
+      logger: (level, message) => logs.push(`${level}: ${message}`),
+    });
+    try {
+      const rejections = await unhandledRejections(async () => {
+        const seen = record(source, "Deployment");
+        await source.ensure("Deployment");
+        await waitFor("the watch", () => api.openWatches() === 1);
+        failures = 2;
+        api.closeWatches();
+        await waitFor("the watch after the failures", () => api.openWatches() === 1);
+        api.create(deployment("api", 1));
+        await waitFor("the event", () => seen.length === 2);
+        assert.deepEqual(seen, [["ADDED", "web@2", undefined], ["ADDED", "api@1", undefined]]);
+      });
+      assert.deepEqual(rejections, []);
+      assert.deepEqual(logs, [
+        'warn: watch of Deployment (/apis/apps/v1/deployments) failed: exec plugin "aws-iam-authenticator" failed; retrying in 20ms',
+        'warn: watch of Deployment (/apis/apps/v1/deployments) failed: exec plugin "aws-iam-authenticator" failed; retrying in 40ms',
+      ]);
+    } finally {
+      await source.close();
+      await api.stop();
+    }
+  });
+
+  it("skips malformed watch events with an error, with no unhandled rejection", async () => {
+    await withSource({ objects: [deployment("web", 2)] }, async ({ api, source, logs }) => {
+      const rejections = await unhandledRejections(async () => {
+        const seen = record(source, "Deployment");
+        await source.ensure("Deployment");
+        await waitFor("the watch", () => api.openWatches() === 1);
+        api.sendToWatches(JSON.stringify({ type: "ADDED", object: { kind: "Deployment" } }));
+        api.sendToWatches(JSON.stringify({ type: "MODIFIED", object: null }));
+        api.sendToWatches(JSON.stringify({ type: "ERROR", object: null }));
+        api.sendToWatches(JSON.stringify({ type: "BOOKMARK" }));
+        api.create(deployment("api", 1));
+        await waitFor("the event after them", () => seen.length === 2);
+        assert.deepEqual(seen, [["ADDED", "web@2", undefined], ["ADDED", "api@1", undefined]]);
+      });
+      assert.deepEqual(rejections, []);
+      assert.deepEqual(logs, [
+        "error: watch of Deployment (/apis/apps/v1/deployments) sent a malformed ADDED event: ignored",
+        "error: watch of Deployment (/apis/apps/v1/deployments) sent a malformed MODIFIED event: ignored",
+        "error: watch of Deployment (/apis/apps/v1/deployments) sent a malformed ERROR event: ignored",
+        "error: watch of Deployment (/apis/apps/v1/deployments) sent a malformed BOOKMARK event: ignored",
+      ]);
     });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { KubeConfig } from "@kubernetes/client-node";
+import process from "node:process";
 import {
   InMemoryLeaderElector,
   LeaseLeaderElector,
@@ -181,6 +182,46 @@ describe("LeaseLeaderElector", () => {
       assert.equal(b.elector.isLeader(), true);
       assert.equal(lease(api)?.holderIdentity, "pod-b");
       assert.equal(lease(api)?.leaseTransitions, 1);
+    });
+  });
+
+  it("keeps campaigning when a leadership callback throws, with no unhandled rejection", async () => {
+    await withApi(async (api, kc) => {
+      const rejections: string[] = [];
+      const listener = (reason: unknown): void => void rejections.push(String(reason));
+      process.on("unhandledRejection", listener);
+      const logs: string[] = [];
+      const renewals: unknown[] = [];
+      let clock = T0;
+      const a = candidate(kc, "pod-a", () => (clock += 1000), {
+        retryPeriodSeconds: 0.02,
+        logger: (level, message) => logs.push(`${level}: ${message}`),
+        onStartedLeading: () => {
+          throw new Error("controllers failed to start");
+        },
+        onStoppedLeading: () => {
+          throw new Error("controllers failed to stop");
+        },
+      });
+      try {
+        a.elector.start();
+        await waitFor("three renewals", () => {
+          const t = lease(api)?.renewTime;
+          if (t !== undefined && t !== renewals.at(-1)) renewals.push(t);
+          return renewals.length >= 3;
+        });
+        assert.equal(a.elector.isLeader(), true);
+        await a.elector.stop();
+        await new Promise((r) => setTimeout(r, 50));
+      } finally {
+        process.off("unhandledRejection", listener);
+      }
+      assert.deepEqual(rejections, []);
+      assert.equal(a.elector.isLeader(), false);
+      assert.deepEqual(logs.filter((l) => l.startsWith("error")), [
+        "error: onStartedLeading of pod-a failed: controllers failed to start",
+        "error: onStoppedLeading of pod-a failed: controllers failed to stop",
+      ]);
     });
   });
 

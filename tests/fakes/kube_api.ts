@@ -313,6 +313,12 @@ export class FakeKubeApi {
     return n;
   }
 
+  /** Write a raw line (e.g. a malformed event) to every open watch; returns how many. */
+  sendToWatches(line: string): number {
+    for (const w of this.watchers) w.res.write(line + "\n");
+    return this.watchers.size;
+  }
+
   /** How many watches are open. */
   openWatches(): number {
     return this.watchers.size;
