@@ -8,7 +8,8 @@
  * and a watch with the `Watch.watch` signature that `ListWatch` calls. The watch asks the
  * server to end it after `timeoutSeconds` (5 to 10 minutes, as client-go) with bookmarks, and
  * cancels it itself when no byte arrived for `watchIdleMs` (a stalled stream or a half-open
- * connection); either way `ListWatch` resumes from the last resourceVersion at once.
+ * connection); either way `ListWatch` resumes from the last resourceVersion at once. Every
+ * other request (lists, typed clients, `request`) has a deadline of its own.
  */
 import {
   type ApiType,
@@ -26,7 +27,11 @@ import { type ClientTls, createTlsFetch, type TlsFetch } from "../runtime/tls_fe
 
 /** Options of `KubeHttp`. */
 export interface KubeHttpOptions {
-  /** Deadline of a request other than a watch, body included (default 60000 ms). */
+  /**
+   * Deadline of a request other than a watch, from the credentials (an exec plugin may hang) to
+   * the end of the body (default 10000 ms). A request that misses it fails with
+   * `METHOD PATH: request timed out after Nms`.
+   */
   requestTimeoutMs?: number;
   /** Deadline for a watch's response headers (default 30000 ms). */
   watchConnectTimeoutMs?: number;
@@ -118,7 +123,8 @@ function timeoutError(message: string): Error {
 export class KubeHttp implements HttpLibrary {
   /** The kubeconfig whose current context is used (read again on every request). */
   readonly kubeConfig: KubeConfig;
-  private readonly requestTimeoutMs: number;
+  /** Deadline of each request other than a watch (ms). */
+  readonly requestTimeoutMs: number;
   private readonly watchConnectTimeoutMs: number;
   private readonly watchIdleMs: number;
   private readonly watchTimeoutSeconds: number;
@@ -127,7 +133,7 @@ export class KubeHttp implements HttpLibrary {
 
   constructor(kubeConfig: KubeConfig, options: KubeHttpOptions = {}) {
     this.kubeConfig = kubeConfig;
-    this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     this.watchConnectTimeoutMs = options.watchConnectTimeoutMs ?? 30_000;
     this.watchIdleMs = options.watchIdleMs ?? 90_000;
     this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
@@ -145,7 +151,12 @@ export class KubeHttp implements HttpLibrary {
         default: {
           getName: () => "kubeconfig",
           applySecurityAuthentication: async (ctx: RequestContext): Promise<void> => {
-            const { headers } = await kubeCredentials(this.kubeConfig);
+            const { headers } = await this.withDeadline(
+              ctx.getHttpMethod().toString(),
+              ctx.getUrl(),
+              undefined,
+              () => kubeCredentials(this.kubeConfig),
+            );
             for (const [k, v] of Object.entries(headers)) ctx.setHeaderParam(k, v);
           },
         },
@@ -157,9 +168,8 @@ export class KubeHttp implements HttpLibrary {
   /** client-node's `HttpLibrary.send` (headers were set by the API client). */
   send(ctx: RequestContext): Observable<ResponseContext> {
     const run = async (): Promise<ResponseContext> => {
-      const { tls } = await kubeCredentials(this.kubeConfig);
       const body = ctx.getBody();
-      const res = await this.fetchWithDeadline(tls, ctx.getUrl(), {
+      const res = await this.fetchWithDeadline(ctx.getUrl(), {
         method: ctx.getHttpMethod().toString(),
         headers: ctx.getHeaders(),
         ...(typeof body === "string" ? { body } : {}),
@@ -181,13 +191,12 @@ export class KubeHttp implements HttpLibrary {
     path: string,
     options: KubeRequestOptions = {},
   ): Promise<KubeResponse> {
-    const { server, headers, tls } = await kubeCredentials(this.kubeConfig);
-    return await this.fetchWithDeadline(tls, server + path, {
+    return await this.fetchWithDeadline(path, {
       method,
-      headers: { Accept: "application/json", ...headers, ...options.headers },
+      headers: { Accept: "application/json", ...options.headers },
       ...(options.body !== undefined ? { body: options.body } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
-    });
+    }, true);
   }
 
   /**
@@ -217,8 +226,14 @@ export class KubeHttp implements HttpLibrary {
       timer = setTimeout(onTimeout, ms);
     };
     controller.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+    // the connect deadline covers the credentials too (an exec plugin may hang)
+    arm(
+      this.watchConnectTimeoutMs,
+      () => finish(timeoutError(`watch ${path}: connect timed out`)),
+    );
     try {
       const { server, headers, tls } = await kubeCredentials(this.kubeConfig);
+      if (controller.signal.aborted) return controller;
       const url = new URL(server + path);
       url.searchParams.set("watch", "true");
       url.searchParams.set("allowWatchBookmarks", "true");
@@ -228,7 +243,6 @@ export class KubeHttp implements HttpLibrary {
         if (v !== undefined) url.searchParams.set(k, String(v));
       }
       const started = Date.now();
-      arm(this.watchConnectTimeoutMs, () => finish(timeoutError("watch connect timed out")));
       const res = await this.fetchClient(tls).fetch(url.toString(), {
         method: "GET",
         headers: { Accept: "application/json", ...headers },
@@ -338,32 +352,79 @@ export class KubeHttp implements HttpLibrary {
     return this.client.fetch;
   }
 
-  private async fetchWithDeadline(
-    tls: ClientTls,
+  /**
+   * `fetch` of `url` (a path below the server with `withCredentials`: the kubeconfig's headers
+   * are added) with the TLS settings of the kubeconfig, under one deadline that covers the
+   * credentials, the answer and its body.
+   */
+  private fetchWithDeadline(
     url: string,
     init: RequestInit,
+    withCredentials = false,
   ): Promise<KubeResponse> {
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new Error(`request timed out after ${this.requestTimeoutMs}ms`)),
-      this.requestTimeoutMs,
-    );
-    const signal = init.signal ? AbortSignal.any([init.signal, deadline.signal]) : deadline.signal;
-    try {
-      const res = await this.fetchClient(tls).fetch(url, { ...init, signal });
+    const method = init.method ?? "GET";
+    return this.withDeadline(method, url, init.signal ?? undefined, async (signal) => {
+      const { server, headers, tls } = await kubeCredentials(this.kubeConfig);
+      signal.throwIfAborted();
+      const target = withCredentials ? server + url : url;
+      const res = await this.fetchClient(tls).fetch(target, {
+        ...init,
+        ...(withCredentials
+          ? { headers: { ...headers, ...(init.headers as Record<string, string>) } }
+          : {}),
+        signal,
+      });
+      // a body that stalls after the deadline: cancelling ends its read on every runtime
+      signal.addEventListener("abort", () => void res.body?.cancel().catch(() => {}), {
+        once: true,
+      });
       const body = new Uint8Array(await res.arrayBuffer());
-      const headers: Record<string, string> = {};
-      res.headers.forEach((v, k) => (headers[k] = v));
-      return { status: res.status, headers, body };
-    } catch (e) {
-      if (deadline.signal.aborted) {
-        throw new Error(
-          `${init.method ?? "GET"} ${url}: ${(deadline.signal.reason as Error).message}`,
+      const out: Record<string, string> = {};
+      res.headers.forEach((v, k) => (out[k] = v));
+      return { status: res.status, headers: out, body };
+    });
+  }
+
+  /**
+   * Run `work` with a signal that aborts after `requestTimeoutMs` (or with `signal`); a missed
+   * deadline rejects at once, even when `work` ignores the signal (credentials from a hung exec
+   * plugin, a body read that does not end), with an error naming the method and the path.
+   */
+  private async withDeadline<T>(
+    method: string,
+    url: string,
+    signal: AbortSignal | undefined,
+    work: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const deadline = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const e = new Error(
+          `${method} ${pathOf(url)}: request timed out after ${this.requestTimeoutMs}ms`,
         );
-      }
+        deadline.abort(e);
+        reject(e);
+      }, this.requestTimeoutMs);
+    });
+    const combined = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+    try {
+      return await Promise.race([work(combined), timedOut]);
+    } catch (e) {
+      if (deadline.signal.aborted) throw deadline.signal.reason;
       throw e;
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** The path and query of a URL (or of a path), for error messages. */
+function pathOf(url: string): string {
+  try {
+    const u = new URL(url, "http://server");
+    return u.pathname + u.search;
+  } catch {
+    return url;
   }
 }

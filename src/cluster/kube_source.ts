@@ -78,8 +78,9 @@ export interface KubeClusterSourceOptions {
    */
   resyncMs?: number;
   /**
-   * Timeouts of the HTTP layer: requests, watch connect, a watch's idle limit (a watch that
-   * receives nothing for `watchIdleMs` is resumed) and the server-side watch timeout.
+   * Timeouts of the HTTP layer: each request other than a watch (`requestTimeoutMs`, default
+   * 10 s, credentials included), watch connect, a watch's idle limit (a watch that receives
+   * nothing for `watchIdleMs` is resumed) and the server-side watch timeout.
    */
   http?: KubeHttpOptions;
 }

@@ -701,6 +701,113 @@ describe("KubeClusterSource background failures", () => {
   });
 });
 
+describe("KubeClusterSource request timeouts", () => {
+  const hpa: KubeObject = {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name: "web", namespace: "default" },
+  };
+  const cases: Array<[string, (s: KubeClusterSource) => Promise<unknown>, string]> = [
+    [
+      "a TokenReview through apiRequest",
+      (s) => s.apiRequest("POST", "/apis/authentication.k8s.io/v1/tokenreviews", { spec: {} }),
+      "POST /apis/authentication.k8s.io/v1/tokenreviews: request timed out after 200ms",
+    ],
+    [
+      "a ConfigMap read through apiRequest",
+      (s) =>
+        s.apiRequest(
+          "GET",
+          "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+        ),
+      "GET /api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication: request timed out after 200ms",
+    ],
+    [
+      "a scale read",
+      (s) => s.getScale("Deployment", "default", "web"),
+      "get scale of Deployment default/web: GET /apis/apps/v1/namespaces/default/deployments/web/scale: request timed out after 200ms",
+    ],
+    [
+      "a scale write",
+      (s) => s.setScale("Deployment", "default", "web", 3),
+      "set scale of Deployment default/web: PATCH /apis/apps/v1/namespaces/default/deployments/web/scale: request timed out after 200ms",
+    ],
+    [
+      "a status write",
+      (s) => s.updateStatus("ScalingSchedule", "default", "night", { active: true }),
+      "update status of ScalingSchedule default/night: PATCH /apis/zalando.org/v1/namespaces/default/scalingschedules/night/status: request timed out after 200ms",
+    ],
+    [
+      "a status write of a core kind",
+      (s) => s.updateStatus("Pod", "default", "web-1", { phase: "Running" }),
+      "update status of Pod default/web-1: PATCH /api/v1/namespaces/default/pods/web-1/status: request timed out after 200ms",
+    ],
+  ];
+  for (const [name, call, message] of cases) {
+    it(`ends ${name} that gets no answer after the request timeout, naming method and path`, async () => {
+      await withSource({ source: { http: { requestTimeoutMs: 200 } } }, async ({ api, source }) => {
+        api.stallNextRequests(1);
+        const started = Date.now();
+        await assert.rejects(within(name, call(source), 3000), (e: Error) => {
+          assert.equal(e.message, message);
+          return true;
+        });
+        assert.equal(Date.now() - started < 2000, true);
+        assert.equal(api.requests.length, 1);
+      });
+    });
+  }
+
+  it("ends an event that gets no answer and logs it", async () => {
+    await withSource(
+      { source: { http: { requestTimeoutMs: 200 } } },
+      async ({ api, source, logs }) => {
+        api.stallNextRequests(1);
+        await within(
+          "the event",
+          source.emitEvent("HorizontalPodAutoscaler", hpa, {
+            type: "Warning",
+            reason: "CollectFailed",
+            message: "timeout",
+          }),
+          3000,
+        );
+        assert.deepEqual(logs, [
+          "warn: event CollectFailed on HorizontalPodAutoscaler default/web not recorded: POST /api/v1/namespaces/default/events: request timed out after 200ms",
+        ]);
+      },
+    );
+  });
+
+  it("ends a request whose credentials never come (a hung exec plugin)", async () => {
+    const api = await FakeKubeApi.start();
+    const kc = new KubeConfig();
+    kc.loadFromString(fakeKubeconfig(api.url));
+    kc.applyToHTTPSOptions = () => new Promise<void>(() => {});
+    const source = new KubeClusterSource({ kubeConfig: kc, http: { requestTimeoutMs: 200 } });
+    try {
+      await assert.rejects(
+        within("the request", source.apiRequest("GET", "/api/v1/namespaces/default/pods"), 3000),
+        /^Error: GET \/api\/v1\/namespaces\/default\/pods: request timed out after 200ms$/,
+      );
+      await assert.rejects(
+        within("the scale read", source.getScale("Deployment", "default", "web"), 3000),
+        /^Error: get scale of Deployment default\/web: GET \/apis\/apps\/v1\/namespaces\/default\/deployments\/web\/scale: request timed out after 200ms$/,
+      );
+      assert.deepEqual(api.requests, []);
+    } finally {
+      await source.close();
+      await api.stop();
+    }
+  });
+
+  it("gives requests 10 seconds by default", async () => {
+    await withSource({}, async ({ source }) => {
+      assert.equal(source.http.requestTimeoutMs, 10_000);
+    });
+  });
+});
+
 describe("KubeClusterSource over HTTPS", () => {
   const ca = createCertificate({ commonName: "fake-cluster-ca", isCa: true });
   const serving = createCertificate({

@@ -8,6 +8,7 @@ import {
   type LeaseLeaderElectorOptions,
 } from "../../src/cluster/leader_election.ts";
 import { FakeKubeApi } from "../fakes/kube_api.ts";
+import { KubeHttp } from "../../src/cluster/kube_http.ts";
 import { fakeKubeconfig } from "../fakes/kubeconfig.ts";
 
 const T0 = Date.parse("2026-01-15T12:00:00Z");
@@ -222,6 +223,31 @@ describe("LeaseLeaderElector", () => {
         "error: onStartedLeading of pod-a failed: controllers failed to start",
         "error: onStoppedLeading of pod-a failed: controllers failed to stop",
       ]);
+    });
+  });
+
+  it("gives up a Lease request that gets no answer after the request timeout", async () => {
+    await withApi(async (api, kc) => {
+      const logs: string[] = [];
+      const http = new KubeHttp(kc, { requestTimeoutMs: 200 });
+      const a = candidate(kc, "pod-a", () => T0, {
+        http,
+        logger: (level, message) => logs.push(`${level}: ${message}`),
+      });
+      try {
+        api.stallNextRequests(1);
+        const started = Date.now();
+        await a.elector.step();
+        assert.equal(Date.now() - started < 2000, true);
+        assert.equal(a.elector.isLeader(), false);
+        assert.deepEqual(logs, [
+          "warn: leader election on lease kube-system/hpa-metrics-adapter: GET /apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hpa-metrics-adapter: request timed out after 200ms",
+        ]);
+        await a.elector.step();
+        assert.equal(a.elector.isLeader(), true);
+      } finally {
+        await http.close();
+      }
     });
   });
 

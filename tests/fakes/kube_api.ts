@@ -229,6 +229,7 @@ export class FakeKubeApi {
   private uidCounter = 0;
   private failures = 0;
   private failureCode = 500;
+  private stalls = 0;
   /** How a too-old watch resourceVersion is answered. */
   expiredWatch: "event" | "status";
   /** While true, changes are recorded but not sent to open watches (a stalled connection). */
@@ -287,6 +288,11 @@ export class FakeKubeApi {
   failNextRequests(n: number, code = 500): void {
     this.failures = n;
     this.failureCode = code;
+  }
+
+  /** Record the next `n` requests and never answer them (until `stop()`), as a hung server. */
+  stallNextRequests(n: number): void {
+    this.stalls = n;
   }
 
   /** Make a group answer 404 (not installed) or serve it again. */
@@ -551,6 +557,10 @@ export class FakeKubeApi {
     // Bun's https server socket has no getPeerCertificate: `authorized` is what all three tell
     if (this.askClientCert) record.clientAuthorized = (req.socket as TLSSocket).authorized === true;
     this.requests.push(record);
+    if (this.stalls > 0) {
+      this.stalls--;
+      return;
+    }
     try {
       if (text !== "") {
         try {
