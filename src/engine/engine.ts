@@ -135,10 +135,21 @@ function hpaKeyOf(obj: KubeObject): string {
   return `${obj.metadata.namespace ?? "default"}/${obj.metadata.name}`;
 }
 
-/** What of a plan decides its collection (the target does not). */
+/**
+ * Everything a plan's collector and stored plan are made from: its query key and every plan
+ * field (interval, perReplica, minPodReadyAge, scaleTargetRef, describedObject, selector,
+ * config, error) except the target's numbers, of which only the type and whether it has an
+ * `averageValue` reach a collector (Skipper divides by replicas without one). A plan whose
+ * fingerprint changed gets a new collector; a new target value alone restarts nothing.
+ */
 function fingerprintOf(plan: MetricPlan): string {
-  const { target: _t, warnings: _w, ...rest } = plan;
-  return JSON.stringify(rest);
+  const { target, warnings: _w, ...rest } = plan;
+  return JSON.stringify([
+    queryKey(plan),
+    rest,
+    target.type,
+    target.averageValue !== undefined,
+  ]);
 }
 
 /**

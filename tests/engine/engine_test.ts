@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
+import { skipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
 import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import type { FlagValues } from "../../src/cli/flags.ts";
@@ -97,6 +98,41 @@ function externalHpa(
   };
 }
 
+/** An HPA with a Skipper requests-per-second Object metric on Ingress `web`. */
+function skipperHpa(target: Record<string, string>): KubeObject {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name: "web", namespace: "default" },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+      maxReplicas: 10,
+      metrics: [{
+        type: "Object",
+        object: {
+          metric: { name: "requests-per-second" },
+          describedObject: { apiVersion: "networking.k8s.io/v1", kind: "Ingress", name: "web" },
+          target,
+        },
+      }],
+    },
+  };
+}
+
+/** A Prometheus query API answering every query with the scalar `value`; counts queries. */
+function fakePrometheusFetch(value: string, calls: { n: number }): typeof fetch {
+  return () => {
+    calls.n++;
+    const body = JSON.stringify({
+      status: "success",
+      data: { resultType: "scalar", result: [1709546400, value] },
+    });
+    return Promise.resolve(
+      new Response(body, { status: 200, headers: { "content-type": "application/json" } }),
+    );
+  };
+}
+
 interface Setup {
   cluster: MemoryCluster;
   timers: ManualTimers;
@@ -116,6 +152,7 @@ function setup(
     writer?: boolean;
     /** Wraps the manual timers' setTimer (to make a timer fire late). */
     setTimer?: (set: ManualTimers["setTimer"]) => ManualTimers["setTimer"];
+    fetch?: typeof fetch;
   } = {},
 ): Setup {
   const cluster = new MemoryCluster();
@@ -139,6 +176,7 @@ function setup(
     writer: options.writer === false ? undefined : writer,
     isLeader: () => leader.value,
     onCollection: (r) => reports.push(r),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
   });
   return { cluster, timers, store, backend, writer, logger, reports, engine, leader };
 }
@@ -266,6 +304,57 @@ describe("Engine", () => {
     assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 1, C: 1 });
     await s.timers.advance(30_000);
     assert.deepEqual(Object.fromEntries(s.backend.calls), { A: 2, B: 1, C: 2 });
+    await s.engine.stop();
+  });
+
+  it("restarts a Skipper metric whose target changes from Value to AverageValue, not for a new target value", async () => {
+    const calls = { n: 0 };
+    const s = setup({
+      factories: [skipperFactory],
+      flags: { "prometheus-server": "http://127.0.0.1:9090", "skipper-ingress-metrics": true },
+      fetch: fakePrometheusFetch("12", calls),
+    });
+    s.cluster.set("Ingress", {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name: "web", namespace: "default" },
+      spec: { rules: [{ host: "example.org" }] },
+    });
+    s.cluster.set("Deployment", {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web", namespace: "default" },
+      spec: { replicas: 4 },
+      status: { replicas: 4 },
+    });
+    const served = (): number[] | string => {
+      const r = s.store.lookupCustom({
+        namespace: "default",
+        groupResource: "ingresses.networking.k8s.io",
+        name: "web",
+        metricName: "requests-per-second",
+        metricSelector: "",
+      }, s.timers.now);
+      return "items" in r ? r.items.map((i) => i.value) : r.miss.reason;
+    };
+    s.cluster.set("HorizontalPodAutoscaler", skipperHpa({ type: "Value", value: "100" }));
+    await s.engine.start();
+    await settle();
+    assert.deepEqual(served(), [3]); // 12 requests/s over 4 replicas
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      skipperHpa({ type: "AverageValue", averageValue: "100" }),
+    );
+    await settle();
+    assert.deepEqual(served(), [12]);
+    assert.equal(calls.n, 2);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      skipperHpa({ type: "AverageValue", averageValue: "200" }),
+    );
+    await settle();
+    assert.equal(calls.n, 2);
+    assert.deepEqual(served(), [12]);
     await s.engine.stop();
   });
 
