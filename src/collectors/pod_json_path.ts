@@ -3,7 +3,9 @@
  * JSON document at `scheme://podIP:port/path?raw-query`, and the value at `json-key` (or
  * `json-eval`) becomes that pod's sample. Pods come from the cluster view (no LIST per
  * collection); requests are bounded in number, time and size; a pod that fails is skipped
- * and reported, only all pods failing fails the collection.
+ * and reported, only all pods failing fails the collection. A collection aborted at its deadline
+ * returns the pods that answered, with a warning naming how many were not collected; its
+ * deadline (`timeoutMs`) is the request timeout times the rounds of requests its pods need.
  */
 import type { ClusterView, Kind, KubeObject } from "../cluster/types.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
@@ -183,6 +185,13 @@ function parseConfig(plan: MetricPlan): PodJsonPathConfig {
   };
 }
 
+/** A pod request cut short (or never made) because the collection was aborted. */
+const NOT_ASKED: unique symbol = Symbol("not asked");
+
+function abortText(reason: unknown): string {
+  return reason instanceof Error ? reason.message : String(reason ?? "aborted");
+}
+
 class PodJsonPathCollector implements Collector {
   readonly queryKey: string;
   readonly kinds: readonly Kind[];
@@ -211,6 +220,28 @@ class PodJsonPathCollector implements Collector {
     ].join("|");
   }
 
+  /**
+   * The request timeout times the rounds of requests the pods need at
+   * `--max-concurrent-pod-requests` in flight, capped at the interval (but never under one
+   * request timeout).
+   */
+  timeoutMs(ctx: Pick<CollectContext, "cluster" | "now">): number {
+    let pods = 1;
+    try {
+      pods = selectReadyPods(ctx.cluster, {
+        namespace: this.#plan.hpa.namespace,
+        scaleTargetRef: this.#plan.scaleTargetRef,
+        minReadyAgeSeconds: this.#plan.minPodReadyAgeSeconds,
+        now: ctx.now(),
+      }).pods.length;
+    } catch {
+      // the collection itself reports a missing workload
+    }
+    const perRequest = this.#config.requestTimeoutSeconds * 1000;
+    const rounds = Math.max(1, Math.ceil(pods / this.#maxRequests));
+    return Math.min(perRequest * rounds, Math.max(perRequest, this.#plan.intervalSeconds * 1000));
+  }
+
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const ns = this.#plan.hpa.namespace;
     const selection = selectReadyPods(ctx.cluster, {
@@ -227,21 +258,28 @@ class PodJsonPathCollector implements Collector {
     }
     const cfg = this.#config;
     const results = await mapBounded(asked, this.#maxRequests, async (pod) => {
-      if (ctx.signal.aborted) throw new Error("collection aborted");
+      if (ctx.signal.aborted) throw NOT_ASKED;
       const url = podMetricsUrl(pod.status.podIP, cfg);
-      const body = await httpGetText(url, {
-        fetch: ctx.fetch,
-        signal: ctx.signal,
-        timeoutSeconds: cfg.requestTimeoutSeconds,
-        maxBytes: this.#maxBytes,
-      });
+      let body: string;
+      try {
+        body = await httpGetText(url, {
+          fetch: ctx.fetch,
+          signal: ctx.signal,
+          timeoutSeconds: cfg.requestTimeoutSeconds,
+          maxBytes: this.#maxBytes,
+        });
+      } catch (e) {
+        throw ctx.signal.aborted ? NOT_ASKED : e;
+      }
       const value = extractJson(body, url, cfg.extraction);
       return { objectName: pod.metadata.name, value, timestamp: ctx.now() } satisfies Sample;
     });
     const samples: Sample[] = [];
     const errors: string[] = [];
+    let notAsked = 0;
     results.forEach((r, i) => {
       if (r.status === "fulfilled") samples.push(r.value);
+      else if (r.reason === NOT_ASKED) notAsked++;
       else {
         errors.push(
           `failed to get metric ${this.#plan.metricName} from pod ${ns}/${
@@ -250,7 +288,14 @@ class PodJsonPathCollector implements Collector {
         );
       }
     });
-    if (ctx.signal.aborted) throw new Error(`collection aborted: ${String(ctx.signal.reason)}`);
+    if (notAsked > 0) {
+      // What answered before the deadline is served; the rest is reported.
+      const why = abortText(ctx.signal.reason);
+      if (samples.length === 0) throw new Error(`collection aborted: ${why}`);
+      warnings.push(
+        `${notAsked} of ${asked.length} pods not collected for metric ${this.#plan.metricName}: ${why}`,
+      );
+    }
     if (samples.length === 0 && (errors.length > 0 || warnings.length > 0)) {
       const all = [...errors, ...warnings];
       throw new Error(

@@ -31,6 +31,12 @@ export interface Collector {
   readonly queryKey: string;
   /** Cluster kinds the collection reads from `ctx.cluster` (the engine ensures them first). */
   readonly kinds?: readonly Kind[];
+  /**
+   * How long one collection may take, ms, when the collector's own timeouts need longer than
+   * `--collection-timeout` (the engine's deadline is the larger of the two). Asked before each
+   * collection: a Pods collection's time depends on how many pods it asks.
+   */
+  timeoutMs?(ctx: Pick<CollectContext, "cluster" | "now">): number;
   collect(ctx: CollectContext): Promise<CollectResult>;
 }
 

@@ -91,6 +91,9 @@ export const COLLECTOR_EVENT_REASON = "CreateNewMetricsCollector";
 /** Largest share of an interval removed at random from each wait. */
 const JITTER = 0.1;
 
+/** How long a collection that reached its deadline may take to return what it has. */
+const ABORT_GRACE_MS = 1000;
+
 interface PlanEntry {
   key: string;
   hpaKey: string;
@@ -121,6 +124,8 @@ interface Job {
   running: boolean;
   stopped: boolean;
   abort: AbortController | null;
+  /** Ends what the job waits for (its kinds, a grace period) when it is stopped. */
+  wake: (() => void) | null;
   ready: Promise<void>;
   last: { samples: CollectResult["samples"]; at: number } | null;
   lastError: string | null;
@@ -514,6 +519,7 @@ export class Engine {
         running: false,
         stopped: false,
         abort: null,
+        wake: null,
         ready: this.#ensureKinds(collector.kinds ?? []),
         last: null,
         lastError: null,
@@ -562,6 +568,7 @@ export class Engine {
     if (job.timer !== null) this.#clearTimer(job.timer);
     job.timer = null;
     job.abort?.abort(new Error("collector stopped"));
+    job.wake?.();
   }
 
   #delay(job: Job): number {
@@ -669,29 +676,66 @@ export class Engine {
     }
   }
 
+  /** The deadline of a collection, ms: `--collection-timeout`, or the collector's own if longer. */
+  #deadlineMs(job: Job): number {
+    let own = 0;
+    try {
+      own = job.collector.timeoutMs?.({ cluster: this.#cluster, now: this.#now }) ?? 0;
+    } catch (e) {
+      this.#log.debug(1, "collector timeout unknown", { query: job.id, error: errorText(e) });
+    }
+    return Math.max(this.#timeoutSeconds * 1000, Number.isFinite(own) ? own : 0);
+  }
+
+  /**
+   * After its deadline aborted it, a collector may still return what it has (a Pods collection
+   * the pods that answered) within a short grace; else the collection timed out.
+   */
+  #afterDeadline(job: Job, pending: Promise<CollectResult>): Promise<CollectResult | null> {
+    return new Promise((resolve) => {
+      const done = (r: CollectResult | null): void => {
+        this.#clearTimer(grace);
+        job.wake = null;
+        resolve(r);
+      };
+      const grace = this.#setTimer(() => done(null), ABORT_GRACE_MS);
+      job.wake = () => done(null);
+      pending.then(done, () => done(null));
+    });
+  }
+
   async #collect(job: Job): Promise<void> {
     const abort = new AbortController();
     job.abort = abort;
+    const deadlineMs = this.#deadlineMs(job);
+    const timedOut = `collection timed out after ${formatDuration(Math.ceil(deadlineMs / 1000))}`;
+    let expired = false;
     const timeout = this.#setTimer(() => {
-      abort.abort(
-        new Error(`collection timed out after ${formatDuration(this.#timeoutSeconds)}`),
-      );
-    }, this.#timeoutSeconds * 1000);
+      expired = true;
+      abort.abort(new Error(timedOut));
+    }, deadlineMs);
     const startedAt = this.#now();
     let result: CollectResult | null = null;
     let error: string | null = null;
+    let pending: Promise<CollectResult>;
     try {
-      result = await raceAbort(
-        job.collector.collect({
-          signal: abort.signal,
-          now: this.#now,
-          fetch: this.#fetch,
-          cluster: this.#cluster,
-        }),
-        abort.signal,
-      );
+      pending = job.collector.collect({
+        signal: abort.signal,
+        now: this.#now,
+        fetch: this.#fetch,
+        cluster: this.#cluster,
+      });
+    } catch (e) {
+      pending = Promise.reject(e);
+    }
+    try {
+      result = await raceAbort(pending, abort.signal);
     } catch (e) {
       error = errorText(e);
+      if (expired && !job.stopped && !this.#stopped) {
+        result = await this.#afterDeadline(job, pending);
+        if (!result) error = timedOut;
+      }
     } finally {
       this.#clearTimer(timeout);
       job.abort = null;

@@ -272,6 +272,89 @@ describe("pod json-path collector", () => {
   });
 });
 
+/** A pod fetch: hosts in `answer` reply `{"v": <last octet>}` at once, others wait for the abort. */
+function podFetch(answer: ReadonlySet<string>): typeof fetch {
+  return (input, init) => {
+    const host = new URL(String(input)).hostname;
+    if (answer.has(host)) {
+      const body = JSON.stringify({ v: Number(host.split(".")[3]) });
+      return Promise.resolve(new Response(body, { status: 200 }));
+    }
+    return new Promise((_resolve, reject) => {
+      const signal = init?.signal;
+      if (signal?.aborted) return reject(signal.reason);
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+  };
+}
+
+describe("pod json-path collector deadline", () => {
+  const cases: [string, number, number, number][] = [
+    // name, pods, interval (s), want ms at request-timeout 5s and 2 requests in flight
+    ["no pods: one request timeout", 0, 60, 5_000],
+    ["pods for one round", 2, 60, 5_000],
+    ["pods for two rounds", 3, 60, 10_000],
+    ["capped at the interval", 5, 12, 12_000],
+    ["never under one request timeout", 1, 2, 5_000],
+  ];
+  for (const [name, pods, interval, want] of cases) {
+    it(`reports its timeout: ${name}`, () => {
+      const cluster = deployment();
+      for (let i = 0; i < pods; i++) {
+        cluster.set("Pod", readyPod(`web-${i}`, { ip: `10.0.0.${i + 1}` }));
+      }
+      const collector = podJsonPathFactory.create({
+        plan: plan({ "json-key": "$.v", port: "9090", "request-timeout": "5s" }, {
+          intervalSeconds: interval,
+        }),
+        flags: { "max-concurrent-pod-requests": 2 },
+      });
+      assert.equal(collector.timeoutMs?.({ cluster, now: () => NOW }), want);
+    });
+  }
+
+  it("returns the pods that answered before an abort, with a warning for the rest", async () => {
+    const cluster = deployment();
+    for (let i = 1; i <= 4; i++) cluster.set("Pod", readyPod(`web-${i}`, { ip: `10.0.0.${i}` }));
+    const collector = podJsonPathFactory.create({
+      plan: plan({ "json-key": "$.v", port: "9090" }),
+      flags: { "max-concurrent-pod-requests": 3 },
+    });
+    const abort = new AbortController();
+    const pending = collector.collect({
+      ...ctx(cluster, abort.signal),
+      fetch: podFetch(new Set(["10.0.0.1", "10.0.0.3"])),
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    abort.abort(new Error("collection timed out after 20s"));
+    const result = await pending;
+    assert.deepEqual(result.samples, [
+      { objectName: "web-1", value: 1, timestamp: NOW },
+      { objectName: "web-3", value: 3, timestamp: NOW },
+    ]);
+    assert.deepEqual(result.warnings, [
+      "2 of 4 pods not collected for metric rps: collection timed out after 20s",
+    ]);
+  });
+
+  it("fails an aborted collection when no pod answered", async () => {
+    const cluster = deployment();
+    cluster.set("Pod", readyPod("web-1", { ip: "10.0.0.1" }));
+    const collector = podJsonPathFactory.create({
+      plan: plan({ "json-key": "$.v", port: "9090" }),
+      flags: {},
+    });
+    const abort = new AbortController();
+    const pending = collector.collect({
+      ...ctx(cluster, abort.signal),
+      fetch: podFetch(new Set()),
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    abort.abort(new Error("collector stopped"));
+    await assert.rejects(pending, { message: "collection aborted: collector stopped" });
+  });
+});
+
 describe("mapBounded", () => {
   it("keeps input order and reports failures per item", async () => {
     const out = await mapBounded(

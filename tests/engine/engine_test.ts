@@ -2,6 +2,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
+import { podJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
 import { skipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
 import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
@@ -20,6 +21,8 @@ interface Backend {
   answers: Map<string, Answer>;
   calls: Map<string, number>;
   signals: AbortSignal[];
+  /** What the fake collectors report as their own timeout, ms (none when absent). */
+  timeoutMs?: number;
 }
 
 function fakeExternal(backend: Backend): CollectorFactory {
@@ -32,6 +35,7 @@ function fakeExternal(backend: Backend): CollectorFactory {
       if (endpoint === "BAD") throw new Error(`unusable endpoint for metric ${plan.metricName}`);
       return {
         queryKey: `fake|${endpoint}`,
+        ...(backend.timeoutMs === undefined ? {} : { timeoutMs: () => backend.timeoutMs! }),
         async collect(ctx: CollectContext) {
           backend.calls.set(endpoint, (backend.calls.get(endpoint) ?? 0) + 1);
           backend.signals.push(ctx.signal);
@@ -585,8 +589,100 @@ describe("Engine", () => {
     await settle();
     await s.timers.advance(5_000);
     assert.equal(s.backend.signals[0].aborted, true);
+    assert.equal(s.reports.length, 0); // a second's grace to return what it has
+    await s.timers.advance(1_000);
     assert.deepEqual(s.reports.map((r) => r.error), ["collection timed out after 5s"]);
     assert.match(String(external(s, "q")), /collection timed out after 5s/);
+    await s.engine.stop();
+  });
+
+  it("waits for a collector's own timeout when it is longer than --collection-timeout", async () => {
+    const s = setup();
+    s.backend.timeoutMs = 30_000;
+    let answer: (n: number) => void = () => {};
+    s.backend.answers.set("A", () => new Promise<number>((r) => answer = r));
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
+    await s.engine.start();
+    await settle();
+    await s.timers.advance(20_000);
+    assert.equal(s.reports.length, 0);
+    answer(7);
+    await settle();
+    assert.deepEqual(s.reports.map((r) => [r.ok, r.durationMs]), [[true, 20_000]]);
+    assert.deepEqual(external(s, "q"), [7]);
+    s.backend.answers.set("A", () => new Promise<number>(() => {}));
+    await s.timers.advance(40_000); // the next collection starts at 60s (57s with jitter)
+    await s.timers.advance(30_000);
+    assert.deepEqual(s.reports.map((r) => r.error ?? null), [
+      null,
+      "collection timed out after 30s",
+    ]);
+    await s.engine.stop();
+  });
+
+  it("serves the pods that answered when a Pods collection reaches its deadline", async () => {
+    const answered = new Set(["10.0.0.1", "10.0.0.2"]);
+    const s = setup({
+      factories: [podJsonPathFactory],
+      flags: { "max-concurrent-pod-requests": 2 },
+      fetch: (input, init) => {
+        const host = new URL(String(input)).hostname;
+        if (answered.has(host)) {
+          return Promise.resolve(new Response(`{"rps": ${host.split(".")[3]}}`));
+        }
+        return new Promise((_resolve, reject) => {
+          init?.signal?.addEventListener("abort", () => reject(init.signal!.reason));
+        });
+      },
+    });
+    s.cluster.set("Deployment", {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web", namespace: "default" },
+      spec: { selector: { matchLabels: { app: "web" } } },
+    });
+    for (let i = 1; i <= 4; i++) s.cluster.set("Pod", readyPod(`web-${i}`, { ip: `10.0.0.${i}` }));
+    s.cluster.set("HorizontalPodAutoscaler", {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: "web",
+        namespace: "default",
+        annotations: {
+          "metric-config.pods.rps.json-path/json-key": "$.rps",
+          "metric-config.pods.rps.json-path/port": "9090",
+          "metric-config.pods.rps.json-path/request-timeout": "10s",
+        },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+        maxReplicas: 10,
+        metrics: [{
+          type: "Pods",
+          pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "1" } },
+        }],
+      },
+    });
+    await s.engine.start();
+    await settle();
+    await s.timers.advance(15_000); // --collection-timeout; 4 pods need 2 rounds of 10s
+    assert.equal(s.reports.length, 0);
+    await s.timers.advance(5_000);
+    await settle();
+    assert.deepEqual(s.reports.map((r) => [r.ok, r.warnings]), [[true, [
+      "2 of 4 pods not collected for metric rps: collection timed out after 20s",
+    ]]]);
+    const r = s.store.lookupCustom({
+      namespace: "default",
+      groupResource: "pods",
+      name: "*",
+      metricName: "rps",
+      metricSelector: "",
+    }, s.timers.now);
+    assert.deepEqual("items" in r ? r.items.map((i) => [i.objectName, i.value]) : r, [
+      ["web-1", 1],
+      ["web-2", 2],
+    ]);
     await s.engine.stop();
   });
 
