@@ -51,7 +51,9 @@ export function groupResourceOf(ref: Pick<ObjectReference, "apiVersion" | "kind"
 }
 
 /**
- * Where a plan's values are served. Throws for an Object metric without a describedObject.
+ * Where a plan's values are served. Throws for an Object metric without a describedObject. An
+ * Object metric on a Namespace is served for the HPA's own namespace (as the HPA controller
+ * asks for it), whatever namespace `describedObject.name` names.
  */
 export function servedAtOf(plan: MetricPlan): ServedAt {
   const namespace = plan.hpa.namespace;
@@ -82,11 +84,15 @@ export function servedAtOf(plan: MetricPlan): ServedAt {
       if (!d || !d.kind || !d.name) {
         throw new Error(`object metric ${plan.metricName} has no describedObject`);
       }
+      const groupResource = groupResourceOf(d);
       return {
         kind: "custom",
         namespace,
-        groupResource: groupResourceOf(d),
-        objectName: d.name,
+        groupResource,
+        // The HPA controller asks for a Namespace's metric at /namespaces/<its own
+        // namespace>/metrics/<metric>, whatever name describedObject gives: an HPA cannot
+        // read another namespace. The store keys a Namespace's values by the namespace itself.
+        objectName: groupResource === "namespaces" ? namespace : d.name,
         metricName: plan.metricName,
         metricSelector: labelSelectorString(plan.metricSelector),
       };

@@ -362,6 +362,57 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("serves an Object metric on a Namespace where the HPA controller asks: the HPA's namespace", async () => {
+    const objects: CollectorFactory = {
+      type: "prometheus",
+      metricTypes: ["Object"],
+      create: () => ({
+        queryKey: "fake-object",
+        collect: (ctx) => Promise.resolve({ samples: [{ value: 42, timestamp: ctx.now() }] }),
+      }),
+    };
+    const s = setup({ factories: [objects], flags: { "prometheus-server": "http://127.0.0.1:9" } });
+    s.cluster.set("HorizontalPodAutoscaler", {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: "web",
+        namespace: "shop",
+        annotations: { "metric-config.object.jobs.prometheus/query": "sum(jobs)" },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+        maxReplicas: 10,
+        metrics: [{
+          type: "Object",
+          object: {
+            metric: { name: "jobs" },
+            describedObject: { apiVersion: "v1", kind: "Namespace", name: "default" },
+            target: { type: "Value", value: "10" },
+          },
+        }],
+      },
+    });
+    await s.engine.start();
+    await settle();
+    // GET /apis/custom.metrics.k8s.io/v1beta2/namespaces/shop/metrics/jobs, as src/api/app.ts
+    // looks it up
+    const r = s.store.lookupCustom({
+      namespace: "shop",
+      groupResource: "namespaces",
+      name: "shop",
+      metricName: "jobs",
+      metricSelector: "",
+    }, s.timers.now);
+    assert.deepEqual(
+      "items" in r
+        ? r.items.map((i) => [i.namespace, i.groupResource, i.objectName, i.describedKind, i.value])
+        : r,
+      [["shop", "namespaces", "shop", { kind: "Namespace", apiVersion: "v1" }, 42]],
+    );
+    await s.engine.stop();
+  });
+
   it("keeps the good metrics of an HPA with a bad one, and explains the bad one", async () => {
     const s = setup();
     s.backend.answers.set("A", 5);
