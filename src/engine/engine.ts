@@ -91,6 +91,9 @@ export const COLLECTOR_EVENT_REASON = "CreateNewMetricsCollector";
 /** Largest share of an interval removed at random from each wait. */
 const JITTER = 0.1;
 
+/** How often a replica with events waiting checks whether it became the leader, ms. */
+const LEADER_CHECK_MS = 5000;
+
 /** How long a collection that reached its deadline may take to return what it has. */
 const ABORT_GRACE_MS = 1000;
 
@@ -226,6 +229,9 @@ export class Engine {
   #unwatch: (() => void)[] = [];
   /** Last event message per plan key (or HPA key), to emit only on change. */
   #events = new Map<string, string>();
+  /** Events not written because this replica was not the leader, per plan key (or HPA key). */
+  #pendingEvents = new Map<string, { hpa: KubeObject; message: string }>();
+  #leaderTimer: unknown = null;
   /** Conflict messages logged, per plan key. */
   #conflicts = new Map<string, string>();
   #active = 0;
@@ -290,6 +296,8 @@ export class Engine {
     for (const u of this.#unwatch.splice(0)) u();
     if (this.#gcTimer !== null) this.#clearTimer(this.#gcTimer);
     this.#gcTimer = null;
+    if (this.#leaderTimer !== null) this.#clearTimer(this.#leaderTimer);
+    this.#leaderTimer = null;
     for (const job of this.#jobs.values()) this.#stopJob(job);
     this.#jobs.clear();
     for (const w of this.#waiters.splice(0)) w();
@@ -334,13 +342,13 @@ export class Engine {
     } catch (e) {
       const msg = errorText(e);
       this.#removeHpa(hpaKey);
-      if (this.#events.get(hpaKey) !== msg) {
+      if (this.#lastEvent(hpaKey) !== msg) {
         this.#log.error("invalid HPA", { hpa: hpaKey, error: msg });
       }
       this.#event(hpaKey, hpa, msg, false);
       return;
     }
-    if (this.#events.has(hpaKey)) this.#events.delete(hpaKey);
+    this.#clearEvent(hpaKey);
     let state = this.#hpas.get(hpaKey);
     if (!state) {
       state = { key: hpaKey, obj: hpa, plans: new Map() };
@@ -422,7 +430,7 @@ export class Engine {
       );
       return entry;
     }
-    this.#events.delete(key);
+    this.#clearEvent(key);
     this.#log.info("collector started", {
       plan: key,
       collector: plan.collector,
@@ -452,7 +460,7 @@ export class Engine {
     if (entry.job) this.#unsubscribe(entry);
     if (removeFromStore) {
       this.#store.removePlan(entry.key);
-      this.#events.delete(entry.key);
+      this.#clearEvent(entry.key);
       this.#conflicts.delete(entry.key);
       this.#log.info("collector stopped", { plan: entry.key });
     }
@@ -463,7 +471,7 @@ export class Engine {
     if (!state) return;
     for (const entry of state.plans.values()) this.#stopEntry(entry, true);
     this.#hpas.delete(hpaKey);
-    this.#events.delete(hpaKey);
+    this.#clearEvent(hpaKey);
     this.#checkConflicts();
   }
 
@@ -482,17 +490,64 @@ export class Engine {
     }
   }
 
+  /**
+   * Write the events that waited for this replica to become the leader (the engine also checks
+   * every few seconds while some wait). Call it when leadership is gained.
+   */
+  emitPendingEvents(): void {
+    if (this.#stopped || this.#pendingEvents.size === 0 || !this.#isLeader()) return;
+    const pending = [...this.#pendingEvents];
+    this.#pendingEvents.clear();
+    for (const [key, p] of pending) {
+      if (this.#events.get(key) !== p.message) this.#writeEvent(key, p.hpa, p.message);
+    }
+  }
+
+  /** The event message last emitted or waiting for `key`. */
+  #lastEvent(key: string): string | undefined {
+    return this.#pendingEvents.get(key)?.message ?? this.#events.get(key);
+  }
+
+  /** The problem behind `key` is gone: forget its event, written or waiting. */
+  #clearEvent(key: string): void {
+    this.#events.delete(key);
+    this.#pendingEvents.delete(key);
+  }
+
   /** A Warning event on the HPA, when the message for `key` changed. */
   #event(key: string, hpa: KubeObject, message: string, incompatible: boolean): void {
     if (incompatible && this.#flags["disregard-incompatible-hpas"] === true) return;
-    if (this.#events.get(key) === message) return;
+    if (this.#events.get(key) === message) {
+      this.#pendingEvents.delete(key);
+      return;
+    }
     if (!this.#writer) {
       this.#events.set(key, message);
       return;
     }
-    if (!this.#isLeader()) return;
+    if (!this.#isLeader()) {
+      // Written once this replica leads (another replica may have written it meanwhile; a
+      // repeated event only raises its count).
+      this.#pendingEvents.set(key, { hpa, message });
+      this.#checkLeaderLater();
+      return;
+    }
+    this.#pendingEvents.delete(key);
+    this.#writeEvent(key, hpa, message);
+  }
+
+  #checkLeaderLater(): void {
+    if (this.#leaderTimer !== null || this.#stopped) return;
+    this.#leaderTimer = this.#setTimer(() => {
+      this.#leaderTimer = null;
+      this.emitPendingEvents();
+      if (this.#pendingEvents.size > 0) this.#checkLeaderLater();
+    }, LEADER_CHECK_MS);
+  }
+
+  #writeEvent(key: string, hpa: KubeObject, message: string): void {
     this.#events.set(key, message);
-    this.#writer.emitEvent("HorizontalPodAutoscaler", hpa, {
+    this.#writer!.emitEvent("HorizontalPodAutoscaler", hpa, {
       type: "Warning",
       reason: COLLECTOR_EVENT_REASON,
       message,
@@ -792,7 +847,7 @@ export class Engine {
       if (w !== "") this.#log.warn("collection partly failed", { query: job.id, warnings: w });
       job.lastWarnings = w;
     }
-    for (const key of job.subscribers.keys()) this.#events.delete(key);
+    for (const key of job.subscribers.keys()) this.#clearEvent(key);
   }
 
   #failed(job: Job, error: string, at: number): void {

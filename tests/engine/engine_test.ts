@@ -485,6 +485,35 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("writes the problems found while not the leader once it leads, except those gone meanwhile", async () => {
+    const s = setup();
+    s.leader.value = false;
+    s.backend.answers.set("A", 1);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "a", endpoint: "BAD" }, { name: "b", endpoint: "BAD" }]),
+    );
+    await s.engine.start();
+    await settle();
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "a", endpoint: "BAD" }, { name: "b", endpoint: "A" }]),
+    );
+    await s.timers.advance(10_000);
+    assert.deepEqual(s.writer.events, []);
+    s.leader.value = true;
+    await s.timers.advance(5_000);
+    const written = (): string[] => s.writer.events.map((e) => e.event.message);
+    assert.deepEqual(written(), [
+      "failed to create metrics collector for External metric a: unusable endpoint for metric a",
+    ]);
+    await s.timers.advance(60_000);
+    s.engine.emitPendingEvents();
+    assert.equal(written().length, 1);
+    await s.engine.stop();
+    assert.equal(s.timers.pending, 0);
+  });
+
   it("runs identical queries of different HPAs once per interval and serves both", async () => {
     const s = setup();
     s.backend.answers.set("A", 9);
