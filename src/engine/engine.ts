@@ -234,6 +234,12 @@ export class Engine {
   #leaderTimer: unknown = null;
   /** Conflict messages logged, per plan key. */
   #conflicts = new Map<string, string>();
+  /** Slot and query key of every plan declared to the store. */
+  #planSlots = new Map<string, { slot: string; query: string }>();
+  /** Query keys of the plans per slot (where the store's values may collide), counted. */
+  #slotQueries = new Map<string, Map<string, number>>();
+  /** Slots whose plans have different query keys: their collections may change conflicts. */
+  #contested = new Set<string>();
   #active = 0;
   #waiters: (() => void)[] = [];
   #inflight = new Set<Promise<void>>();
@@ -282,6 +288,7 @@ export class Engine {
         if (this.#stopped) return;
         const freed = this.#store.gc(this.#now());
         if (freed > 0) this.#log.debug(2, "expired values freed", { count: freed });
+        if (freed > 0 && this.#contested.size > 0) this.#checkConflicts();
         this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
       };
       this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
@@ -394,7 +401,11 @@ export class Engine {
     } catch (e) {
       entry.problem = errorText(e);
     }
-    if (servedAt) this.#store.upsertPlan(this.#storedPlan(key, plan, servedAt), now);
+    if (servedAt) {
+      const stored = this.#storedPlan(key, plan, servedAt);
+      this.#store.upsertPlan(stored, now);
+      this.#indexSlot(key, servedAt, stored.queryKey);
+    }
     if (entry.problem === null && plan.error !== null) entry.problem = plan.error;
     entry.incompatible = plan.collector === null || !this.#enabled.has(plan.collector);
     let collector: Collector | null = null;
@@ -460,6 +471,7 @@ export class Engine {
     if (entry.job) this.#unsubscribe(entry);
     if (removeFromStore) {
       this.#store.removePlan(entry.key);
+      this.#unindexSlot(entry.key);
       this.#clearEvent(entry.key);
       this.#conflicts.delete(entry.key);
       this.#log.info("collector stopped", { plan: entry.key });
@@ -475,6 +487,47 @@ export class Engine {
     this.#checkConflicts();
   }
 
+  /**
+   * Where the store may find two plans' values colliding (its slot: namespace, resource and
+   * metric; a Pods plan's pods or an External plan's series are only known once collected).
+   */
+  #indexSlot(key: string, at: ServedAt, query: string): void {
+    const slot = at.kind === "custom"
+      ? JSON.stringify(["c", at.namespace, at.groupResource, at.metricName, at.metricSelector])
+      : JSON.stringify(["e", at.namespace, at.metricName]);
+    const old = this.#planSlots.get(key);
+    if (old?.slot === slot && old.query === query) return;
+    if (old) this.#unindexSlot(key);
+    this.#planSlots.set(key, { slot, query });
+    let queries = this.#slotQueries.get(slot);
+    if (!queries) this.#slotQueries.set(slot, queries = new Map());
+    queries.set(query, (queries.get(query) ?? 0) + 1);
+    if (queries.size > 1) this.#contested.add(slot);
+  }
+
+  #unindexSlot(key: string): void {
+    const old = this.#planSlots.get(key);
+    if (!old) return;
+    this.#planSlots.delete(key);
+    const queries = this.#slotQueries.get(old.slot)!;
+    const n = queries.get(old.query)! - 1;
+    if (n > 0) queries.set(old.query, n);
+    else queries.delete(old.query);
+    if (queries.size === 0) this.#slotQueries.delete(old.slot);
+    if (queries.size <= 1) this.#contested.delete(old.slot);
+  }
+
+  /** Whether a collection for these plans may have changed the store's conflicts. */
+  #mayConflict(keys: Iterable<string>): boolean {
+    if (this.#contested.size === 0) return false;
+    for (const key of keys) {
+      const slot = this.#planSlots.get(key)?.slot;
+      if (slot !== undefined && this.#contested.has(slot)) return true;
+    }
+    return false;
+  }
+
+  /** Log and report the store's conflicts once per change of their message. */
   #checkConflicts(): void {
     const current = new Set<string>();
     for (const c of this.#store.conflicts()) {
@@ -485,8 +538,13 @@ export class Engine {
       const state = this.#hpas.get(`${c.plan.hpa.namespace}/${c.plan.hpa.name}`);
       if (state) this.#event(c.plan.key, state.obj, c.message, false);
     }
-    for (const key of [...this.#conflicts.keys()]) {
-      if (!current.has(key)) this.#conflicts.delete(key);
+    for (const [key, message] of [...this.#conflicts]) {
+      if (current.has(key)) continue;
+      this.#conflicts.delete(key);
+      if (!this.#planSlots.has(key)) continue;
+      this.#log.info("metric conflict resolved", { plan: key });
+      // the same conflict coming back is reported again
+      if (this.#lastEvent(key) === message) this.#clearEvent(key);
     }
   }
 
@@ -676,6 +734,7 @@ export class Engine {
             !old?.metadata.deletionTimestamp);
         if (gone) {
           this.#store.removeObject(obj.metadata.namespace ?? "default", "pods", obj.metadata.name);
+          if (this.#contested.size > 0) this.#checkConflicts();
         }
       }));
     }
@@ -809,8 +868,12 @@ export class Engine {
       }
     }
     const warnings = result?.warnings ?? [];
-    if (result) this.#succeeded(job, warnings);
-    else this.#failed(job, error ?? "collection failed", at);
+    if (result) {
+      this.#succeeded(job, warnings);
+      // A Pods plan's pods (an External plan's series) are known once written: conflicts with
+      // other plans of the same metric appear or go away here, not only on reconcile.
+      if (this.#mayConflict(job.subscribers.keys())) this.#checkConflicts();
+    } else this.#failed(job, error ?? "collection failed", at);
     this.#log.debug(2, "collection", {
       query: job.id,
       ok: result !== null,
@@ -847,7 +910,9 @@ export class Engine {
       if (w !== "") this.#log.warn("collection partly failed", { query: job.id, warnings: w });
       job.lastWarnings = w;
     }
-    for (const key of job.subscribers.keys()) this.#clearEvent(key);
+    for (const key of job.subscribers.keys()) {
+      if (!this.#conflicts.has(key)) this.#clearEvent(key);
+    }
   }
 
   #failed(job: Job, error: string, at: number): void {

@@ -627,6 +627,74 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("reports a conflict that a collection reveals, once, and its end", async () => {
+    const podsOf: Record<string, string[]> = { web: ["web-1"], api: ["api-1"] };
+    const byTarget: CollectorFactory = {
+      type: "json-path",
+      metricTypes: ["Pods"],
+      create: ({ plan }) => ({
+        queryKey: `pods|${plan.scaleTargetRef.name}`,
+        collect: (ctx) =>
+          Promise.resolve({
+            samples: podsOf[plan.scaleTargetRef.name].map((objectName) => ({
+              objectName,
+              value: 1,
+              timestamp: ctx.now(),
+            })),
+          }),
+      }),
+    };
+    const s = setup({ factories: [byTarget] });
+    for (const name of ["web", "api"]) {
+      s.cluster.set("HorizontalPodAutoscaler", {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: {
+          name,
+          namespace: "default",
+          annotations: {
+            "metric-config.pods.rps.json-path/json-key": "$.rps",
+            "metric-config.pods.rps.json-path/port": "9090",
+          },
+        },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+          maxReplicas: 10,
+          metrics: [{
+            type: "Pods",
+            pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "1" } },
+          }],
+        },
+      });
+    }
+    await s.engine.start();
+    await settle();
+    const logged = (): string[] =>
+      s.logger.entries.filter((e) => e.message.startsWith("metric conflict")).map((e) =>
+        `${e.message} ${e.fields.plan}`
+      );
+    assert.deepEqual(logged(), []);
+    podsOf.api = ["api-1", "web-1"]; // the api Deployment's selector now takes in web-1
+    await s.timers.advance(57_000);
+    await s.timers.advance(57_000);
+    assert.deepEqual(logged(), [
+      "metric conflict default/api/0/Pods/rps",
+      "metric conflict default/web/0/Pods/rps",
+    ]);
+    assert.deepEqual(s.writer.events.map((e) => [e.name, e.event.message.split(":")[0]]), [
+      ["default/api", "conflict with HPA default/web"],
+      ["default/web", "conflict with HPA default/api"],
+    ]);
+    podsOf.api = ["api-1"];
+    await s.timers.advance(57_000);
+    assert.deepEqual(logged().slice(2), [
+      "metric conflict resolved default/api/0/Pods/rps",
+      "metric conflict resolved default/web/0/Pods/rps",
+    ]);
+    assert.equal(s.writer.events.length, 2);
+    await s.engine.stop();
+  });
+
   it("bounds concurrent collections by --max-concurrent-collections", async () => {
     const s = setup({ flags: { "max-concurrent-collections": 2 } });
     let running = 0;
