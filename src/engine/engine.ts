@@ -83,6 +83,19 @@ export interface EngineOptions {
   /** Whether this replica may write (leader election). Default: always. */
   isLeader?: () => boolean;
   onCollection?: (report: CollectionReport) => void;
+  /**
+   * Called once per HPA reconcile (every add, update and resync), with `ok` when every metric
+   * of the HPA was planned and its collector created (own metrics
+   * `kube_metrics_adapter_updates_success` / `_updates_error` count these).
+   */
+  onReconcile?: (report: ReconcileReport) => void;
+}
+
+/** The outcome of one HPA reconcile. */
+export interface ReconcileReport {
+  /** `namespace/name` of the HPA. */
+  hpa: string;
+  ok: boolean;
 }
 
 /** Event reason of metrics that cannot be planned, collected or served. */
@@ -218,6 +231,7 @@ export class Engine {
   readonly #writer?: ClusterWriter;
   readonly #isLeader: () => boolean;
   readonly #onCollection?: (report: CollectionReport) => void;
+  readonly #onReconcile?: (report: ReconcileReport) => void;
   readonly #enabled: ReadonlySet<string>;
   readonly #maxCollections: number;
   readonly #timeoutSeconds: number;
@@ -263,6 +277,7 @@ export class Engine {
     this.#writer = options.writer;
     this.#isLeader = options.isLeader ?? (() => true);
     this.#onCollection = options.onCollection;
+    this.#onReconcile = options.onReconcile;
     this.#enabled = enabledCollectors(options.flags);
     this.#maxCollections = Math.max(1, numberOr(options.flags, "max-concurrent-collections", 64));
     this.#timeoutSeconds = numberOr(options.flags, "collection-timeout", 15);
@@ -353,6 +368,7 @@ export class Engine {
         this.#log.error("invalid HPA", { hpa: hpaKey, error: msg });
       }
       this.#event(hpaKey, hpa, msg, false);
+      this.#onReconcile?.({ hpa: hpaKey, ok: false });
       return;
     }
     this.#clearEvent(hpaKey);
@@ -375,12 +391,17 @@ export class Engine {
       if (old) this.#stopEntry(old, false);
       state.plans.set(key, this.#startEntry(state, plan, key));
     }
+    let ok = true;
     for (const [key, entry] of state.plans) {
-      if (seen.has(key)) continue;
+      if (seen.has(key)) {
+        if (entry.problem !== null) ok = false;
+        continue;
+      }
       this.#stopEntry(entry, true);
       state.plans.delete(key);
     }
     this.#checkConflicts();
+    this.#onReconcile?.({ hpa: hpaKey, ok });
   }
 
   // -- plans ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import type { FlagValues } from "../../src/cli/flags.ts";
 import { parseSelector } from "../../src/core/label_selector.ts";
 import { collectionPhase, Engine } from "../../src/engine/engine.ts";
-import type { CollectionReport } from "../../src/engine/engine.ts";
+import type { CollectionReport, ReconcileReport } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MetricStore } from "../../src/store/store.ts";
 import { ManualTimers, MemoryCluster, readyPod, RecordingWriter, settle } from "./support.ts";
@@ -145,6 +145,7 @@ interface Setup {
   writer: RecordingWriter;
   logger: ReturnType<typeof memoryLogger>;
   reports: CollectionReport[];
+  reconciles: ReconcileReport[];
   engine: Engine;
   leader: { value: boolean };
 }
@@ -166,6 +167,7 @@ function setup(
   const writer = new RecordingWriter(cluster);
   const logger = memoryLogger();
   const reports: CollectionReport[] = [];
+  const reconciles: ReconcileReport[] = [];
   const leader = { value: true };
   const engine = new Engine({
     cluster,
@@ -180,9 +182,10 @@ function setup(
     writer: options.writer === false ? undefined : writer,
     isLeader: () => leader.value,
     onCollection: (r) => reports.push(r),
+    onReconcile: (r) => reconciles.push(r),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
-  return { cluster, timers, store, backend, writer, logger, reports, engine, leader };
+  return { cluster, timers, store, backend, writer, logger, reports, reconciles, engine, leader };
 }
 
 function external(s: Setup, metric: string, namespace = "default"): number[] | string {
@@ -453,6 +456,38 @@ describe("Engine", () => {
     await settle();
     assert.equal(s.writer.events.length, 2);
     assert.equal(s.backend.calls.get("A"), 1);
+    await s.engine.stop();
+  });
+
+  it("reports every HPA reconcile once, ok only when all its collectors were created", async () => {
+    const s = setup();
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("good", [{ name: "q", endpoint: "A" }]));
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("mixed", [{ name: "q", endpoint: "A" }, { name: "r", endpoint: "BAD" }]),
+    );
+    s.cluster.set("HorizontalPodAutoscaler", {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "invalid", namespace: "default" },
+      spec: { maxReplicas: "ten" },
+    });
+    await s.engine.start();
+    await settle();
+    // a resync: the same objects again
+    for (const name of ["good", "mixed"]) {
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        s.cluster.get("HorizontalPodAutoscaler", "default", name)!,
+      );
+    }
+    assert.deepEqual(s.reconciles.map((r) => [r.hpa, r.ok]), [
+      ["default/good", true],
+      ["default/mixed", false],
+      ["default/invalid", false],
+      ["default/good", true],
+      ["default/mixed", false],
+    ]);
     await s.engine.stop();
   });
 
