@@ -87,7 +87,10 @@ interface Slot {
 /** What an external read with one selector needs, valid for one slot version. */
 interface ExternalMemo {
   version: number;
-  /** Plans whose metric labels (or whole metric selector) the selector matches. */
+  /**
+   * The plans whose metric selector is exactly the request's, if any; else those whose metric
+   * labels the selector matches.
+   */
   matching: PlanState[];
   allowed: Set<string>;
   /** Entries that can answer, in key order; `anyPlan`: its series labels match as well. */
@@ -102,6 +105,8 @@ interface PlanState {
   slotKey: string;
   /** Full identity of the place (incl. object name or series labels). */
   servedKey: string;
+  /** External plans: canonical string of the HPA's whole metric selector. */
+  exactSelector?: string;
   /** Custom plans of one object and external plans: conflicts are known when declared. */
   fixed: boolean;
   declaredAt?: number;
@@ -171,6 +176,22 @@ function customSlotKey(
   metricSelector: string,
 ): string {
   return `c${SEP}${namespace}${SEP}${groupResource}${SEP}${metricName}${SEP}${metricSelector}`;
+}
+
+/**
+ * The canonical string of an external plan's metric selector: as given when it has
+ * matchExpressions, else its matchLabels as equality requirements (what the HPA controller
+ * sends as `labelSelector`).
+ */
+function exactSelectorOf(at: Extract<ServedAt, { kind: "external" }>): string {
+  if (at.metricSelector !== undefined) return at.metricSelector;
+  return formatSelector(
+    Object.keys(at.metricLabels).map((key) => ({
+      key,
+      operator: "=" as const,
+      values: [at.metricLabels[key]],
+    })),
+  );
 }
 
 function externalSlotKey(namespace: string, metricName: string): string {
@@ -270,6 +291,7 @@ export class MetricStore {
       plan,
       slotKey,
       servedKey,
+      ...(at_.kind === "external" ? { exactSelector: exactSelectorOf(at_) } : {}),
       fixed: at_.kind === "external" || at_.objectName !== null,
       declaredAt: at,
       written: new Set(),
@@ -627,18 +649,45 @@ export class MetricStore {
     let memos = slot.externalMemo;
     const hit = memos?.get(canonical);
     if (hit && hit.version === slot.version) return hit;
-    const matching: PlanState[] = [];
+    // The HPA controller sums every item it gets: when some HPA's metric selector is exactly
+    // the request's, only such plans answer (not the plans whose labels are a superset).
+    // Other selectors (a person's `kubectl get --raw`) match plans and series by labels.
+    const exact: PlanState[] = [];
+    const byLabels: PlanState[] = [];
     for (const key of slot.plans) {
       const s = this.#plans.get(key)!;
       const at = s.plan.servedAt;
-      if (
-        at.kind === "external" &&
-        ((at.metricSelector !== undefined && at.metricSelector === canonical) ||
-          matchesSelector(selector, at.metricLabels))
-      ) matching.push(s);
+      if (at.kind !== "external") continue;
+      if (s.exactSelector === canonical) exact.push(s);
+      else if (exact.length === 0 && matchesSelector(selector, at.metricLabels)) byLabels.push(s);
     }
+    const matching = exact.length > 0 ? exact : byLabels;
     const allowed = new Set(matching.map((s) => s.plan.key));
     const candidates: ExternalMemo["candidates"] = [];
+    if (exact.length > 0) {
+      const keys = new Set<string>();
+      for (const s of exact) for (const k of s.written) keys.add(k);
+      for (const key of [...keys].sort()) {
+        const entry = slot.entries.get(key);
+        if (entry) candidates.push({ entry, anyPlan: false });
+      }
+    } else {
+      this.#labelCandidates(slot, selector, allowed, candidates);
+    }
+    const memo: ExternalMemo = { version: slot.version, matching, allowed, candidates };
+    if (!memos) slot.externalMemo = memos = new Map();
+    else if (!hit && memos.size >= EXTERNAL_MEMO_LIMIT) memos.clear();
+    memos.set(canonical, memo);
+    return memo;
+  }
+
+  /** Entries whose series labels match, or that hold a value of an allowed plan, in key order. */
+  #labelCandidates(
+    slot: Slot,
+    selector: Selector,
+    allowed: Set<string>,
+    candidates: ExternalMemo["candidates"],
+  ): void {
     for (const key of this.#sortedKeys(slot)) {
       const entry = slot.entries.get(key)!;
       // every value of an entry has the same series labels (they make the entry key)
@@ -658,11 +707,6 @@ export class MetricStore {
       }
       if (anyPlan || mine) candidates.push({ entry, anyPlan });
     }
-    const memo: ExternalMemo = { version: slot.version, matching, allowed, candidates };
-    if (!memos) slot.externalMemo = memos = new Map();
-    else if (!hit && memos.size >= EXTERNAL_MEMO_LIMIT) memos.clear();
-    memos.set(canonical, memo);
-    return memo;
   }
 
   #externalItem(v: StoredValue, metricName: string): ExternalItem {

@@ -59,6 +59,20 @@ function externalPlan(
   };
 }
 
+/** An External plan of metric `m` in namespace x (the HPA's matchLabels are its labels). */
+function externalMetricPlan(hpa: string, labels: Record<string, string>): StoredPlan {
+  return {
+    key: `x/${hpa}#0/External/m`,
+    hpa: { namespace: "x", name: hpa },
+    servedAt: { kind: "external", namespace: "x", metricName: "m", metricLabels: labels },
+    queryKey: "q-" + hpa,
+  };
+}
+
+function mExt(selector: string) {
+  return { namespace: "x", metricName: "m", selector: parseSelector(selector) };
+}
+
 function pods(name: string, namespace = "default", metricSelector = ""): CustomLookup {
   return { namespace, groupResource: "pods", name, metricName: "rps", metricSelector };
 }
@@ -368,6 +382,73 @@ describe("MetricStore external selectors", () => {
     store.upsertPlan(plan, T0);
     store.recordSuccess(plan.key, [{ value: 4, timestamp: T0 }], T0);
     assert.deepEqual(values(store.lookupExternal(ext("type=sqs, queue in (b,a)"), T0)), [4]);
+  });
+
+  it("answers an HPA's read only from plans with exactly its selector, not from plans with more labels", () => {
+    // the HPA controller sums every item it gets: a's target must not see b's value
+    const store = new MetricStore();
+    const a = externalMetricPlan("a", { type: "prometheus" });
+    const b = externalMetricPlan("b", { type: "prometheus", app: "b" });
+    store.upsertPlan(a, T0);
+    store.upsertPlan(b, T0);
+    store.recordSuccess(a.key, [{ value: 10, timestamp: T0 }], T0);
+    store.recordSuccess(b.key, [{ value: 1000, timestamp: T0 }], T0);
+    const table: [string, number[]][] = [
+      ["type=prometheus", [10]],
+      ["app=b,type=prometheus", [1000]],
+      // no plan has exactly these selectors: series labels decide (a manual kubectl get --raw)
+      ["app=b", [1000]],
+      ["type", [1000, 10]],
+      ["type=prometheus,app!=b", [10]],
+    ];
+    for (const [selector, want] of table) {
+      assert.deepEqual(values(store.lookupExternal(mExt(selector), T0)), want, selector);
+    }
+  });
+
+  it("compares exact selectors with their matchExpressions", () => {
+    const store = new MetricStore();
+    const a = externalMetricPlan("a", { type: "prometheus" });
+    const c = externalMetricPlan("c", { type: "prometheus", team: "c" });
+    (c.servedAt as { metricSelector?: string }).metricSelector =
+      "app in (b),team=c,type=prometheus";
+    store.upsertPlan(a, T0);
+    store.upsertPlan(c, T0);
+    store.recordSuccess(a.key, [{ value: 10, timestamp: T0 }], T0);
+    store.recordSuccess(c.key, [{ value: 7, timestamp: T0 }], T0);
+    const table: [string, number[]][] = [
+      ["type=prometheus", [10]],
+      ["type=prometheus, team=c, app in (b)", [7]],
+      // c's matchLabels alone are not c's selector: no exact plan, labels decide
+      ["team=c,type=prometheus", [7]],
+    ];
+    for (const [selector, want] of table) {
+      assert.deepEqual(values(store.lookupExternal(mExt(selector), T0)), want, selector);
+    }
+  });
+
+  it("forgets remembered external reads when plans come, go or change their selector", () => {
+    const store = new MetricStore();
+    const a = externalMetricPlan("a", { type: "prometheus" });
+    const b = externalMetricPlan("b", { type: "prometheus", app: "b" });
+    store.upsertPlan(b, T0);
+    store.recordSuccess(b.key, [{ value: 1000, timestamp: T0 }], T0);
+    const read = (): number[] | string => {
+      const got = store.lookupExternal(mExt("type=prometheus"), T0);
+      return "items" in got ? got.items.map((i) => i.value) : got.miss.reason;
+    };
+    assert.deepEqual(read(), [1000]);
+    store.upsertPlan(a, T0);
+    assert.deepEqual(read(), "not collected yet (planned at 2024-01-02T03:04:05Z)");
+    store.recordSuccess(a.key, [{ value: 10, timestamp: T0 }], T0);
+    assert.deepEqual(read(), [10]);
+    store.upsertPlan(externalMetricPlan("a", { type: "prometheus", app: "a" }), T0);
+    assert.deepEqual(read(), [1000]);
+    store.upsertPlan(a, T0);
+    store.recordSuccess(a.key, [{ value: 11, timestamp: T0 }], T0);
+    assert.deepEqual(read(), [11]);
+    store.removePlan(a.key);
+    assert.deepEqual(read(), [1000]);
   });
 
   it("serves each sample's own series labels", () => {
