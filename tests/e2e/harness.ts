@@ -880,6 +880,7 @@ async function runSuite(testArgs: string[]): Promise<number> {
     "tsx",
     "--test",
     "--test-concurrency=1",
+    ...testArgs,
     suite,
   ], {
     cwd: ROOT,
