@@ -143,6 +143,8 @@ interface Job {
   /** Ends what the job waits for (its kinds, a grace period) when it is stopped. */
   wake: (() => void) | null;
   ready: Promise<void>;
+  /** Whether `ready` resolved. */
+  kindsReady: boolean;
   last: { samples: CollectResult["samples"]; at: number } | null;
   lastError: string | null;
   lastWarnings: string;
@@ -239,6 +241,8 @@ export class Engine {
   #hpas = new Map<string, HpaState>();
   #jobs = new Map<string, Job>();
   #ensured = new Map<Kind, Promise<void>>();
+  /** Kinds whose `ensure` failed, with the error (a source without `kindError`). */
+  #ensureErrors = new Map<Kind, string>();
   #kindsReady = new Map<string, Promise<void>>();
   #unwatch: (() => void)[] = [];
   /** Last event message per plan key (or HPA key), to emit only on change. */
@@ -296,6 +300,10 @@ export class Engine {
     );
     await this.#cluster.ensure("HorizontalPodAutoscaler");
     if (this.#stopped) return;
+    const hpaError = this.#cluster.kindError?.("HorizontalPodAutoscaler") ?? null;
+    if (hpaError !== null) {
+      this.#log.error("cannot watch kind", { kind: "HorizontalPodAutoscaler", error: hpaError });
+    }
     for (const hpa of this.#cluster.list("HorizontalPodAutoscaler")) this.reconcile(hpa);
     const gcSeconds = numberOr(this.#flags, "garbage-collector-interval", 600);
     if (gcSeconds > 0) {
@@ -655,6 +663,7 @@ export class Engine {
         abort: null,
         wake: null,
         ready: this.#ensureKinds(collector.kinds ?? []),
+        kindsReady: false,
         last: null,
         lastError: null,
         lastWarnings: "",
@@ -759,7 +768,11 @@ export class Engine {
         }
       }));
     }
-    p = this.#cluster.ensure(kind).catch((e) => {
+    p = this.#cluster.ensure(kind).then(() => {
+      const error = this.#cluster.kindError?.(kind) ?? null;
+      if (error !== null) this.#log.error("cannot watch kind", { kind, error });
+    }, (e) => {
+      this.#ensureErrors.set(kind, errorText(e));
       this.#log.error("cannot watch kind", { kind, error: errorText(e) });
     });
     this.#ensured.set(kind, p);
@@ -785,7 +798,17 @@ export class Engine {
   async #run(job: Job): Promise<void> {
     job.running = true;
     try {
-      await job.ready;
+      if (!job.kindsReady) {
+        // Until its kinds are synced; a stop ends the wait (a kind may never sync).
+        await new Promise<void>((resolve) => {
+          job.wake = resolve;
+          job.ready.then(() => {
+            job.kindsReady = true;
+            resolve();
+          });
+        });
+        job.wake = null;
+      }
       if (job.stopped || this.#stopped) return;
       const queued = await this.#acquire();
       try {
@@ -802,13 +825,40 @@ export class Engine {
             queued ? Math.max(1, Math.round(job.intervalMs * collectionPhase(job.id))) : undefined,
           );
         }
-        await this.#collect(job);
+        const kindProblem = this.#kindProblem(job);
+        if (kindProblem === null) await this.#collect(job);
+        else this.#kindFailed(job, kindProblem);
       } finally {
         this.#release();
       }
     } finally {
       job.running = false;
     }
+  }
+
+  /** `cannot watch <Kind>: <error>` when a kind the collector reads cannot be listed, or null. */
+  #kindProblem(job: Job): string | null {
+    for (const kind of job.collector.kinds ?? []) {
+      const error = this.#cluster.kindError?.(kind) ?? this.#ensureErrors.get(kind) ?? null;
+      if (error !== null) return `cannot watch ${kind}: ${error}`;
+    }
+    return null;
+  }
+
+  /** A collection that cannot run: its kind has no data (the next tick checks again). */
+  #kindFailed(job: Job, error: string): void {
+    const at = this.#now();
+    this.#failed(job, error, at);
+    this.#onCollection?.({
+      collector: job.type,
+      queryKey: job.id,
+      planKeys: [...job.subscribers.keys()],
+      ok: false,
+      error,
+      warnings: [],
+      startedAt: at,
+      durationMs: 0,
+    });
   }
 
   /** The deadline of a collection, ms: `--collection-timeout`, or the collector's own if longer. */

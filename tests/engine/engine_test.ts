@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../src/cluster/types.ts";
+import type { Kind, KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import { podJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
 import { skipperFactory } from "../../src/collectors/skipper.ts";
@@ -137,6 +137,57 @@ function fakePrometheusFetch(value: string, calls: { n: number }): typeof fetch 
   };
 }
 
+/** A cluster whose kinds can fail to list (`kindError`) or never sync. */
+class FailingCluster extends MemoryCluster {
+  readonly errors = new Map<Kind, string>();
+  readonly never = new Set<Kind>();
+
+  kindError(kind: Kind): string | null {
+    return this.errors.get(kind) ?? null;
+  }
+
+  override ensure(kind: Kind): Promise<void> {
+    return this.never.has(kind) ? new Promise<void>(() => {}) : super.ensure(kind);
+  }
+}
+
+/** A Pods collector reading pods of a Rollout. */
+function rolloutPods(): CollectorFactory {
+  return {
+    type: "json-path",
+    metricTypes: ["Pods"],
+    create: () => ({
+      queryKey: "rollout-pods",
+      kinds: ["Pod", "Rollout"],
+      collect: (ctx) =>
+        Promise.resolve({ samples: [{ objectName: "web-1", value: 4, timestamp: ctx.now() }] }),
+    }),
+  };
+}
+
+function rolloutHpa(): KubeObject {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: {
+      name: "web",
+      namespace: "default",
+      annotations: {
+        "metric-config.pods.rps.json-path/json-key": "$.rps",
+        "metric-config.pods.rps.json-path/port": "9090",
+      },
+    },
+    spec: {
+      scaleTargetRef: { apiVersion: "argoproj.io/v1alpha1", kind: "Rollout", name: "web" },
+      maxReplicas: 10,
+      metrics: [{
+        type: "Pods",
+        pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "1" } },
+      }],
+    },
+  };
+}
+
 interface Setup {
   cluster: MemoryCluster;
   timers: ManualTimers;
@@ -158,9 +209,10 @@ function setup(
     /** Wraps the manual timers' setTimer (to make a timer fire late). */
     setTimer?: (set: ManualTimers["setTimer"]) => ManualTimers["setTimer"];
     fetch?: typeof fetch;
+    cluster?: MemoryCluster;
   } = {},
 ): Setup {
-  const cluster = new MemoryCluster();
+  const cluster = options.cluster ?? new MemoryCluster();
   const timers = new ManualTimers();
   const store = new MetricStore({ ttlSeconds: 900 });
   const backend: Backend = { answers: new Map(), calls: new Map(), signals: [] };
@@ -867,6 +919,52 @@ describe("Engine", () => {
       ["web-2", 2],
     ]);
     await s.engine.stop();
+  });
+
+  it("records a kind that cannot be listed as the failure of the plans that read it", async () => {
+    const cluster = new FailingCluster();
+    cluster.errors.set("Rollout", "list rollouts.argoproj.io: 403 Forbidden");
+    const s = setup({ cluster, factories: [rolloutPods()] });
+    s.cluster.set("HorizontalPodAutoscaler", rolloutHpa());
+    await s.engine.start();
+    await settle();
+    const served = (): string | [string, number][] => {
+      const r = s.store.lookupCustom({
+        namespace: "default",
+        groupResource: "pods",
+        name: "*",
+        metricName: "rps",
+        metricSelector: "",
+      }, s.timers.now);
+      return "items" in r ? r.items.map((i) => [i.objectName, i.value]) : r.miss.reason;
+    };
+    const want = "cannot watch Rollout: list rollouts.argoproj.io: 403 Forbidden";
+    assert.match(String(served()), new RegExp(want));
+    assert.deepEqual(s.reports.map((r) => [r.ok, r.error]), [[false, want]]);
+    assert.deepEqual(s.writer.events.map((e) => e.event.message), [
+      `failed to collect Pods metric rps: ${want}`,
+    ]);
+    cluster.errors.delete("Rollout");
+    await s.timers.advance(60_000);
+    assert.deepEqual(served(), [["web-1", 4]]);
+    await s.engine.stop();
+  });
+
+  it("stops without waiting for a kind that never syncs", async () => {
+    const cluster = new FailingCluster();
+    cluster.never.add("Rollout");
+    const s = setup({ cluster, factories: [rolloutPods()] });
+    s.cluster.set("HorizontalPodAutoscaler", rolloutHpa());
+    await s.engine.start();
+    await settle();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      s.engine.stop().then(() => "stopped"),
+      new Promise<string>((r) => timer = setTimeout(() => r("hung"), 2000)),
+    ]);
+    clearTimeout(timer);
+    assert.equal(outcome, "stopped");
+    assert.equal(s.reports.length, 0);
   });
 
   it("stops every timer and aborts collections in flight", async () => {
