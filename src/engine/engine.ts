@@ -5,9 +5,15 @@
  * - Reconcile per HPA on add/update/delete: only plans whose inputs changed are restarted; a
  *   bad metric of an HPA does not stop its good ones; a deleted HPA's plans leave the store.
  * - Plans with the same collector query key share one collection (a "job") per interval.
- * - One global bound on concurrent collections; each collection has a deadline.
+ * - One global bound on concurrent collections; each collection has a deadline
+ *   (`--collection-timeout`, or the collector's own timeout when longer); at the deadline a
+ *   collector may still return what it has (the pods that answered).
  * - Failures keep the last good value (until its TTL), are logged once per change of the error
- *   text and reported as a Warning event on the HPA when the reason changes (leader only).
+ *   text and reported as a Warning event on the HPA when the reason changes (leader only; a
+ *   follower keeps them and writes them once it leads). A kind that cannot be listed is the
+ *   failure of the plans that read it.
+ * - Conflicts between plans are checked on reconcile and after collections that may reveal
+ *   them, and reported once per change.
  */
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
 import type { FlagValues } from "../cli/flags.ts";
