@@ -105,6 +105,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     else log[level](message);
   };
   try {
+    let engineRef: Engine | null = null;
     const manifests = listFlag(flags, "manifests");
     let cluster: ClusterView & ClusterWriter;
     let kubeSource: KubeClusterSource | null = null;
@@ -147,7 +148,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
           leaseDurationSeconds: numberFlag(flags, "leader-elect-lease-duration"),
           renewDeadlineSeconds: numberFlag(flags, "leader-elect-renew-deadline"),
           retryPeriodSeconds: numberFlag(flags, "leader-elect-retry-period"),
-          onStartedLeading: () => log.info("became the leader: writing status, events and scale"),
+          onStartedLeading: () => {
+            log.info("became the leader: writing status, events and scale");
+            // events held back while another replica led are written now
+            engineRef?.emitPendingEvents();
+          },
           onStoppedLeading: () => log.info("stopped leading"),
           logger: kubeLogger,
         })
@@ -175,7 +180,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       isLeader,
       now: io.now,
       onCollection: (r) => metrics.observeCollection(r.collector, r.ok, r.durationMs / 1000),
+      // kube-metrics-adapter's "updates": one per HPA per reconcile, error when a metric failed
+      onReconcile: (r) => (r.ok ? metrics.updatesSuccess : metrics.updatesError).inc(),
     });
+    engineRef = engine;
     const gcTimer = setInterval(
       () => store.gc(io.now()),
       Math.max(1, numberFlag(flags, "garbage-collector-interval")) * 1000,

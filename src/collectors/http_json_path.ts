@@ -84,6 +84,11 @@ class HttpJsonPathCollector implements Collector {
     }|${config.timeoutSeconds}`;
   }
 
+  /** The engine's deadline is at least the `request-timeout` the HPA asked for. */
+  timeoutMs(): number {
+    return this.#config.timeoutSeconds * 1000;
+  }
+
   async collect(ctx: CollectContext & LookupContext): Promise<CollectResult> {
     const cfg = this.#config;
     // The endpoint is the HPA author's choice: a name may resolve to a metadata service.

@@ -182,6 +182,9 @@ describe("serve on the demo manifests (in-process, fixed clock)", () => {
       return m && Number(m[1]) >= 3 ? r.body : null;
     });
     assert.match(text, /^kube_metrics_adapter_collections_error 0$/m);
+    // one update per HPA reconcile, as kube-metrics-adapter counts them: the demo's 3 HPAs plan cleanly
+    assert.match(text, /^kube_metrics_adapter_updates_success 3$/m);
+    assert.match(text, /^kube_metrics_adapter_updates_error 0$/m);
   });
 });
 

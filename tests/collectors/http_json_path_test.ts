@@ -142,6 +142,19 @@ describe("http json-path collector", () => {
     }
   });
 
+  it("asks the engine for a deadline of its own request-timeout (default 15s)", () => {
+    const custom = httpJsonPathFactory.create({
+      plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n", "request-timeout": "30s" }),
+      flags: {},
+    });
+    const dflt = httpJsonPathFactory.create({
+      plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
+      flags: {},
+    });
+    assert.equal(custom.timeoutMs?.({ cluster: new MemoryCluster(), now: () => 0 }), 30_000);
+    assert.equal(dflt.timeoutMs?.({ cluster: new MemoryCluster(), now: () => 0 }), 15_000);
+  });
+
   it("shares a query between HPAs with the same endpoint and extraction", () => {
     const a = httpJsonPathFactory.create({
       plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
