@@ -68,11 +68,21 @@ interface StoredValue {
   itemPlan?: StoredPlan;
 }
 
+/**
+ * A set of keys, kept as the key itself while it has one member and as a Set from the second
+ * on: most plans hold one entry, share their place with nobody and conflict with nobody, and a
+ * one-member Set costs ~200 bytes. Adding and deleting keep a Set's iteration order.
+ */
+type Keys = string | Set<string> | undefined;
+
+/** The values at one entry: the value itself while one plan holds it, else plan key -> value. */
+type Entry = StoredValue | Map<string, StoredValue>;
+
 /** Values at one place: entry (object name or series key) -> plan key -> value. */
 interface Slot {
   kind: "custom" | "external";
-  plans: Set<string>;
-  entries: Map<string, Map<string, StoredValue>>;
+  plans: Keys;
+  entries: Map<string, Entry>;
   /**
    * Bumped when a plan or an entry comes or goes, or a plan starts or stops holding a value
    * in an entry (not when a value is replaced): what the read memos below depend on.
@@ -82,6 +92,8 @@ interface Slot {
   sorted: string[] | null;
   /** External reads by canonical selector: which plans and entries can answer. */
   externalMemo: Map<string, ExternalMemo> | null;
+  /** External slots: plan keys by their whole metric selector (canonical string). */
+  exact: Map<string, string | Set<string>> | null;
 }
 
 /** What an external read with one selector needs, valid for one slot version. */
@@ -93,8 +105,11 @@ interface ExternalMemo {
    */
   matching: PlanState[];
   allowed: Set<string>;
-  /** Entries that can answer, in key order; `anyPlan`: its series labels match as well. */
-  candidates: { entry: Map<string, StoredValue>; anyPlan: boolean }[];
+  /**
+   * Keys of the entries that can answer, in key order (an entry's value object changes with
+   * each collection); `anyPlan`: its series labels match as well.
+   */
+  candidates: { key: string; anyPlan: boolean }[];
 }
 
 /** External selectors remembered per slot before the memo starts over. */
@@ -114,9 +129,56 @@ interface PlanState {
   lastError?: string;
   lastErrorAt?: number;
   /** Entry keys this plan holds values under. */
-  written: Set<string>;
-  /** Keys of the plans this one conflicts with. */
-  conflicts: Set<string>;
+  written: Keys;
+  /** Keys of the plans this one conflicts with (undefined: none). */
+  conflicts: Keys;
+}
+
+function addKey(keys: Keys, key: string): string | Set<string> {
+  if (keys === undefined || keys === key) return key;
+  if (typeof keys === "string") return new Set([keys, key]);
+  keys.add(key);
+  return keys;
+}
+
+function deleteKey(keys: Keys, key: string): Keys {
+  if (typeof keys !== "object") return keys === key ? undefined : keys;
+  keys.delete(key);
+  if (keys.size > 1) return keys;
+  for (const only of keys) return only;
+  return undefined;
+}
+
+/** The members, to go through (not to change meanwhile: copy first). */
+function keysOf(keys: Keys): Iterable<string> {
+  return typeof keys === "object" ? keys : keys === undefined ? [] : [keys];
+}
+
+function entryGet(entry: Entry | undefined, planKey: string): StoredValue | undefined {
+  if (entry instanceof Map) return entry.get(planKey);
+  return entry?.planKey === planKey ? entry : undefined;
+}
+
+/** The entry with `v` set for its plan (store it back: the entry may be a new object). */
+function entrySet(entry: Entry | undefined, v: StoredValue): Entry {
+  if (entry === undefined) return v;
+  if (entry instanceof Map) return entry.set(v.planKey, v);
+  if (entry.planKey === v.planKey) return v;
+  return new Map([[entry.planKey, entry], [v.planKey, v]]);
+}
+
+/** The entry without the plan's value; undefined when none is left. */
+function entryDelete(entry: Entry, planKey: string): Entry | undefined {
+  if (!(entry instanceof Map)) return entry.planKey === planKey ? undefined : entry;
+  entry.delete(planKey);
+  if (entry.size > 1) return entry;
+  for (const only of entry.values()) return only;
+  return undefined;
+}
+
+/** The values of an entry, to go through (not to change meanwhile: copy first). */
+function entryValues(entry: Entry | undefined): Iterable<StoredValue> {
+  return entry instanceof Map ? entry.values() : entry === undefined ? [] : [entry];
 }
 
 const SEP = "\u0000";
@@ -254,9 +316,9 @@ export class MetricStore {
   #plans = new Map<string, PlanState>();
   #slots = new Map<string, Slot>();
   /** servedKey -> plan keys declared there (fixed plans only). */
-  #served = new Map<string, Set<string>>();
+  #served = new Map<string, string | Set<string>>();
   /** `namespace SEP groupResource SEP objectName` -> custom slot keys holding values for it. */
-  #objects = new Map<string, Set<string>>();
+  #objects = new Map<string, string | Set<string>>();
   /** Discovery: `kind SEP groupResource SEP metric SEP namespaced` -> number of plans. */
   #metrics = new Map<string, number>();
   #customValues = 0;
@@ -294,29 +356,30 @@ export class MetricStore {
       ...(at_.kind === "external" ? { exactSelector: exactSelectorOf(at_) } : {}),
       fixed: at_.kind === "external" || at_.objectName !== null,
       declaredAt: at,
-      written: new Set(),
-      conflicts: new Set(),
+      written: undefined,
+      conflicts: undefined,
     };
     this.#plans.set(plan.key, state);
     let slot = this.#slots.get(slotKey);
     if (!slot) {
       slot = {
         kind: at_.kind,
-        plans: new Set(),
+        plans: undefined,
         entries: new Map(),
         version: 0,
         sorted: null,
         externalMemo: null,
+        exact: null,
       };
       this.#slots.set(slotKey, slot);
     }
-    slot.plans.add(plan.key);
-    changed(slot);
-    if (state.fixed) {
-      let set = this.#served.get(servedKey);
-      if (!set) this.#served.set(servedKey, set = new Set());
-      set.add(plan.key);
+    slot.plans = addKey(slot.plans, plan.key);
+    if (state.exactSelector !== undefined) {
+      const exact = slot.exact ??= new Map();
+      exact.set(state.exactSelector, addKey(exact.get(state.exactSelector), plan.key));
     }
+    changed(slot);
+    if (state.fixed) this.#served.set(servedKey, addKey(this.#served.get(servedKey), plan.key));
     const mk = this.#metricKey(plan.servedAt);
     this.#metrics.set(mk, (this.#metrics.get(mk) ?? 0) + 1);
     this.#refreshConflicts(state);
@@ -327,19 +390,25 @@ export class MetricStore {
     const state = this.#plans.get(key);
     if (!state) return;
     this.#clearValues(state, new Set());
-    for (const other of state.conflicts) this.#plans.get(other)?.conflicts.delete(key);
-    state.conflicts.clear();
+    for (const other of keysOf(state.conflicts)) {
+      const o = this.#plans.get(other);
+      if (o) o.conflicts = deleteKey(o.conflicts, key);
+    }
+    state.conflicts = undefined;
     const slot = this.#slots.get(state.slotKey);
     if (slot) {
-      slot.plans.delete(key);
+      slot.plans = deleteKey(slot.plans, key);
+      if (state.exactSelector !== undefined && slot.exact) {
+        const rest = deleteKey(slot.exact.get(state.exactSelector), key);
+        if (rest === undefined) slot.exact.delete(state.exactSelector);
+        else slot.exact.set(state.exactSelector, rest);
+      }
       changed(slot);
-      if (slot.plans.size === 0 && slot.entries.size === 0) this.#slots.delete(state.slotKey);
+      if (slot.plans === undefined && slot.entries.size === 0) this.#slots.delete(state.slotKey);
     }
-    const set = this.#served.get(state.servedKey);
-    if (set) {
-      set.delete(key);
-      if (set.size === 0) this.#served.delete(state.servedKey);
-    }
+    const served = deleteKey(this.#served.get(state.servedKey), key);
+    if (served === undefined) this.#served.delete(state.servedKey);
+    else this.#served.set(state.servedKey, served);
     const mk = this.#metricKey(state.plan.servedAt);
     const n = (this.#metrics.get(mk) ?? 1) - 1;
     if (n > 0) this.#metrics.set(mk, n);
@@ -391,17 +460,14 @@ export class MetricStore {
     this.#clearValues(state, new Set(next.keys()));
     const slot = this.#slots.get(state.slotKey)!;
     for (const [entryKey, value] of next) {
-      let entry = slot.entries.get(entryKey);
-      if (!entry) {
-        slot.entries.set(entryKey, entry = new Map());
-        if (at_.kind === "custom") this.#indexObject(at_, entryKey, state.slotKey);
-      }
-      if (!entry.has(key)) {
+      const entry = slot.entries.get(entryKey);
+      if (!entry && at_.kind === "custom") this.#indexObject(at_, entryKey, state.slotKey);
+      if (!entryGet(entry, key)) {
         this.#count(at_.kind, 1);
         changed(slot);
       }
-      entry.set(key, value);
-      state.written.add(entryKey);
+      slot.entries.set(entryKey, entrySet(entry, value));
+      state.written = addKey(state.written, entryKey);
     }
     state.lastSuccessAt = at;
     state.lastError = undefined;
@@ -424,14 +490,14 @@ export class MetricStore {
     if (!slotKeys) return;
     this.#objects.delete(ok);
     const touched = new Set<PlanState>();
-    for (const slotKey of slotKeys) {
+    for (const slotKey of keysOf(slotKeys)) {
       const slot = this.#slots.get(slotKey);
       const entry = slot?.entries.get(name);
       if (!slot || !entry) continue;
-      for (const planKey of entry.keys()) {
-        const state = this.#plans.get(planKey);
+      for (const v of entryValues(entry)) {
+        const state = this.#plans.get(v.planKey);
         if (state) {
-          state.written.delete(name);
+          state.written = deleteKey(state.written, name);
           touched.add(state);
         }
         this.#count("custom", -1);
@@ -448,24 +514,25 @@ export class MetricStore {
     const touched = new Set<PlanState>();
     for (const [slotKey, slot] of this.#slots) {
       for (const [entryKey, entry] of slot.entries) {
-        for (const [planKey, v] of entry) {
+        let rest: Entry | undefined = entry;
+        for (const v of [...entryValues(entry)]) {
           if (!this.#expired(v, now)) continue;
-          entry.delete(planKey);
+          rest = entryDelete(rest!, v.planKey);
           this.#count(slot.kind, -1);
           changed(slot);
           freed++;
-          const state = this.#plans.get(planKey);
+          const state = this.#plans.get(v.planKey);
           if (state) {
-            state.written.delete(entryKey);
+            state.written = deleteKey(state.written, entryKey);
             touched.add(state);
           }
         }
-        if (entry.size === 0) {
+        if (rest === undefined) {
           slot.entries.delete(entryKey);
           if (slot.kind === "custom") this.#unindexObject(slotKey, entryKey);
-        }
+        } else if (rest !== entry) slot.entries.set(entryKey, rest);
       }
-      if (slot.plans.size === 0 && slot.entries.size === 0) this.#slots.delete(slotKey);
+      if (slot.plans === undefined && slot.entries.size === 0) this.#slots.delete(slotKey);
     }
     for (const state of touched) this.#refreshConflicts(state);
     return freed;
@@ -475,8 +542,8 @@ export class MetricStore {
   conflicts(): StoreConflict[] {
     const out: StoreConflict[] = [];
     for (const state of this.#plans.values()) {
-      if (state.conflicts.size === 0) continue;
-      const others = [...state.conflicts].sort().map((k) => this.#plans.get(k)!.plan);
+      if (state.conflicts === undefined) continue;
+      const others = [...keysOf(state.conflicts)].sort().map((k) => this.#plans.get(k)!.plan);
       const names = others.map((p) => `HPA ${hpaText(p)}`);
       out.push({
         plan: state.plan,
@@ -508,7 +575,7 @@ export class MetricStore {
   /** Counts for gauges. */
   stats(): StoreStats {
     let conflictedPlans = 0;
-    for (const s of this.#plans.values()) if (s.conflicts.size > 0) conflictedPlans++;
+    for (const s of this.#plans.values()) if (s.conflicts !== undefined) conflictedPlans++;
     return {
       plans: this.#plans.size,
       customValues: this.#customValues,
@@ -530,13 +597,13 @@ export class MetricStore {
     const slotKey = customSlotKey(q.namespace, q.groupResource, q.metricName, q.metricSelector);
     const slot = this.#slots.get(slotKey);
     const where = (): string => `${q.groupResource}/${q.name}`;
-    if (!slot || slot.plans.size === 0) {
+    if (!slot || slot.plans === undefined) {
       return { miss: { reason: this.#nobodyAsks(q, where()) } };
     }
     if (q.name !== "*") {
       const v = this.#pick(slot.entries.get(q.name), now);
       if (v) return { items: [this.#customItem(v)] };
-      const covering = [...slot.plans].map((k) => this.#plans.get(k)!).filter((s) => {
+      const covering = [...keysOf(slot.plans)].map((k) => this.#plans.get(k)!).filter((s) => {
         const at = s.plan.servedAt;
         return at.kind === "custom" && (at.objectName === null || at.objectName === q.name);
       });
@@ -570,7 +637,7 @@ export class MetricStore {
       const items = picked.map((v) => this.#customItem(v));
       return filtered && items.length === 0 ? { items, stored } : { items };
     }
-    const states = [...slot.plans].map((k) => this.#plans.get(k)!);
+    const states = [...keysOf(slot.plans)].map((k) => this.#plans.get(k)!);
     return { miss: { reason: this.#explain(states, null) } };
   }
 
@@ -594,7 +661,7 @@ export class MetricStore {
     const items: ExternalItem[] = [];
     for (const c of memo.candidates) {
       // an entry whose series labels match serves any plan's value; else only matching plans'
-      const v = this.#pick(c.entry, now, c.anyPlan ? undefined : fromAllowed);
+      const v = this.#pick(slot.entries.get(c.key), now, c.anyPlan ? undefined : fromAllowed);
       if (v) items.push(this.#externalItem(v, q.metricName));
     }
     if (items.length > 0) return { items };
@@ -623,16 +690,20 @@ export class MetricStore {
 
   /** The freshest unexpired value at one entry from a plan that is not conflicted. */
   #pick(
-    entry: Map<string, StoredValue> | undefined,
+    entry: Entry | undefined,
     now: number,
     accept?: (planKey: string, v: StoredValue) => boolean,
   ): StoredValue | undefined {
     if (!entry) return undefined;
     const oldest = now - this.ttlSeconds * 1000;
+    if (!(entry instanceof Map)) {
+      if (entry.timestamp < oldest || entry.state.conflicts !== undefined) return undefined;
+      return !accept || accept(entry.planKey, entry) ? entry : undefined;
+    }
     let best: StoredValue | undefined;
     for (const v of entry.values()) {
       if (v.timestamp < oldest) continue; // expired
-      if (v.state.conflicts.size > 0) continue;
+      if (v.state.conflicts !== undefined) continue;
       if (accept && !accept(v.planKey, v)) continue;
       if (!best || v.timestamp > best.timestamp) best = v;
     }
@@ -652,24 +723,24 @@ export class MetricStore {
     // The HPA controller sums every item it gets: when some HPA's metric selector is exactly
     // the request's, only such plans answer (not the plans whose labels are a superset).
     // Other selectors (a person's `kubectl get --raw`) match plans and series by labels.
-    const exact: PlanState[] = [];
-    const byLabels: PlanState[] = [];
-    for (const key of slot.plans) {
-      const s = this.#plans.get(key)!;
-      const at = s.plan.servedAt;
-      if (at.kind !== "external") continue;
-      if (s.exactSelector === canonical) exact.push(s);
-      else if (exact.length === 0 && matchesSelector(selector, at.metricLabels)) byLabels.push(s);
+    const exactKeys = slot.exact?.get(canonical);
+    const matching: PlanState[] = [];
+    if (exactKeys !== undefined) {
+      for (const key of keysOf(exactKeys)) matching.push(this.#plans.get(key)!);
+    } else {
+      for (const key of keysOf(slot.plans)) {
+        const s = this.#plans.get(key)!;
+        const at = s.plan.servedAt;
+        if (at.kind === "external" && matchesSelector(selector, at.metricLabels)) matching.push(s);
+      }
     }
-    const matching = exact.length > 0 ? exact : byLabels;
     const allowed = new Set(matching.map((s) => s.plan.key));
     const candidates: ExternalMemo["candidates"] = [];
-    if (exact.length > 0) {
+    if (exactKeys !== undefined) {
       const keys = new Set<string>();
-      for (const s of exact) for (const k of s.written) keys.add(k);
+      for (const s of matching) for (const k of keysOf(s.written)) keys.add(k);
       for (const key of [...keys].sort()) {
-        const entry = slot.entries.get(key);
-        if (entry) candidates.push({ entry, anyPlan: false });
+        if (slot.entries.has(key)) candidates.push({ key, anyPlan: false });
       }
     } else {
       this.#labelCandidates(slot, selector, allowed, candidates);
@@ -692,20 +763,20 @@ export class MetricStore {
       const entry = slot.entries.get(key)!;
       // every value of an entry has the same series labels (they make the entry key)
       let anyPlan = false;
-      for (const v of entry.values()) {
+      for (const v of entryValues(entry)) {
         anyPlan = matchesSelector(selector, v.labels ?? {});
         break;
       }
       let mine = false;
       if (!anyPlan) {
-        for (const planKey of entry.keys()) {
-          if (allowed.has(planKey)) {
+        for (const v of entryValues(entry)) {
+          if (allowed.has(v.planKey)) {
             mine = true;
             break;
           }
         }
       }
-      if (anyPlan || mine) candidates.push({ entry, anyPlan });
+      if (anyPlan || mine) candidates.push({ key, anyPlan });
     }
   }
 
@@ -756,19 +827,19 @@ export class MetricStore {
 
   /** Why the given plans have no value to serve (for one object, or for any). */
   #explain(states: PlanState[], objectName: string | null): string {
-    const conflicted = states.filter((s) => s.conflicts.size > 0);
+    const conflicted = states.filter((s) => s.conflicts !== undefined);
     if (conflicted.length > 0 && conflicted.length === states.length) {
       const involved = new Map<string, StoredPlan>();
       for (const s of conflicted) {
         involved.set(s.plan.key, s.plan);
-        for (const k of s.conflicts) involved.set(k, this.#plans.get(k)!.plan);
+        for (const k of keysOf(s.conflicts)) involved.set(k, this.#plans.get(k)!.plan);
       }
       const hpas = [...new Set([...involved.values()].map(hpaText))].sort();
       return `conflict between ${joinAnd(hpas.map((h) => `HPA ${h}`))}: they collect ${
         placeText(conflicted[0].plan.servedAt)
       } with different queries, so neither value is served`;
     }
-    const live = states.filter((s) => s.conflicts.size === 0);
+    const live = states.filter((s) => s.conflicts === undefined);
     const sorted = [...live].sort((a, b) => a.plan.key < b.plan.key ? -1 : 1);
     const reasons = sorted.map((s) => this.#planReason(s, objectName));
     if (reasons.length === 1) return reasons[0];
@@ -782,9 +853,9 @@ export class MetricStore {
     const slot = this.#slots.get(state.slotKey);
     // the newest value of this plan (for the object, or any): expired, or it would be served
     let newest: StoredValue | undefined;
-    const keys = objectName !== null ? [objectName] : state.written;
+    const keys = objectName !== null ? [objectName] : keysOf(state.written);
     for (const k of keys) {
-      const v = slot?.entries.get(k)?.get(state.plan.key);
+      const v = entryGet(slot?.entries.get(k), state.plan.key);
       if (v && (!newest || v.timestamp > newest.timestamp)) newest = v;
     }
     const expired = newest
@@ -815,68 +886,72 @@ export class MetricStore {
 
   #indexObject(at: Extract<ServedAt, { kind: "custom" }>, name: string, slotKey: string): void {
     const ok = [at.namespace, at.groupResource, name].join(SEP);
-    let set = this.#objects.get(ok);
-    if (!set) this.#objects.set(ok, set = new Set());
-    set.add(slotKey);
+    this.#objects.set(ok, addKey(this.#objects.get(ok), slotKey));
   }
 
   #unindexObject(slotKey: string, name: string): void {
     const [, namespace, groupResource] = slotKey.split(SEP);
     const ok = [namespace, groupResource, name].join(SEP);
-    const set = this.#objects.get(ok);
-    if (!set) return;
-    set.delete(slotKey);
-    if (set.size === 0) this.#objects.delete(ok);
+    const rest = deleteKey(this.#objects.get(ok), slotKey);
+    if (rest === undefined) this.#objects.delete(ok);
+    else this.#objects.set(ok, rest);
   }
 
   /** Remove the plan's values except under the entry keys in `keep`. */
   #clearValues(state: PlanState, keep: Set<string>): void {
     const slot = this.#slots.get(state.slotKey);
     if (!slot) return;
-    for (const entryKey of [...state.written]) {
+    for (const entryKey of [...keysOf(state.written)]) {
       if (keep.has(entryKey)) continue;
-      state.written.delete(entryKey);
+      state.written = deleteKey(state.written, entryKey);
       const entry = slot.entries.get(entryKey);
-      if (!entry || !entry.delete(state.plan.key)) continue;
+      if (!entry || !entryGet(entry, state.plan.key)) continue;
+      const rest = entryDelete(entry, state.plan.key);
       this.#count(slot.kind, -1);
       changed(slot);
-      if (entry.size === 0) {
+      if (rest === undefined) {
         slot.entries.delete(entryKey);
         if (slot.kind === "custom") this.#unindexObject(state.slotKey, entryKey);
-      }
+      } else if (rest !== entry) slot.entries.set(entryKey, rest);
     }
   }
 
   /** Recompute which plans this one conflicts with; the relation is kept symmetric. */
   #refreshConflicts(state: PlanState): void {
     const key = state.plan.key;
-    const found = new Set<string>();
+    const queryKey = state.plan.queryKey;
+    let found: Set<string> | undefined;
     if (state.fixed) {
-      for (const other of this.#served.get(state.servedKey) ?? []) {
-        if (other !== key && this.#plans.get(other)!.plan.queryKey !== state.plan.queryKey) {
-          found.add(other);
+      for (const other of keysOf(this.#served.get(state.servedKey))) {
+        if (other !== key && this.#plans.get(other)!.plan.queryKey !== queryKey) {
+          (found ??= new Set()).add(other);
         }
       }
     }
     const slot = this.#slots.get(state.slotKey);
     if (slot) {
-      for (const entryKey of state.written) {
-        for (const other of slot.entries.get(entryKey)?.keys() ?? []) {
-          if (other !== key && this.#plans.get(other)!.plan.queryKey !== state.plan.queryKey) {
-            found.add(other);
+      for (const entryKey of keysOf(state.written)) {
+        const entry = slot.entries.get(entryKey);
+        // one value: this plan's own (the common case, nothing to compare)
+        if (!(entry instanceof Map)) continue;
+        for (const other of entry.keys()) {
+          if (other !== key && this.#plans.get(other)!.plan.queryKey !== queryKey) {
+            (found ??= new Set()).add(other);
           }
         }
       }
     }
-    for (const other of state.conflicts) {
-      if (!found.has(other)) {
-        state.conflicts.delete(other);
-        this.#plans.get(other)?.conflicts.delete(key);
+    for (const other of [...keysOf(state.conflicts)]) {
+      if (!found?.has(other)) {
+        state.conflicts = deleteKey(state.conflicts, other);
+        const o = this.#plans.get(other);
+        if (o) o.conflicts = deleteKey(o.conflicts, key);
       }
     }
-    for (const other of found) {
-      state.conflicts.add(other);
-      this.#plans.get(other)!.conflicts.add(key);
+    for (const other of found ?? []) {
+      state.conflicts = addKey(state.conflicts, other);
+      const o = this.#plans.get(other)!;
+      o.conflicts = addKey(o.conflicts, key);
     }
   }
 }

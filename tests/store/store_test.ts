@@ -755,6 +755,146 @@ describe("MetricStore removal and garbage collection", () => {
   });
 });
 
+describe("MetricStore places shared by one plan, then several, then one", () => {
+  it("serves a new value of a remembered external read and of a custom read at once", () => {
+    const store = new MetricStore();
+    const a = externalPlan("a", "q");
+    const p = podsPlan("p");
+    store.upsertPlan(a, T0);
+    store.upsertPlan(p, T0);
+    const got: number[] = [];
+    for (const [i, value] of [5, 6, 7].entries()) {
+      const at = T0 + i * SEC;
+      store.recordSuccess(a.key, [{ value, timestamp: at }], at);
+      store.recordSuccess(p.key, [{ objectName: "web-1", value: value * 10, timestamp: at }], at);
+      got.push(...values(store.lookupExternal(ext("queue=orders"), at)));
+      got.push(...values(store.lookupCustom(pods("*"), at)));
+      got.push(...values(store.lookupCustom(pods("web-1"), at)));
+    }
+    assert.deepEqual(got, [5, 50, 50, 6, 60, 60, 7, 70, 70]);
+  });
+
+  it("keeps values, counts and conflicts right as plans join and leave a place", () => {
+    const store = new MetricStore({ ttlSeconds: 60 });
+    const a = externalPlan("a", "same");
+    const b = externalPlan("b", "same");
+    const c = externalPlan("c", "other");
+    const read = (at: number): number[] | string => {
+      const r = store.lookupExternal(ext("queue=orders"), at);
+      return "items" in r ? r.items.map((i) => i.value) : r.miss.reason.split(":")[0];
+    };
+    const steps: [string, () => void, number, number[] | string, number, number][] = [
+      [
+        "a alone",
+        () => {
+          store.upsertPlan(a, T0);
+          store.recordSuccess(a.key, [{ value: 1, timestamp: T0 }], T0);
+        },
+        T0,
+        [1],
+        1,
+        0,
+      ],
+      [
+        "b shares a's query and entry; the fresher value wins",
+        () => {
+          store.upsertPlan(b, T0);
+          store.recordSuccess(b.key, [{ value: 2, timestamp: T0 + SEC }], T0 + SEC);
+        },
+        T0 + SEC,
+        [2],
+        2,
+        0,
+      ],
+      [
+        "a's value expires: gc frees it, b's stays",
+        () => {
+          assert.equal(store.gc(T0 + 60 * SEC + 1), 1);
+        },
+        T0 + 60 * SEC + 1,
+        [2],
+        1,
+        0,
+      ],
+      [
+        "a collects again",
+        () => {
+          store.recordSuccess(a.key, [{ value: 3, timestamp: T0 + 62 * SEC }], T0 + 62 * SEC);
+        },
+        T0 + 62 * SEC,
+        [3],
+        2,
+        0,
+      ],
+      [
+        "c, another query, conflicts with both",
+        () => {
+          store.upsertPlan(c, T0);
+          store.recordSuccess(c.key, [{ value: 9, timestamp: T0 + 62 * SEC }], T0 + 62 * SEC);
+        },
+        T0 + 62 * SEC,
+        "conflict between HPA default/a, HPA default/b and HPA default/c",
+        3,
+        3,
+      ],
+      [
+        "b leaves: a and c still conflict",
+        () => store.removePlan(b.key),
+        T0 + 62 * SEC,
+        "conflict between HPA default/a and HPA default/c",
+        2,
+        2,
+      ],
+      ["c leaves: a is served again", () => store.removePlan(c.key), T0 + 62 * SEC, [3], 1, 0],
+      [
+        "a leaves: nobody asks",
+        () => store.removePlan(a.key),
+        T0 + 62 * SEC,
+        'no HPA in namespace default asks for external metric "queue-length" with selector "queue=orders"',
+        0,
+        0,
+      ],
+    ];
+    for (const [name, step, at, want, externalValues, conflictedPlans] of steps) {
+      step();
+      assert.deepEqual(read(at), want, name);
+      const stats = store.stats();
+      assert.deepEqual(
+        [stats.externalValues, stats.conflictedPlans],
+        [externalValues, conflictedPlans],
+        name,
+      );
+    }
+  });
+
+  it("keeps a pod's values in every metric until the pod is deleted, then drops them all", () => {
+    const store = new MetricStore();
+    const a = podsPlan("a", "same");
+    const b = podsPlan("b", "same");
+    const other = {
+      ...podsPlan("c"),
+      key: "default/c#0/Pods/cpu",
+      servedAt: { ...podsPlan("c").servedAt, metricName: "cpu" } as ServedAt,
+    };
+    for (const [p, value] of [[a, 1], [b, 2], [other, 3]] as const) {
+      store.upsertPlan(p, T0);
+      store.recordSuccess(p.key, [
+        { objectName: "web-1", value, timestamp: T0 + value },
+        { objectName: "web-2", value: value * 10, timestamp: T0 + value },
+      ], T0);
+    }
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [2, 20]);
+    store.removeObject("default", "pods", "web-1");
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [20]);
+    assert.equal(store.stats().customValues, 3);
+    store.removePlan(b.key);
+    assert.deepEqual(values(store.lookupCustom(pods("*"), T0)), [10]);
+    store.removeObject("default", "pods", "web-2");
+    assert.equal(store.stats().customValues, 0);
+    assert.match(reason(store.lookupCustom(pods("*"), T0)), /returned no value for pods\/\*$/);
+  });
+});
+
 describe("MetricStore discovery and helpers", () => {
   it("lists served metrics once each, sorted", () => {
     const store = new MetricStore();
