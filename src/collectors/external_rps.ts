@@ -119,6 +119,11 @@ class ExternalRpsCollector implements Collector {
     this.queryKey = `requests-per-second|${JSON.stringify([client.url, query])}`;
   }
 
+  /** The engine's deadline is at least `--prometheus-query-timeout`. */
+  timeoutMs(): number {
+    return this.#backends.timeoutSeconds * 1000;
+  }
+
   async collect(ctx: CollectContext): Promise<CollectResult> {
     return await collectPrometheus(this.#client, this.#query, {
       backends: this.#backends,

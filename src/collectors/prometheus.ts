@@ -447,6 +447,11 @@ class PrometheusCollector implements Collector {
     }`;
   }
 
+  /** The engine's deadline is at least `--prometheus-query-timeout`. */
+  timeoutMs(): number {
+    return this.#backends.timeoutSeconds * 1000;
+  }
+
   async collect(ctx: CollectContext & LookupContext): Promise<CollectResult> {
     const plan = this.#plan;
     return await collectPrometheus(this.#config.client, this.#config.query, {

@@ -248,6 +248,11 @@ class SkipperCollector implements Collector {
     return skipperRpsQuery({ hosts, weight });
   }
 
+  /** The engine's deadline is at least `--prometheus-query-timeout`. */
+  timeoutMs(): number {
+    return this.#backends.timeoutSeconds * 1000;
+  }
+
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const plan = this.#plan;
     return await collectPrometheus(this.#config.client, this.#query(ctx), {

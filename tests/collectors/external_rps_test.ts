@@ -155,6 +155,17 @@ describe("external requests-per-second collector", () => {
     ]);
   });
 
+  it("asks the engine for a deadline of --prometheus-query-timeout (default 10s)", () => {
+    const make = (flags: Record<string, unknown>) =>
+      externalRpsFactory.create({
+        plan: externalPlan("requests-per-second", { hostnames: "a.org" }),
+        flags: { "external-rps-metrics": true, "prometheus-server": fake.url, ...flags },
+      });
+    const ctx = { cluster: context().cluster, now: () => NOW };
+    assert.equal(make({}).timeoutMs?.(ctx), 10_000);
+    assert.equal(make({ "prometheus-query-timeout": 40 }).timeoutMs?.(ctx), 40_000);
+  });
+
   it("uses Skipper's counter when the flag is not given", () => {
     const c = externalRpsFactory.create({
       plan: externalPlan("requests-per-second", { hostnames: "a.org" }),
