@@ -42,6 +42,11 @@ export interface PodLister {
   listPods(namespace: string): KubeObject[];
   /** One pod by name; when given, wildcard reads look up only the pods that have values. */
   getPod?(namespace: string, name: string): KubeObject | undefined;
+  /**
+   * A counter that changes whenever a pod of the namespace does; when given, the servable pods
+   * matching a `labelSelector` are worked out once and reused until it changes.
+   */
+  version?(namespace: string): number;
 }
 
 /** What `/version` reports (`version.Info`). */
@@ -595,6 +600,36 @@ function listCache(): (key: string, items: readonly object[], make: () => string
   };
 }
 
+/** Pod sets of (namespace, labelSelector) remembered, before the cache starts over. */
+const POD_SET_CACHE_LIMIT = 1024;
+
+/**
+ * The names of the servable pods matching a `labelSelector` in a namespace, kept while the pod
+ * lister's version of the namespace stays the same (pods only change on watch events).
+ */
+function podSetCache(): (
+  namespace: string,
+  labelSelector: Exclude<ParsedSelector, { error: string }>,
+  pods: PodLister & { version(namespace: string): number },
+) => ReadonlySet<string> {
+  const cache = new Map<string, { version: number; names: ReadonlySet<string> }>();
+  return (namespace, labelSelector, pods) => {
+    const key = `${namespace}\u0000${labelSelector.canonical}`;
+    const version = pods.version(namespace);
+    const hit = cache.get(key);
+    if (hit !== undefined && hit.version === version) return hit.names;
+    const names = new Set<string>();
+    for (const pod of pods.listPods(namespace)) {
+      if (isServablePod(pod) && labelSelector.matches(pod.metadata.labels ?? {})) {
+        names.add(pod.metadata.name);
+      }
+    }
+    if (hit === undefined && cache.size >= POD_SET_CACHE_LIMIT) cache.clear();
+    cache.set(key, { version, names });
+    return names;
+  };
+}
+
 // Paths and queries the fast path takes as they come: anything a URL parser would rewrite
 // (dot segments, characters it escapes) goes through the regular path.
 const FAST_PATH_RE = /^\/apis\/[A-Za-z0-9\-_~%*./:@!$&'()+,;=]*$/;
@@ -702,6 +737,7 @@ export function createApp(options: ApiOptions): ApiApp {
 
   const selectors = selectorCache();
   const lists = listCache();
+  const podSets = podSetCache();
   /** Everything under /apis/, for the Hono route and the fast path alike. */
   const apis = (method: string, pathname: string, search: string): PlainResponse => {
     const segs = segments(pathname);
@@ -725,7 +761,7 @@ export function createApp(options: ApiOptions): ApiApp {
         "the adapter has not finished its initial sync; metrics are served once it has",
       );
     }
-    const query = { search, selectors, lists };
+    const query = { search, selectors, lists, podSets };
     return group === CUSTOM_GROUP
       ? customMetrics(query, ver, rest, options)
       : externalMetrics(query, rest, options);
@@ -775,6 +811,7 @@ interface Query {
   search: string;
   selectors: ReturnType<typeof selectorCache>;
   lists: ReturnType<typeof listCache>;
+  podSets: ReturnType<typeof podSetCache>;
 }
 
 function parseParam(
@@ -827,7 +864,7 @@ function customMetrics(
 
   const now = options.now();
   const filter = name === "*" && groupResource === "pods"
-    ? podFilter(namespace, labelSel.matches, options.pods)
+    ? podFilter(query, namespace, labelSel, options.pods)
     : {};
   const result = options.store.lookupCustom(
     { namespace, groupResource, name, metricName, metricSelector },
@@ -877,10 +914,15 @@ function customMetrics(
 
 /** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
 function podFilter(
+  query: Query,
   namespace: string,
-  matches: (labels: Record<string, string>) => boolean,
+  labelSelector: Exclude<ParsedSelector, { error: string }>,
   pods: PodLister,
 ): CustomLookupOptions {
+  if (pods.version) {
+    return { names: query.podSets(namespace, labelSelector, pods as Required<PodLister>) };
+  }
+  const matches = labelSelector.matches;
   const ok = (pod: KubeObject | undefined): boolean =>
     !!pod && isServablePod(pod) && matches(pod.metadata.labels ?? {});
   if (pods.getPod) {

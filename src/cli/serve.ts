@@ -218,6 +218,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       pods: {
         listPods: (ns) => cluster.list("Pod", ns),
         getPod: (ns, name) => cluster.get("Pod", ns, name),
+        version: cluster.version ? (ns) => cluster.version!("Pod", ns) : undefined,
       },
       now: io.now,
       enableCustom: boolFlag(flags, "enable-custom-metrics-api"),

@@ -116,6 +116,8 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   private readonly reported = new Set<string>();
   private currentErrors: string[] = [];
   private resourceVersion = 0;
+  /** Change counters by kind and namespace (see `version`). */
+  private readonly versions = new Map<string, number>();
   private initial?: Promise<void>;
   private polling: Promise<void> = Promise.resolve();
   private timer?: ReturnType<typeof setTimeout>;
@@ -158,6 +160,11 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   /** One object (namespace defaults to "default" for namespaced kinds). */
   get(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined {
     return this.current.get(kind)?.get(this.key(kind, namespace, name));
+  }
+
+  /** A counter that changes whenever an object of `kind` in `namespace` does. */
+  version(kind: Kind, namespace: string): number {
+    return this.versions.get(`${kind}|${namespace}`) ?? 0;
   }
 
   /** Subscribe to changes of a kind; starts reading the files if not yet started. */
@@ -454,6 +461,8 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   }
 
   private emit(kind: Kind, type: WatchEventType, obj: KubeObject, old?: KubeObject): void {
+    const v = `${kind}|${obj.metadata.namespace ?? ""}`;
+    this.versions.set(v, (this.versions.get(v) ?? 0) + 1);
     for (const h of [...(this.handlers.get(kind) ?? [])]) {
       try {
         h(type, obj, old);

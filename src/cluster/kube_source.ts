@@ -262,6 +262,8 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   private readonly component: string;
   private readonly resyncTimer?: ReturnType<typeof setInterval>;
   private closed = false;
+  /** Change counters by kind and namespace (see `version`). */
+  private readonly versions = new Map<string, number>();
 
   constructor(options: KubeClusterSourceOptions = {}) {
     this.kubeConfig = options.kubeConfig ?? loadKubeConfig(options.kubeconfig);
@@ -342,6 +344,11 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   /** One object from the informer cache (namespace defaults to "default" for namespaced kinds). */
   get(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined {
     return this.kinds.get(kind)?.objects.get(this.key(kind, namespace, name));
+  }
+
+  /** A counter that changes whenever a cached object of `kind` in `namespace` does. */
+  version(kind: Kind, namespace: string): number {
+    return this.versions.get(`${kind}|${namespace}`) ?? 0;
   }
 
   /** Subscribe to changes of a kind and start watching it. */
@@ -712,6 +719,8 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     const old = state.objects.get(key);
     if (type === "DELETED") state.objects.delete(key);
     else state.objects.set(key, obj);
+    const v = `${state.kind}|${obj.metadata.namespace ?? ""}`;
+    this.versions.set(v, (this.versions.get(v) ?? 0) + 1);
     this.notify(state, type, obj, old);
   }
 

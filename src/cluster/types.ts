@@ -60,6 +60,12 @@ export interface ClusterView {
   list(kind: Kind, namespace?: string): KubeObject[];
   /** One object, or undefined. */
   get(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined;
+  /**
+   * A change counter of a kind's objects in one namespace: it changes whenever an object that
+   * `get`/`list` return for that namespace is added, changed or deleted, so a reader may cache
+   * what it derived from them until it does. Optional: without it, nothing is cached.
+   */
+  version?(kind: Kind, namespace: string): number;
   /** Subscribe to changes of a kind (also ensures it). Returns the unsubscribe function. */
   watch(kind: Kind, handler: WatchHandler): () => void;
   /** Stops every watch. */

@@ -289,6 +289,38 @@ describe("custom.metrics.k8s.io pods metrics", () => {
     ]);
   });
 
+  it("reuses the servable pod set until the lister's version changes", async () => {
+    const { options } = fixture();
+    let listed = 0;
+    let version = 1;
+    let pods: KubeObject[] = PODS;
+    options.pods = {
+      listPods: (ns) => {
+        listed++;
+        return ns === "default" ? pods : [];
+      },
+      getPod: () => {
+        throw new Error("getPod must not be called when the lister has a version");
+      },
+      version: () => version,
+    };
+    const app = createApp(options);
+    const names = async (): Promise<string[]> => {
+      const res = await app.request(`${CM}/v1beta2/namespaces/default/pods/*/rps`);
+      const body = await res.json() as { items: { describedObject: { name: string } }[] };
+      return body.items.map((i) => i.describedObject.name);
+    };
+    assert.deepEqual(await names(), ["web-1", "web-2", "web-5"]);
+    assert.deepEqual(await names(), ["web-1", "web-2", "web-5"]);
+    assert.equal(listed, 1);
+    // a pod leaves without a version change: still the cached set
+    pods = PODS.filter((p) => p.metadata.name !== "web-2");
+    assert.deepEqual(await names(), ["web-1", "web-2", "web-5"]);
+    version++;
+    assert.deepEqual(await names(), ["web-1", "web-5"]);
+    assert.equal(listed, 2);
+  });
+
   it("serves one pod by name", async () => {
     const { options } = fixture();
     const [code, body] = await getJson(options, `${CM}/v1beta2/namespaces/default/pods/web-2/rps`);

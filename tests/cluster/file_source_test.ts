@@ -202,6 +202,24 @@ describe("FileClusterSource", () => {
     });
   });
 
+  it("changes a kind's version in a namespace exactly when an object there changes", async () => {
+    await withFiles({ "one.yaml": DEPLOYMENTS }, {}, async ({ source, write }) => {
+      await source.ensure("Deployment");
+      const versions = (): number[] => [
+        source.version("Deployment", "default"),
+        source.version("Deployment", "team-a"),
+        source.version("Pod", "default"),
+      ];
+      const start = versions();
+      assert.deepEqual(start.map((v) => v > 0), [true, true, false]);
+      await source.refresh();
+      assert.deepEqual(versions(), start);
+      await write("one.yaml", DEPLOYMENTS.replace("{replicas: 2}", "{replicas: 5}"));
+      await source.refresh();
+      assert.deepEqual(versions(), [start[0] + 1, start[1], start[2]]);
+    });
+  });
+
   it("rebuilds no object when a poll finds every file unchanged", async () => {
     await withFiles({ "one.yaml": DEPLOYMENTS }, {}, async ({ source }) => {
       await source.ensure("Deployment");
