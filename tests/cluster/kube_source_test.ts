@@ -166,6 +166,29 @@ describe("KubeClusterSource", () => {
     });
   });
 
+  it("changes a kind's version in a namespace on each event there and nowhere else", async () => {
+    await withSource({
+      objects: [deployment("web", 2), deployment("api", 3, "team-a")],
+    }, async ({ api, source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      const versions = (): number[] => [
+        source.version("Deployment", "default"),
+        source.version("Deployment", "team-a"),
+        source.version("Pod", "default"),
+      ];
+      assert.deepEqual(versions(), [1, 1, 0]);
+      api.replace(deployment("web", 4));
+      api.create(deployment("db", 1));
+      await waitFor("two events", () => seen.length === 4);
+      assert.deepEqual(versions(), [3, 1, 0]);
+      api.remove("apps/v1", "Deployment", "team-a", "api");
+      await waitFor("the delete", () => seen.length === 5);
+      assert.deepEqual(versions(), [3, 2, 0]);
+    });
+  });
+
   it("resumes a closed watch from the last resourceVersion without listing again", async () => {
     await withSource({ objects: [deployment("web", 2)] }, async ({ api, source }) => {
       const seen = record(source, "Deployment");
