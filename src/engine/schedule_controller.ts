@@ -214,8 +214,10 @@ export class ScheduleController {
 
   async #syncStatus(writer: ClusterWriter): Promise<void> {
     const now = this.#now();
+    let n = 0;
     for (const kind of SCHEDULE_KINDS) {
       for (const obj of this.#cluster.list(kind)) {
+        if (++n % CHUNK === 0) await nextTurn();
         const key = objKey(kind, obj);
         const label = scheduleLabel(kind, obj.metadata.namespace ?? "", obj.metadata.name);
         let active: boolean;
@@ -278,7 +280,9 @@ export class ScheduleController {
   async #adjust(writer: ClusterWriter): Promise<void> {
     const now = this.#now();
     const cache = new Map<string, number | null>();
+    let n = 0;
     for (const hpa of this.#cluster.list("HorizontalPodAutoscaler")) {
+      if (++n % CHUNK === 0) await nextTurn();
       const ns = hpa.metadata.namespace ?? "default";
       const hpaName = `${ns}/${hpa.metadata.name}`;
       const metrics: ScheduleMetric[] = [];
@@ -344,6 +348,14 @@ export class ScheduleController {
       }
     }
   }
+}
+
+/** Objects a pass handles before it lets the event loop serve requests. */
+const CHUNK = 200;
+
+/** Resolves on a later turn of the event loop (after pending I/O, unlike a microtask). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
