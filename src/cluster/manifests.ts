@@ -26,6 +26,25 @@ export interface ManifestReadResult {
 const DOCUMENT_MARKER = /^---[ \t]*(?:#[^\n]*)?(?:\r?\n|$)/m;
 
 /**
+ * A text that is one JSON object or array, parsed with `JSON.parse`; undefined for any other
+ * text (YAML, or JSON with a syntax error, left to js-yaml and its error messages). JSON is
+ * YAML, but js-yaml builds the same objects with far more garbage: measured under Bun on
+ * 2,000 HPAs and their schedules as two JSON Lists (2.5 MB), reading them (and copying the
+ * objects, as the file source does) adds 18 MiB of RSS in 70 ms with `JSON.parse`, 77 MiB in
+ * 450 ms with js-yaml. Where the two differ, JSON's reading wins: the last of duplicate keys
+ * is kept (js-yaml rejects them; the API server keeps the last).
+ */
+function parseJson(text: string): unknown {
+  const first = /\S/.exec(text)?.[0];
+  if (first !== "{" && first !== "[") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The documents of a YAML stream, as js-yaml's `loadAll` returns them. A stream of many
  * documents is parsed one document at a time: measured on 2,000 HPAs and their schedules
  * (3 MB), `loadAll` over whole files peaks at 70 MiB more RSS under Bun, one document at a
@@ -33,6 +52,8 @@ const DOCUMENT_MARKER = /^---[ \t]*(?:#[^\n]*)?(?:\r?\n|$)/m;
  * parse that way, are parsed whole, so results and error messages are those of `loadAll`.
  */
 function loadDocuments(text: string): unknown[] {
+  const json = parseJson(text);
+  if (json !== undefined) return [json];
   if (!DOCUMENT_MARKER.test(text) || /^(?:%|\.\.\.(?:\s|$))/m.test(text)) {
     return loadAll(text) as unknown[];
   }

@@ -54,4 +54,47 @@ describe("parseManifests", () => {
       message: `f.yaml: invalid YAML: ${expected}`,
     });
   });
+
+  // A text that is one JSON value is read with JSON.parse (far less garbage than js-yaml).
+  const jsonTexts: [string, string, unknown[]][] = [
+    [
+      "a JSON object",
+      `  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"n": "1"}}`,
+      [{ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" }, data: { n: "1" } }],
+    ],
+    [
+      "a JSON List",
+      `{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p"}}]}`,
+      [{ kind: "Pod", metadata: { name: "p" } }],
+    ],
+    [
+      "duplicate keys, keeping the last as the API server does (js-yaml rejects them)",
+      `{"kind": "Pod", "metadata": {"name": "a", "name": "b"}}`,
+      [{ kind: "Pod", metadata: { name: "b" } }],
+    ],
+    [
+      "a YAML flow mapping that is not JSON, through js-yaml",
+      `{kind: Pod, metadata: {name: p}}`,
+      [{ kind: "Pod", metadata: { name: "p" } }],
+    ],
+  ];
+  for (const [what, text, expected] of jsonTexts) {
+    it(`parses ${what}`, () => {
+      assert.deepEqual(parseManifests(text, "f.json"), expected);
+    });
+  }
+
+  it("reports invalid JSON with js-yaml's error message", () => {
+    const text = `{"kind": "Pod",\n "metadata": {"name": "p"}`;
+    let expected = "";
+    try {
+      loadAll(text);
+    } catch (e) {
+      expected = (e as Error).message.split("\n")[0];
+    }
+    assert.notEqual(expected, "");
+    assert.throws(() => parseManifests(text, "f.json"), {
+      message: `f.json: invalid YAML: ${expected}`,
+    });
+  });
 });
