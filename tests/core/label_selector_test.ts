@@ -10,18 +10,7 @@ import {
   type Selector,
 } from "../../src/core/label_selector.ts";
 import type { LabelSelector, LabelSelectorRequirement } from "../../src/core/types.ts";
-
-/** mulberry32: a small seeded PRNG, so the property tests are deterministic. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../support/prng.ts";
 
 describe("parseSelector", () => {
   const table: [string, Selector][] = [

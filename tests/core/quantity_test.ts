@@ -1,18 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { canonicalQuantity, formatQuantity, parseQuantity } from "../../src/core/quantity.ts";
-
-/** mulberry32: a small seeded PRNG, so the property tests are deterministic. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../support/prng.ts";
 
 describe("parseQuantity", () => {
   const table: [string, number][] = [
