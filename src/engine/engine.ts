@@ -40,6 +40,7 @@ export type EngineStore = Pick<
   | "removeObject"
   | "gc"
   | "conflicts"
+  | "conflictVersion"
 >;
 
 /** Reported after every collection (own metrics count these). */
@@ -264,6 +265,8 @@ export class Engine {
   #slotQueries = new Map<string, Map<string, number>>();
   /** Slots whose plans have different query keys: their collections may change conflicts. */
   #contested = new Set<string>();
+  /** The store's conflict version at the last `#checkConflicts`. */
+  #conflictsSeen = -1;
   #active = 0;
   #waiters: (() => void)[] = [];
   #inflight = new Set<Promise<void>>();
@@ -564,6 +567,9 @@ export class Engine {
 
   /** Log and report the store's conflicts once per change of their message. */
   #checkConflicts(): void {
+    // nothing started or stopped conflicting since the last check: nothing to report
+    if (this.#store.conflictVersion === this.#conflictsSeen) return;
+    this.#conflictsSeen = this.#store.conflictVersion;
     const current = new Set<string>();
     for (const c of this.#store.conflicts()) {
       current.add(c.plan.key);

@@ -149,6 +149,11 @@ function deleteKey(keys: Keys, key: string): Keys {
   return undefined;
 }
 
+/** Whether `key` is a member. */
+function hasKey(keys: Keys, key: string): boolean {
+  return typeof keys === "object" ? keys.has(key) : keys === key;
+}
+
 /** The members, to go through (not to change meanwhile: copy first). */
 function keysOf(keys: Keys): Iterable<string> {
   return typeof keys === "object" ? keys : keys === undefined ? [] : [keys];
@@ -323,6 +328,9 @@ export class MetricStore {
   #metrics = new Map<string, number>();
   #customValues = 0;
   #externalValues = 0;
+  /** Keys of the plans in conflict: what `conflicts()` goes through (not every plan). */
+  #conflicted = new Set<string>();
+  #conflictVersion = 0;
 
   /** Creates an empty store. */
   constructor(options: MetricStoreOptions = {}) {
@@ -390,11 +398,7 @@ export class MetricStore {
     const state = this.#plans.get(key);
     if (!state) return;
     this.#clearValues(state, new Set());
-    for (const other of keysOf(state.conflicts)) {
-      const o = this.#plans.get(other);
-      if (o) o.conflicts = deleteKey(o.conflicts, key);
-    }
-    state.conflicts = undefined;
+    for (const other of [...keysOf(state.conflicts)]) this.#unlink(state, other);
     const slot = this.#slots.get(state.slotKey);
     if (slot) {
       slot.plans = deleteKey(slot.plans, key);
@@ -538,11 +542,19 @@ export class MetricStore {
     return freed;
   }
 
+  /**
+   * A number that changes whenever two plans start or stop conflicting: while it stays the
+   * same, `conflicts()` returns the same list.
+   */
+  get conflictVersion(): number {
+    return this.#conflictVersion;
+  }
+
   /** Every conflicted plan with the plans it conflicts with, sorted by plan key. */
   conflicts(): StoreConflict[] {
     const out: StoreConflict[] = [];
-    for (const state of this.#plans.values()) {
-      if (state.conflicts === undefined) continue;
+    for (const key of this.#conflicted) {
+      const state = this.#plans.get(key)!;
       const others = [...keysOf(state.conflicts)].sort().map((k) => this.#plans.get(k)!.plan);
       const names = others.map((p) => `HPA ${hpaText(p)}`);
       out.push({
@@ -574,13 +586,11 @@ export class MetricStore {
 
   /** Counts for gauges. */
   stats(): StoreStats {
-    let conflictedPlans = 0;
-    for (const s of this.#plans.values()) if (s.conflicts !== undefined) conflictedPlans++;
     return {
       plans: this.#plans.size,
       customValues: this.#customValues,
       externalValues: this.#externalValues,
-      conflictedPlans,
+      conflictedPlans: this.#conflicted.size,
     };
   }
 
@@ -942,16 +952,32 @@ export class MetricStore {
       }
     }
     for (const other of [...keysOf(state.conflicts)]) {
-      if (!found?.has(other)) {
-        state.conflicts = deleteKey(state.conflicts, other);
-        const o = this.#plans.get(other);
-        if (o) o.conflicts = deleteKey(o.conflicts, key);
-      }
+      if (!found?.has(other)) this.#unlink(state, other);
     }
     for (const other of found ?? []) {
-      state.conflicts = addKey(state.conflicts, other);
-      const o = this.#plans.get(other)!;
-      o.conflicts = addKey(o.conflicts, key);
+      if (!hasKey(state.conflicts, other)) this.#link(state, other);
     }
+  }
+
+  /** Record that `state` and plan `other` conflict (both ways). */
+  #link(state: PlanState, other: string): void {
+    const o = this.#plans.get(other)!;
+    state.conflicts = addKey(state.conflicts, other);
+    o.conflicts = addKey(o.conflicts, state.plan.key);
+    this.#conflicted.add(state.plan.key);
+    this.#conflicted.add(other);
+    this.#conflictVersion++;
+  }
+
+  /** Forget that `state` and plan `other` conflict (both ways). */
+  #unlink(state: PlanState, other: string): void {
+    state.conflicts = deleteKey(state.conflicts, other);
+    if (state.conflicts === undefined) this.#conflicted.delete(state.plan.key);
+    const o = this.#plans.get(other);
+    if (o) {
+      o.conflicts = deleteKey(o.conflicts, state.plan.key);
+      if (o.conflicts === undefined) this.#conflicted.delete(other);
+    }
+    this.#conflictVersion++;
   }
 }

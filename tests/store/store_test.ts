@@ -509,6 +509,30 @@ describe("MetricStore conflicts", () => {
     assert.deepEqual(values(store.lookupExternal(ext("queue=orders"), T0)), [1]);
   });
 
+  it("changes conflictVersion only when plans start or stop conflicting", () => {
+    const store = new MetricStore();
+    const a = externalPlan("a", "q1");
+    const b = externalPlan("b", "q2");
+    const c = externalPlan("c", "q3", { queue: "billing" });
+    store.upsertPlan(a, T0);
+    store.upsertPlan(c, T0);
+    const v0 = store.conflictVersion;
+    store.recordSuccess(a.key, [{ value: 1, timestamp: T0 }], T0);
+    store.recordSuccess(c.key, [{ value: 3, timestamp: T0 }], T0);
+    assert.equal(store.conflictVersion, v0, "collections without a conflict keep the version");
+    store.upsertPlan(b, T0);
+    const v1 = store.conflictVersion;
+    assert.notEqual(v1, v0);
+    assert.deepEqual(store.conflicts().map((x) => x.plan.key), [a.key, b.key]);
+    store.recordSuccess(a.key, [{ value: 2, timestamp: T0 }], T0);
+    store.recordSuccess(b.key, [{ value: 2, timestamp: T0 }], T0);
+    assert.equal(store.conflictVersion, v1, "a standing conflict keeps the version");
+    store.removePlan(b.key);
+    assert.notEqual(store.conflictVersion, v1);
+    assert.deepEqual(store.conflicts(), []);
+    assert.equal(store.stats().conflictedPlans, 0);
+  });
+
   it("clears the conflict when one plan changes to the same query", () => {
     const store = new MetricStore();
     store.upsertPlan(externalPlan("a", "q1"), T0);
