@@ -18,12 +18,8 @@ import {
 import { ensureSelfSignedCertificate, loadCertificateFiles } from "../api/certs.ts";
 import { createAdapterMetrics, createMetricsApp } from "../api/own_metrics.ts";
 import { FileClusterSource } from "../cluster/file_source.ts";
-import { KubeClusterSource } from "../cluster/kube_source.ts";
-import {
-  InMemoryLeaderElector,
-  type LeaderElector,
-  LeaseLeaderElector,
-} from "../cluster/leader_election.ts";
+import type { KubeClusterSource } from "../cluster/kube_source.ts";
+import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
 import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
 import { backendCollectorFactories } from "../collectors/backends.ts";
 import { prometheusBackendsFromFlags } from "../collectors/prometheus.ts";
@@ -128,6 +124,9 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       cluster = source;
       leader = new InMemoryLeaderElector();
     } else {
+      // Loaded here, not at the top: file mode never loads the Kubernetes client.
+      const { KubeClusterSource } = await import("../cluster/kube_source.ts");
+      const { LeaseLeaderElector } = await import("../cluster/leader_election.ts");
       const source = new KubeClusterSource({
         kubeconfig: stringFlag(flags, "kubeconfig"),
         qps: numberFlag(flags, "kube-client-qps"),

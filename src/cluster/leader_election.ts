@@ -6,21 +6,13 @@
  * `leaseDurationSeconds` as measured on the candidate's own clock (so clock skew between
  * replicas does not matter); the leader renews every `retryPeriodSeconds` and steps down when it
  * could not renew for `renewDeadlineSeconds`. Updates carry the Lease's resourceVersion, so two
- * candidates cannot both win (the loser gets 409 Conflict). `InMemoryLeaderElector` is for file
- * mode, where the one process is always the leader.
+ * candidates cannot both win (the loser gets 409 Conflict). File mode uses
+ * `InMemoryLeaderElector` (leader.ts), which does not load the Kubernetes client.
  */
 import { CoordinationV1Api, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import { KubeHttp } from "./kube_http.ts";
 import { describeError, type KubeLogger, statusCodeOf } from "./kube_source.ts";
-
-/** Runs a campaign for leadership and reports when it is won and lost. */
-export interface LeaderElector {
-  /** Start campaigning (idempotent). */
-  start(): void;
-  /** Stop campaigning; a leader steps down (`onStoppedLeading` is called). */
-  stop(): Promise<void>;
-  isLeader(): boolean;
-}
+import type { LeaderElector } from "./leader.ts";
 
 /** Options of `LeaseLeaderElector`. */
 export interface LeaseLeaderElectorOptions {
@@ -290,37 +282,5 @@ export class LeaseLeaderElector implements LeaderElector {
     } catch (e) {
       this.log("warn", `release of lease ${this.leaseName()}: ${describeError(e)}`);
     }
-  }
-}
-
-/** Options of `InMemoryLeaderElector`. */
-export interface InMemoryLeaderElectorOptions {
-  onStartedLeading?: () => void;
-  onStoppedLeading?: () => void;
-}
-
-/** The elector of file mode: the only process leads from `start()` to `stop()`. */
-export class InMemoryLeaderElector implements LeaderElector {
-  private leading = false;
-
-  constructor(private readonly options: InMemoryLeaderElectorOptions = {}) {}
-
-  /** Become the leader at once. */
-  start(): void {
-    if (this.leading) return;
-    this.leading = true;
-    this.options.onStartedLeading?.();
-  }
-
-  /** Step down. */
-  async stop(): Promise<void> {
-    if (!this.leading) return;
-    this.leading = false;
-    this.options.onStoppedLeading?.();
-  }
-
-  /** Whether `start()` was called and `stop()` was not. */
-  isLeader(): boolean {
-    return this.leading;
   }
 }

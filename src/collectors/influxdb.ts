@@ -22,10 +22,11 @@
  * one row gets exactly that row's value. An empty result, a missing value column, a null or
  * non-numeric value are errors that quote the query.
  *
+ * The client is loaded on the first collection, not at start (most installations never use it).
+ *
  * @module
  */
 import { createHash } from "node:crypto";
-import { InfluxDB, linesToTables } from "@influxdata/influxdb-client";
 import type { Cancellable, FluxTableMetaData } from "@influxdata/influxdb-client";
 import type { MetricPlan } from "../core/types.ts";
 import {
@@ -161,6 +162,14 @@ interface TableValue {
   column: string;
 }
 
+type InfluxClient = typeof import("@influxdata/influxdb-client");
+let client: Promise<InfluxClient> | null = null;
+
+/** The InfluxDB client module, loaded once on first use. */
+function loadClient(): Promise<InfluxClient> {
+  return client ??= import("@influxdata/influxdb-client");
+}
+
 class InfluxDbCollector implements Collector {
   readonly queryKey: string;
   readonly #config: InfluxDbConfig;
@@ -196,10 +205,14 @@ class InfluxDbCollector implements Collector {
         .then(resolve, reject)
         .finally(() => ctx.signal.removeEventListener("abort", onAbort));
     });
-    return await this.#query(ctx, what);
+    return await this.#query(ctx, what, await loadClient());
   }
 
-  #query(ctx: CollectContext, what: string): Promise<CollectResult> {
+  #query(
+    ctx: CollectContext,
+    what: string,
+    { InfluxDB, linesToTables }: InfluxClient,
+  ): Promise<CollectResult> {
     const cfg = this.#config;
     const queryApi = new InfluxDB({
       url: cfg.address,

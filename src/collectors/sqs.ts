@@ -15,15 +15,12 @@
  * GetQueueAttributes. kube-metrics-adapter resolved the URL once, when the HPA was first seen, and
  * never again.
  *
+ * The SDK is loaded on the first collection, not at start: most installations never use it, and
+ * loading it costs several MiB of memory.
+ *
  * @module
  */
-import {
-  GetQueueAttributesCommand,
-  GetQueueUrlCommand,
-  type QueueAttributeName,
-  SQSClient,
-  type SQSClientConfig,
-} from "@aws-sdk/client-sqs";
+import type { QueueAttributeName, SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
 import type { MetricPlan } from "../core/types.ts";
 import type {
   CollectContext,
@@ -93,19 +90,33 @@ function describe(e: unknown): string {
   return err?.name && err.name !== "Error" ? `${err.name}: ${msg}` : msg;
 }
 
+type SqsSdk = typeof import("@aws-sdk/client-sqs");
+let sdk: Promise<SqsSdk> | null = null;
+
+/** The AWS SDK's SQS client module, loaded once on first use. */
+function loadSdk(): Promise<SqsSdk> {
+  return sdk ??= import("@aws-sdk/client-sqs");
+}
+
+/** An SQS client and the SDK module its commands come from. */
+interface SqsConnection {
+  sdk: SqsSdk;
+  client: SQSClient;
+}
+
 class SqsQueueLengthCollector implements Collector {
   readonly queryKey: string;
   readonly #config: SqsQueueConfig;
-  readonly #client: () => SQSClient;
+  readonly #connect: () => Promise<SqsConnection>;
   readonly #metric: string;
   #queueUrl: string | null = null;
 
   constructor(
     config: SqsQueueConfig,
-    options: { client: () => SQSClient; metric: string; endpoint: string | null },
+    options: { connect: () => Promise<SqsConnection>; metric: string; endpoint: string | null },
   ) {
     this.#config = config;
-    this.#client = options.client;
+    this.#connect = options.connect;
     this.#metric = options.metric;
     this.queryKey = `sqs-queue-length/External|${
       options.endpoint ?? ""
@@ -117,7 +128,8 @@ class SqsQueueLengthCollector implements Collector {
   async #resolve(ctx: CollectContext): Promise<string> {
     const { queueName, region } = this.#config;
     try {
-      const out = await this.#client().send(new GetQueueUrlCommand({ QueueName: queueName }), {
+      const { sdk, client } = await this.#connect();
+      const out = await client.send(new sdk.GetQueueUrlCommand({ QueueName: queueName }), {
         abortSignal: ctx.signal,
       });
       if (!out.QueueUrl) throw new Error("no QueueUrl in the answer");
@@ -151,8 +163,9 @@ class SqsQueueLengthCollector implements Collector {
     for (let attempt = 0;; attempt++) {
       const url = this.#queueUrl ?? await this.#resolve(ctx);
       try {
-        const out = await this.#client().send(
-          new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: names }),
+        const { sdk, client } = await this.#connect();
+        const out = await client.send(
+          new sdk.GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: names }),
           { abortSignal: ctx.signal },
         );
         attributes = out.Attributes ?? {};
@@ -193,11 +206,12 @@ class SqsQueueLengthCollector implements Collector {
  */
 export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): CollectorFactory {
   const clients = new Map<string, SQSClient>();
-  const clientFor = (region: string, endpoint: string | null): SQSClient => {
+  const connect = async (region: string, endpoint: string | null): Promise<SqsConnection> => {
+    const sdk = await loadSdk();
     const key = `${region}|${endpoint ?? ""}`;
     let c = clients.get(key);
     if (!c) {
-      c = new SQSClient({
+      c = new sdk.SQSClient({
         // Requests go to the configured (or the region's) endpoint, not to the host in the
         // queue URL: an emulator's or a VPC endpoint's queue URLs name hosts that may not resolve.
         useQueueUrlAsEndpoint: false,
@@ -207,7 +221,7 @@ export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): Co
       });
       clients.set(key, c);
     }
-    return c;
+    return { sdk, client: c };
   };
   return {
     type: "sqs-queue-length",
@@ -228,7 +242,7 @@ export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): Co
         }
       }
       return new SqsQueueLengthCollector(config, {
-        client: () => clientFor(config.region, endpoint),
+        connect: () => connect(config.region, endpoint),
         metric: opts.plan.metricName,
         endpoint,
       });

@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import { KubeConfig } from "@kubernetes/client-node";
 import process from "node:process";
 import {
-  InMemoryLeaderElector,
   LeaseLeaderElector,
   type LeaseLeaderElectorOptions,
 } from "../../src/cluster/leader_election.ts";
+import { InMemoryLeaderElector } from "../../src/cluster/leader.ts";
 import { FakeKubeApi } from "../fakes/kube_api.ts";
 import { KubeHttp } from "../../src/cluster/kube_http.ts";
 import { fakeKubeconfig } from "../fakes/kubeconfig.ts";

@@ -1,0 +1,48 @@
+/**
+ * The leader elector interface, and the elector of file mode (`InMemoryLeaderElector`): the one
+ * process is always the leader. The Lease-based elector of cluster mode is in
+ * leader_election.ts; this file loads nothing of the Kubernetes client.
+ *
+ * @module
+ */
+
+/** Runs a campaign for leadership and reports when it is won and lost. */
+export interface LeaderElector {
+  /** Start campaigning (idempotent). */
+  start(): void;
+  /** Stop campaigning; a leader steps down (`onStoppedLeading` is called). */
+  stop(): Promise<void>;
+  isLeader(): boolean;
+}
+
+/** Options of `InMemoryLeaderElector`. */
+export interface InMemoryLeaderElectorOptions {
+  onStartedLeading?: () => void;
+  onStoppedLeading?: () => void;
+}
+
+/** The elector of file mode: the only process leads from `start()` to `stop()`. */
+export class InMemoryLeaderElector implements LeaderElector {
+  private leading = false;
+
+  constructor(private readonly options: InMemoryLeaderElectorOptions = {}) {}
+
+  /** Become the leader at once. */
+  start(): void {
+    if (this.leading) return;
+    this.leading = true;
+    this.options.onStartedLeading?.();
+  }
+
+  /** Step down. */
+  async stop(): Promise<void> {
+    if (!this.leading) return;
+    this.leading = false;
+    this.options.onStoppedLeading?.();
+  }
+
+  /** Whether `start()` was called and `stop()` was not. */
+  isLeader(): boolean {
+    return this.leading;
+  }
+}
