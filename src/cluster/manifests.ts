@@ -4,10 +4,14 @@
  * js-yaml is used directly (it is what @kubernetes/client-node's loader wraps): that loader
  * turns documents into typed model classes (timestamps become Date objects, unknown kinds are
  * mangled) and throws on an empty document, while we want the plain JSON shape the API serves.
+ * Where the runtime has a native YAML parser (Bun), documents go through it instead, and a text
+ * it rejects is parsed again with js-yaml for js-yaml's error message. Both keep the last of
+ * duplicate keys, as JSON.parse and the API server do.
  */
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
+import { nativeYamlParser } from "../runtime/yaml.ts";
 import type { KubeObject } from "./types.ts";
 
 /** A manifest object and the file it came from. */
@@ -31,8 +35,7 @@ const DOCUMENT_MARKER = /^---[ \t]*(?:#[^\n]*)?(?:\r?\n|$)/m;
  * YAML, but js-yaml builds the same objects with far more garbage: measured under Bun on
  * 2,000 HPAs and their schedules as two JSON Lists (2.5 MB), reading them (and copying the
  * objects, as the file source does) adds 18 MiB of RSS in 70 ms with `JSON.parse`, 77 MiB in
- * 450 ms with js-yaml. Where the two differ, JSON's reading wins: the last of duplicate keys
- * is kept (js-yaml rejects them; the API server keeps the last).
+ * 450 ms with js-yaml.
  */
 function parseJson(text: string): unknown {
   const first = /\S/.exec(text)?.[0];
@@ -44,31 +47,55 @@ function parseJson(text: string): unknown {
   }
 }
 
+/** js-yaml's options: the last of duplicate keys wins (as with JSON.parse), no error. */
+const JS_YAML_OPTIONS = { json: true };
+
+/** One document's values: none for an empty text, else the one document. */
+type DocumentParser = (text: string) => unknown[];
+
+const nativeParser = nativeYamlParser();
+
+/** The documents of a text between two markers, by js-yaml. */
+const jsYamlDocuments: DocumentParser = (text) => loadAll(text, null, JS_YAML_OPTIONS) as unknown[];
+
+/**
+ * The documents of a text between two markers: the native parser's document, or js-yaml's
+ * when there is no native parser or the text still holds a marker line with content after it
+ * (`--- {a: 1}`), which the native parser would read as a list of documents.
+ */
+const parseDocument: DocumentParser = nativeParser
+  ? (text) => {
+    if (/^---/m.test(text)) return jsYamlDocuments(text);
+    const doc = nativeParser(text);
+    return doc === null || doc === undefined ? [] : [doc];
+  }
+  : jsYamlDocuments;
+
 /**
  * The documents of a YAML stream, as js-yaml's `loadAll` returns them. A stream of many
  * documents is parsed one document at a time: measured on 2,000 HPAs and their schedules
  * (3 MB), `loadAll` over whole files peaks at 70 MiB more RSS under Bun, one document at a
  * time at 35 MiB. Streams with directives or `...` end markers, and any text that fails to
- * parse that way, are parsed whole, so results and error messages are those of `loadAll`.
+ * parse that way, are parsed whole by js-yaml, so results and error messages are those of
+ * `loadAll`.
  */
 function loadDocuments(text: string): unknown[] {
   const json = parseJson(text);
   if (json !== undefined) return [json];
-  if (!DOCUMENT_MARKER.test(text) || /^(?:%|\.\.\.(?:\s|$))/m.test(text)) {
-    return loadAll(text) as unknown[];
-  }
+  const whole = (): unknown[] => loadAll(text, null, JS_YAML_OPTIONS) as unknown[];
+  if (/^(?:%|\.\.\.(?:\s|$))/m.test(text)) return whole();
   try {
     const parts = text.split(new RegExp(DOCUMENT_MARKER.source, "gm"));
-    const docs = loadAll(parts[0]) as unknown[];
+    const docs = parseDocument(parts[0]);
     for (let i = 1; i < parts.length; i++) {
-      const part = loadAll(parts[i]) as unknown[];
+      const part = parseDocument(parts[i]);
       // A marker always starts a document, an empty one (null) if nothing follows it.
       if (part.length === 0) docs.push(null);
       else for (const d of part) docs.push(d);
     }
     return docs;
   } catch {
-    return loadAll(text) as unknown[];
+    return whole();
   }
 }
 

@@ -20,6 +20,14 @@ describe("parseManifests", () => {
     ["a marker inside a block scalar", `${cm("a")}data:\n  x: |\n    ---\n    y\n`, ["a"]],
     ["an explicit end marker", `${cm("a")}...\n---\n${cm("b")}`, ["a", "b"]],
     ["a directive", `%YAML 1.2\n---\n${cm("a")}---\n${cm("b")}`, ["a", "b"]],
+    ["content on a marker line", `${cm("a")}--- {kind: Pod, metadata: {name: b}}\n`, ["a", "b"]],
+    [
+      "anchors, flow collections, quoting and scalars of every kind",
+      `${cm("a")}data: &d\n  s: 'it''s'\n  d: "tab\\tnew\\n"\n  f: >\n    folded\n    text\n` +
+      `  n: [1, 0x1F, 1e3, .inf, ~, true, yes, 012, 2026-01-01]\ncopy: *d\n---\n` +
+      `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, labels: {x: "1"}}\n`,
+      ["a", "b"],
+    ],
   ];
   for (const [what, text, names] of streams) {
     it(`parses ${what} as loadAll does`, () => {
@@ -28,6 +36,14 @@ describe("parseManifests", () => {
       assert.deepEqual(objects, (loadAll(text) as unknown[]).filter((d) => d != null));
     });
   }
+
+  it("keeps the last of duplicate keys in YAML, as JSON.parse and the API server do", () => {
+    const text = `${cm("a")}data:\n  x: "1"\n  x: "2"\n---\n${cm("b")}metadata:\n  name: c\n`;
+    assert.deepEqual(parseManifests(text, "f.yaml"), [
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a" }, data: { x: "2" } },
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" } },
+    ]);
+  });
 
   it("keeps block scalars that contain a marker line intact", () => {
     const [obj] = parseManifests(`${cm("a")}data:\n  x: |\n    ---\n    y\n`, "f.yaml");
