@@ -395,7 +395,9 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
         }
         continue;
       }
-      const object = clone(raw);
+      // The parser's objects are new and ours: only what is set here (the top level and its
+      // metadata) is copied, in case a YAML alias shares it; nested values are never mutated.
+      const object: KubeObject = { ...raw, metadata: { ...raw.metadata } };
       if (KIND_RESOURCES[kind].namespaced) object.metadata.namespace ??= "default";
       else delete object.metadata.namespace;
       delete object.metadata.resourceVersion;
