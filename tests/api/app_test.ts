@@ -1184,6 +1184,46 @@ describe("own metrics children", () => {
     });
   });
 
+  it("records through an observer into the same child as observe, checking labels once", () => {
+    const registry = new MetricsRegistry();
+    const h = registry.histogram({
+      name: "o_seconds",
+      help: "O",
+      labelNames: ["route"],
+      buckets: [0.01, 0.1],
+    });
+    const custom = h.observer({ route: "custom" });
+    custom(0.005);
+    custom(0.05);
+    h.observe(0.5, { route: "custom" });
+    assert.throws(() => h.observer({ route: "custom", extra: "x" }), {
+      message: 'unknown label "extra" for metric o_seconds',
+    });
+    assert.deepEqual(h.renderSamples(), [
+      'o_seconds_bucket{route="custom",le="0.01"} 1',
+      'o_seconds_bucket{route="custom",le="0.1"} 2',
+      'o_seconds_bucket{route="custom",le="+Inf"} 3',
+      'o_seconds_sum{route="custom"} 0.555',
+      'o_seconds_count{route="custom"} 3',
+    ]);
+  });
+
+  it("counts requests per route and code", () => {
+    const metrics = createAdapterMetrics();
+    for (const [route, code] of [["custom", 200], ["custom", 404], ["custom", 200]] as const) {
+      metrics.observeRequest({ method: "GET", route, code, durationSeconds: 0.001 });
+    }
+    const count = (labels: Record<string, string>): number =>
+      metrics.requestDuration.renderSamples().filter((l) =>
+        l.startsWith("kube_metrics_adapter_request_duration_seconds_count{") &&
+        l.includes(`route="${labels.route}",code="${labels.code}"`)
+      ).map((l) => Number(l.split(" ")[1]))[0];
+    assert.deepEqual([
+      count({ route: "custom", code: "200" }),
+      count({ route: "custom", code: "404" }),
+    ], [2, 1]);
+  });
+
   it("keeps label sets apart that would join to the same text", () => {
     const registry = new MetricsRegistry();
     const c = registry.counter({ name: "n_total", help: "N", labelNames: ["a", "b"] });
