@@ -6,7 +6,7 @@
 // usage: node scripts/build.mjs [--target bun|node-sea] [--no-bytecode] [--sourcemap]
 //                               [--bundle-only] [--quiet]
 //
-// The binary is `bun build --compile` of the ESM bundle by default. `--target node-sea` makes
+// The binary is `bun build --compile --splitting` of the sources by default. `--target node-sea` makes
 // Node's single executable application instead (an esbuild CJS bundle injected into a copy of
 // the running `node` with postject); it needs `postject` installed (npm). Switching the shipped
 // binary is the one line DEFAULT_TARGET below.
@@ -121,11 +121,19 @@ async function buildEsmBundle(opts) {
   log(`built ${relative(root, bundleFile)} (${size(bundleFile)})`);
 }
 
-/** dist/hpa-metrics-adapter with Bun: `bun build --compile` of the ESM bundle. */
+/**
+ * dist/hpa-metrics-adapter with Bun: `bun build --compile --splitting` of the sources. With
+ * splitting, what is imported dynamically (the Kubernetes client in cluster mode, the AWS SDK
+ * and the InfluxDB client on their first collection) becomes chunks of its own that the binary
+ * loads only when needed. Compiled from the one ESM bundle instead, that code is in the main
+ * program: it is never run in file mode, yet its compiled code is loaded at start, measured at
+ * 2,000 HPAs as 144-152 MiB RSS against 137-138 MiB with splitting (idle 66 against 60 MiB).
+ */
 function buildBunBinary(opts) {
   const args = [
     "build",
     "--compile",
+    "--splitting",
     "--minify",
     "--target=bun",
     "--format=esm",
@@ -133,7 +141,8 @@ function buildBunBinary(opts) {
     "--no-compile-autoload-dotenv",
     "--no-compile-autoload-bunfig",
     ...(opts.bytecode ? ["--bytecode"] : []),
-    bundleFile,
+    ...EXTERNAL.flatMap((name) => ["--external", name]),
+    entry,
     "--outfile",
     binaryFile,
   ];
