@@ -29,9 +29,11 @@ What is measured (everything on loopback, every process stopped by its PID):
 - **Serving**: the adapter in file mode on 2,000 and 10,000 HPAs (each with an Object metric on
   its own ScalingSchedule and an External json-path metric), plus one HPA with a Pods metric on
   50 pods. wrk hammers three reads: an object metric, the pods wildcard (50 items) and an
-  external metric; right after, the same wrk run against the **floor**, a bare \`node:https\`
-  server on the same runtime answering the same bytes. Budget: >= ${b.servingFloorRatio}x the
-  floor's requests/s, p99 < ${b.servingP99Ms} ms.
+  external metric, each against the adapter and against the **floor**, a bare \`node:https\`
+  server on the same runtime answering the same bytes: a warm-up of each, then three rounds of
+  one adapter run and one floor run; the median run of each side is in the table (every run's
+  requests/s in results.json). Budget: >= ${b.servingFloorRatio}x the floor's requests/s, p99 <
+  ${b.servingP99Ms} ms.
 - **Fan-out**: 1,000 HPAs x 20 pods, every pod its own loopback address (127.0.x.y) served by
   the fake fleet (\`bench/fleet.mjs\`, one listener per pod, two processes), scraped every 15 s =
   1,333 scrapes/s. The fleet records the longest gap between two scrapes of a pod; afterwards
