@@ -129,39 +129,11 @@ function artifacts() {
   if (!opts.build && existsSync(distBundle) && existsSync(distBinary)) {
     return { bundle: distBundle, binary: distBinary, source: "dist/", builtAt: mtime(distBinary) };
   }
-  // Built the way scripts/build.mjs builds, into our temp folder (dist/ is left alone).
-  log("building the bundle and the binary from the sources into a temp folder");
+  // Built by scripts/build.mjs into our temp folder (dist/ is left alone).
   const out = join(work, "build");
+  run(process.execPath, [join(root, "scripts", "build.mjs"), "--outdir", out, "--quiet"]);
   const bundle = join(out, "hpa-metrics-adapter.mjs");
   const binary = join(out, "hpa-metrics-adapter");
-  run(join(root, "node_modules", ".bin", "esbuild"), [
-    join(root, "src", "main.ts"),
-    "--bundle",
-    "--platform=node",
-    "--format=esm",
-    "--target=node20",
-    "--minify",
-    "--legal-comments=none",
-    "--external:bufferutil",
-    "--external:utf-8-validate",
-    "--banner:js=import { createRequire as __hmaCreateRequire } from 'node:module'; " +
-    "const require = __hmaCreateRequire(import.meta.url);",
-    `--outfile=${bundle}`,
-    "--log-level=warning",
-  ]);
-  run(bunBin, [
-    "build",
-    "--compile",
-    "--minify",
-    "--target=bun",
-    "--format=esm",
-    "--no-compile-autoload-dotenv",
-    "--no-compile-autoload-bunfig",
-    "--bytecode",
-    bundle,
-    "--outfile",
-    binary,
-  ]);
   return { bundle, binary, source: "built from the working tree", builtAt: mtime(binary) };
 }
 

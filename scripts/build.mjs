@@ -4,7 +4,7 @@
 //   dist/hpa-metrics-adapter      the single binary, with no node_modules needed at run time
 //
 // usage: node scripts/build.mjs [--target bun|node-sea] [--no-bytecode] [--sourcemap]
-//                               [--bundle-only] [--quiet]
+//                               [--bundle-only] [--quiet] [--outdir DIR (default dist/)]
 //
 // The binary is `bun build --compile --splitting` of the sources by default. `--target node-sea` makes
 // Node's single executable application instead (an esbuild CJS bundle injected into a copy of
@@ -21,7 +21,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 
@@ -29,7 +29,8 @@ import * as esbuild from "esbuild";
 const DEFAULT_TARGET = "bun";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const dist = join(root, "dist");
+/** Where the artifacts go: dist/, or `--outdir DIR` (the bench builds into a temp folder). */
+const dist = outdirOf(process.argv.slice(2)) ?? join(root, "dist");
 const entry = join(root, "src", "main.ts");
 const bundleFile = join(dist, "hpa-metrics-adapter.mjs");
 const binaryFile = join(dist, "hpa-metrics-adapter");
@@ -45,6 +46,11 @@ const REQUIRE_BANNER = "import { createRequire as __hmaCreateRequire } from 'nod
 // @influxdata/influxdb-client 1.35, node-forge, hono): no externals are needed. The only
 // optional native add-ons anything asks for are ws's, which ws loads in try/catch.
 const EXTERNAL = ["bufferutil", "utf-8-validate"];
+
+function outdirOf(argv) {
+  const i = argv.indexOf("--outdir");
+  return i >= 0 && argv[i + 1] ? resolve(argv[i + 1]) : null;
+}
 
 function parseOptions(argv) {
   const opts = {
@@ -62,6 +68,7 @@ function parseOptions(argv) {
     else if (a === "--sourcemap") opts.sourcemap = true;
     else if (a === "--bundle-only") opts.bundleOnly = true;
     else if (a === "--quiet") opts.quiet = true;
+    else if (a === "--outdir") i++; // read by outdirOf
     else fail(`unknown argument "${a}"`, 2);
   }
   if (opts.target !== "bun" && opts.target !== "node-sea") {
