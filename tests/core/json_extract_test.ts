@@ -1,10 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { JSONPath } from "jsonpath-plus";
 import {
   extractJsonValue,
   type JsonExtractionOptions,
   validateJsonExtraction,
 } from "../../src/core/json_extract.ts";
+import { prng } from "../support/prng.ts";
 
 const doc = {
   http_server: { rps: 0.5, "p99-latency": 12 },
@@ -420,4 +422,72 @@ describe("extraction errors and response content", () => {
       });
     });
   }
+});
+
+describe("json-key member chains ($.a.b)", () => {
+  // They are followed without jsonpath-plus: the outcome must be jsonpath-plus's, for bodies
+  // of every shape (strings and arrays have own properties too: "length", "0").
+  const NAMES = ["a", "b", "length", "constructor", "toString", "__proto__", "_x", "0"];
+  function value(rand: () => number, depth: number): unknown {
+    const r = rand();
+    if (depth > 2 || r < 0.3) {
+      return [0, 1.5, -2, "", "7", "abc", true, false, null][Math.floor(rand() * 9)];
+    }
+    if (r < 0.45) {
+      return Array.from({ length: Math.floor(rand() * 3) }, () => value(rand, depth + 1));
+    }
+    const obj: Record<string, unknown> = {};
+    for (const n of NAMES) if (rand() < 0.4) obj[n] = value(rand, depth + 1);
+    return obj;
+  }
+  function outcome(f: () => number): string {
+    try {
+      return `value ${f()}`;
+    } catch (e) {
+      return `error ${(e as Error).message}`;
+    }
+  }
+
+  it("says a falsy body matched nothing (jsonpath-plus answers undefined for it)", () => {
+    for (const body of [0, "", false, null]) {
+      assert.throws(() => extractJsonValue(body, { jsonKey: "$.a" }), {
+        message: 'json-key "$.a" matched nothing',
+      });
+      assert.throws(() => extractJsonValue(body, { jsonKey: "$.a[0]" }), {
+        message: 'json-key "$.a[0]" matched nothing',
+      });
+    }
+  });
+
+  it("gives what jsonpath-plus gives, for 3,000 generated bodies and paths", () => {
+    // The same path in bracket notation ($['a']['b']) is not a member chain: jsonpath-plus
+    // evaluates it, and the outcome (value or error) must be the same.
+    const rand = prng(20261122);
+    const names = NAMES.filter((n) => /^[A-Za-z_]/.test(n));
+    const outcomes = new Set<string>();
+    for (let i = 0; i < 3000; i++) {
+      const body = JSON.parse(JSON.stringify(value(rand, 0)) ?? "null");
+      const picked = Array.from(
+        { length: 1 + Math.floor(rand() * 3) },
+        () => names[Math.floor(rand() * names.length)],
+      );
+      const chain = "$" + picked.map((n) => `.${n}`).join("");
+      const brackets = "$" + picked.map((n) => `['${n}']`).join("");
+      const expected = outcome(() => extractJsonValue(body, { jsonKey: brackets }))
+        .replaceAll(brackets, "PATH");
+      const got = outcome(() => extractJsonValue(body, { jsonKey: chain })).replaceAll(
+        chain,
+        "PATH",
+      );
+      assert.equal(got, expected, `${chain} on ${JSON.stringify(body)}`);
+      outcomes.add(got.replace(/^value .*/, "value").replace(/^error (.*?) (found|gave).*/, "$2"));
+    }
+    // the generated cases reach every kind of outcome
+    assert.deepEqual([...outcomes].sort(), [
+      'error json-key "PATH" matched nothing',
+      "found",
+      "gave",
+      "value",
+    ]);
+  });
 });
