@@ -165,6 +165,16 @@ export class Counter extends Metric<{ value: number }> {
     if (!(by >= 0)) throw new Error(`counter ${this.name} cannot decrease (by ${by})`);
     this.child(labels).value += by;
   }
+  /**
+   * A function that adds 1 with these labels, for a hot path: the labels are looked up on its
+   * first call only (a counter never incremented is not shown).
+   */
+  incrementer(labels?: Labels): () => void {
+    let c: { value: number } | undefined;
+    return () => {
+      (c ??= this.child(labels)).value++;
+    };
+  }
   /** The current value (0 if never incremented). */
   get(labels?: Labels): number {
     return this.child(labels).value;
@@ -405,6 +415,11 @@ export function createAdapterMetrics(options: AdapterMetricsOptions = {}): Adapt
       collect: () => stats().conflictedPlans,
     });
   }
+  // per collector: counted without building a label key for each collection
+  const collectionObservers = new Map<
+    string,
+    { success: () => void; error: () => void; duration: (seconds: number) => void }
+  >();
   // route -> code -> observer: a request is counted without building a label key
   const requestObservers = new Map<string, Map<number, (seconds: number) => void>>();
   return {
@@ -418,8 +433,17 @@ export function createAdapterMetrics(options: AdapterMetricsOptions = {}): Adapt
     requestDuration,
     observeCollection(collector: string, ok: boolean, seconds: number): void {
       (ok ? collectionsSuccess : collectionsError).inc();
-      collectorCollections.inc({ collector, result: ok ? "success" : "error" });
-      collectionDuration.observe(seconds, { collector });
+      let c = collectionObservers.get(collector);
+      if (c === undefined) {
+        c = {
+          success: collectorCollections.incrementer({ collector, result: "success" }),
+          error: collectorCollections.incrementer({ collector, result: "error" }),
+          duration: collectionDuration.observer({ collector }),
+        };
+        collectionObservers.set(collector, c);
+      }
+      (ok ? c.success : c.error)();
+      c.duration(seconds);
     },
     observeRequest(obs: RequestObservation): void {
       let byCode = requestObservers.get(obs.route);

@@ -132,6 +132,11 @@ interface PlanState {
   written: Keys;
   /** Keys of the plans this one conflicts with (undefined: none). */
   conflicts: Keys;
+  /**
+   * External plans: the series of a sample without labels of its own (the plan's metric
+   * labels) and its entry key, made on the first such sample and shared by all of them.
+   */
+  planSeries?: { labels: Record<string, string>; key: string };
 }
 
 function addKey(keys: Keys, key: string): string | Set<string> {
@@ -229,6 +234,10 @@ export function formatTimestamp(ms: number): string {
 /** A stable key of a label set: sorted `k=v` pairs. */
 function labelsKey(labels: Record<string, string>): string {
   return JSON.stringify(Object.keys(labels).sort().map((k) => [k, labels[k]]));
+}
+
+function seriesOf(labels: Record<string, string>): { labels: Record<string, string>; key: string } {
+  return { labels, key: labelsKey(labels) };
 }
 
 /** `k=v,k2=v2` in key order, for messages. */
@@ -449,8 +458,17 @@ export class MetricStore {
           windowSeconds: s.windowSeconds,
         });
       } else {
-        const labels = { ...(s.labels ?? at_.metricLabels) };
-        next.set(labelsKey(labels), {
+        let labels: Record<string, string>;
+        let entryKey: string;
+        if (s.labels) {
+          labels = { ...s.labels };
+          entryKey = labelsKey(labels);
+        } else {
+          const own = state.planSeries ??= seriesOf({ ...at_.metricLabels });
+          labels = own.labels;
+          entryKey = own.key;
+        }
+        next.set(entryKey, {
           planKey: key,
           state,
           objectName: "",

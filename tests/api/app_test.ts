@@ -1208,6 +1208,38 @@ describe("own metrics children", () => {
     ]);
   });
 
+  it("shows an incrementer's counter only once it was called, then counts each call", () => {
+    const registry = new MetricsRegistry();
+    const c = registry.counter({ name: "i_total", help: "I", labelNames: ["r"] });
+    const ok = c.incrementer({ r: "ok" });
+    c.incrementer({ r: "error" });
+    assert.deepEqual(c.renderSamples(), []);
+    ok();
+    ok();
+    c.inc({ r: "ok" });
+    assert.deepEqual(c.renderSamples(), ['i_total{r="ok"} 3']);
+  });
+
+  it("counts collections per collector and result", () => {
+    const metrics = createAdapterMetrics();
+    metrics.observeCollection("json-path", true, 0.01);
+    metrics.observeCollection("json-path", true, 0.02);
+    metrics.observeCollection("json-path", false, 1);
+    metrics.observeCollection("prometheus", true, 0.5);
+    assert.deepEqual(metrics.collectorCollections.renderSamples(), [
+      'kube_metrics_adapter_collector_collections_total{collector="json-path",result="error"} 1',
+      'kube_metrics_adapter_collector_collections_total{collector="json-path",result="success"} 2',
+      'kube_metrics_adapter_collector_collections_total{collector="prometheus",result="success"} 1',
+    ]);
+    assert.deepEqual(
+      metrics.collectionDuration.renderSamples().filter((l) => l.includes("_count")),
+      [
+        'kube_metrics_adapter_collection_duration_seconds_count{collector="json-path"} 3',
+        'kube_metrics_adapter_collection_duration_seconds_count{collector="prometheus"} 1',
+      ],
+    );
+  });
+
   it("counts requests per route and code", () => {
     const metrics = createAdapterMetrics();
     for (const [route, code] of [["custom", 200], ["custom", 404], ["custom", 200]] as const) {
