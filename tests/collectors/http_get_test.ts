@@ -13,6 +13,8 @@ import {
   isLinkLocalAddress,
   parseJsonBody,
 } from "../../src/collectors/http_get.ts";
+import { Buffer } from "node:buffer";
+import { gzipSync } from "node:zlib";
 import { json, startServer } from "./servers.ts";
 
 /** A resolver with fixed answers that records the names it was asked. */
@@ -164,6 +166,39 @@ describe("fetchCapped", () => {
     } finally {
       await redirector.close();
       await secret.close();
+    }
+  });
+
+  it("caps bodies with and without a length, also a compressed body that inflates past the cap", async () => {
+    const big = JSON.stringify({ pad: "x".repeat(5000) });
+    const srv = await startServer("127.0.0.2", 0, (req, res) => {
+      const body = req.url === "/small" ? '{"v":1}' : big;
+      if (req.url === "/gzip") {
+        const zipped = gzipSync(body);
+        res.writeHead(200, { "content-encoding": "gzip", "content-length": zipped.length });
+        res.end(zipped);
+      } else if (req.url === "/chunked") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.write(body.slice(0, 100));
+        res.end(body.slice(100));
+      } else {
+        res.writeHead(200, { "content-length": Buffer.byteLength(body) });
+        res.end(body);
+      }
+    });
+    const url = (p: string): string => `http://127.0.0.2:${srv.port}${p}`;
+    const capped = { ...base, fetch, maxBytes: 1000 };
+    try {
+      assert.equal((await fetchCapped(url("/small"), capped)).text, '{"v":1}');
+      for (const p of ["/big", "/chunked", "/gzip"]) {
+        await assert.rejects(fetchCapped(url(p), capped), {
+          message: `response from ${url(p)} exceeds 1000 bytes`,
+        }, p);
+      }
+      assert.equal((await fetchCapped(url("/gzip"), { ...base, fetch })).text, big);
+      assert.equal((await fetchCapped(url("/chunked"), { ...base, fetch })).text, big);
+    } finally {
+      await srv.close();
     }
   });
 

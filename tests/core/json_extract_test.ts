@@ -1,6 +1,5 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { JSONPath } from "jsonpath-plus";
 import {
   extractJsonValue,
   type JsonExtractionOptions,
