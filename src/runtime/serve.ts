@@ -210,6 +210,31 @@ function connectionOf(incoming: http.IncomingMessage): ConnectionInfo {
   };
 }
 
+/**
+ * The request as the fast path sees it. Headers and the connection are read from the runtime's
+ * request object only when asked for: Bun builds them on first access, and a read without
+ * authorization needs neither.
+ */
+class IncomingView implements PlainRequest {
+  readonly #incoming: http.IncomingMessage;
+  #connection: ConnectionInfo | undefined;
+  constructor(incoming: http.IncomingMessage) {
+    this.#incoming = incoming;
+  }
+  get method(): string {
+    return this.#incoming.method ?? "GET";
+  }
+  get url(): string {
+    return this.#incoming.url ?? "/";
+  }
+  get headers(): PlainRequest["headers"] {
+    return this.#incoming.headers;
+  }
+  get connection(): ConnectionInfo {
+    return this.#connection ??= connectionOf(this.#incoming);
+  }
+}
+
 function requestListener(app: FetchApp): http.RequestListener {
   const viaFetch = getRequestListener(
     (request, bindings) =>
@@ -222,12 +247,7 @@ function requestListener(app: FetchApp): http.RequestListener {
   // The metric reads: a web Request/Response pair and a body stream per request cost more
   // than the read itself, so the app answers them as plain strings when it can.
   return (incoming, outgoing) => {
-    const answer = fast({
-      method: incoming.method ?? "GET",
-      url: incoming.url ?? "/",
-      headers: incoming.headers,
-      connection: connectionOf(incoming),
-    });
+    const answer = fast(new IncomingView(incoming));
     if (answer === null) return viaFetch(incoming, outgoing);
     const body = answer.bytes ?? Buffer.from(answer.body);
     outgoing.writeHead(answer.status, {
