@@ -5,9 +5,9 @@ import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import forge from "node-forge";
+import { createCertificate } from "../../src/api/cert_issue.ts";
 import {
   checkServingCertificate,
-  createCertificate,
   ensureSelfSignedCertificate,
   loadCertificateFiles,
   parseCertificateBundle,

@@ -15,7 +15,8 @@ import {
 } from "../fakes/kubeconfig.ts";
 import { KubeConfig } from "@kubernetes/client-node";
 import process from "node:process";
-import { type CertificateAndKey, createCertificate } from "../../src/api/certs.ts";
+import type { CertificateAndKey } from "../../src/api/certs.ts";
+import { createCertificate } from "../../src/api/cert_issue.ts";
 
 const T0 = Date.parse("2026-01-15T12:00:00Z");
 

@@ -35,7 +35,7 @@ import {
 import { createServer } from "node:https";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createCertificate } from "../../src/api/certs.ts";
+import { createCertificate } from "../../src/api/cert_issue.ts";
 import type { CertificateAndKey } from "../../src/api/certs.ts";
 import { createKubeClient, kubeconfigText, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient, KubeCredentials } from "./kube_client.ts";

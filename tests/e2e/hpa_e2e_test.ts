@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { request as httpsRequest } from "node:https";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createCertificate } from "../../src/api/certs.ts";
+import { createCertificate } from "../../src/api/cert_issue.ts";
 import { computeDesiredReplicas } from "../../src/core/hpa_algorithm.ts";
 import type {
   HpaAlgorithmBehavior,

@@ -9,7 +9,8 @@
 import * as https from "node:https";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { type CertificateAndKey, createCertificate } from "../../src/api/certs.ts";
+import type { CertificateAndKey } from "../../src/api/certs.ts";
+import { createCertificate } from "../../src/api/cert_issue.ts";
 import type { KubeRequest } from "../../src/api/auth.ts";
 
 /** The decision for one SubjectAccessReview spec. */

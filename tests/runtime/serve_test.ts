@@ -8,7 +8,7 @@ import {
   serveHttp,
   serveHttps,
 } from "../../src/runtime/serve.ts";
-import { createCertificate } from "../../src/api/certs.ts";
+import { createCertificate } from "../../src/api/cert_issue.ts";
 import { httpsGet, makeTestPki, type TestPki } from "../fakes/auth_api.ts";
 
 /** An app that answers with what the server told it about the connection. */
