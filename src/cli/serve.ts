@@ -27,6 +27,7 @@ import { createCollectorRegistry, defaultCollectorFactories } from "../collector
 import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { ScheduleController } from "../engine/schedule_controller.ts";
+import { releaseUnusedMemory } from "../runtime/memory.ts";
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
@@ -86,7 +87,9 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     now: io.now,
   });
   const closers: (() => Promise<void> | void)[] = [];
+  let closing = false;
   const close = async (): Promise<void> => {
+    closing = true;
     for (const c of closers.reverse()) {
       try {
         await c();
@@ -262,6 +265,13 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       closers.push(() => controller.stop());
     }
     ready = true;
+    // The start's peak (objects read, every HPA planned, every metric collected once) is over
+    // when the first round ends: give the memory it freed back (Bun keeps it otherwise).
+    engine.firstRound().then(() => {
+      if (!closing && releaseUnusedMemory()) {
+        log.debug(1, "returned the memory freed after the first collections");
+      }
+    });
     log.info(
       `serving the metrics APIs on https://${stringFlag(flags, "bind-address")}:${server.port}`,
       {

@@ -267,6 +267,12 @@ export class Engine {
   #contested = new Set<string>();
   /** The store's conflict version at the last `#checkConflicts`. */
   #conflictsSeen = -1;
+  /** Jobs of the start whose first collection has not ended yet (see `firstRound`). */
+  #firstPending = new Set<Job>();
+  #firstRoundDone: () => void = () => {};
+  readonly #firstRound = new Promise<void>((resolve) => {
+    this.#firstRoundDone = resolve;
+  });
   #active = 0;
   #waiters: (() => void)[] = [];
   #inflight = new Set<Promise<void>>();
@@ -314,6 +320,8 @@ export class Engine {
       this.#log.error("cannot watch kind", { kind: "HorizontalPodAutoscaler", error: hpaError });
     }
     for (const hpa of this.#cluster.list("HorizontalPodAutoscaler")) this.reconcile(hpa);
+    for (const job of this.#jobs.values()) this.#firstPending.add(job);
+    if (this.#firstPending.size === 0) this.#firstRoundDone();
     const gcSeconds = numberOr(this.#flags, "garbage-collector-interval", 600);
     if (gcSeconds > 0) {
       const gc = (): void => {
@@ -326,6 +334,18 @@ export class Engine {
       this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
     }
     this.#log.info("engine started", { hpas: this.#hpas.size, collections: this.#jobs.size });
+  }
+
+  /**
+   * Resolves once every collection the start planned has ended its first attempt (or was
+   * stopped): the end of the start's burst of work. Never resolves before `start()`.
+   */
+  firstRound(): Promise<void> {
+    return this.#firstRound;
+  }
+
+  #firstEnded(job: Job): void {
+    if (this.#firstPending.delete(job) && this.#firstPending.size === 0) this.#firstRoundDone();
   }
 
   /** Stop every timer and watch, abort collections in flight and wait for them to settle. */
@@ -720,6 +740,7 @@ export class Engine {
 
   #stopJob(job: Job): void {
     job.stopped = true;
+    this.#firstEnded(job);
     if (job.timer !== null) this.#clearTimer(job.timer);
     job.timer = null;
     job.abort?.abort(new Error("collector stopped"));
@@ -845,6 +866,7 @@ export class Engine {
       }
     } finally {
       job.running = false;
+      this.#firstEnded(job);
     }
   }
 

@@ -305,6 +305,53 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("ends the first round when every collection of the start has ended once", async () => {
+    const s = setup({ flags: { "max-concurrent-collections": 1 } });
+    // A's first collection takes 5s and holds the only slot; B's fails at once after it.
+    s.backend.answers.set(
+      "A",
+      () => new Promise<number>((r) => s.timers.setTimer(() => r(1), 5_000)),
+    );
+    s.backend.answers.set("B", () => Promise.reject(new Error("down")));
+    for (const e of ["A", "B"]) {
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa(`h-${e}`, [{ name: `q-${e}`, endpoint: e, interval: "60s" }]),
+      );
+    }
+    let ended = false;
+    void s.engine.firstRound().then(() => (ended = true));
+    await s.engine.start();
+    await settle();
+    assert.equal(ended, false, "A is still collecting");
+    await s.timers.advance(5_000);
+    await settle();
+    assert.deepEqual([s.backend.calls.get("A"), s.backend.calls.get("B"), ended], [1, 1, true]);
+    await s.engine.stop();
+  });
+
+  it("ends the first round at once without HPAs, and when the start's collections stop", async () => {
+    const empty = setup();
+    await empty.engine.start();
+    await empty.engine.firstRound();
+    await empty.engine.stop();
+    const s = setup();
+    s.backend.answers.set("A", () => new Promise<number>(() => {}));
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+    );
+    let ended = false;
+    void s.engine.firstRound().then(() => (ended = true));
+    await s.engine.start();
+    await settle();
+    assert.equal(ended, false);
+    s.cluster.delete("HorizontalPodAutoscaler", "default", "web");
+    await settle();
+    assert.equal(ended, true);
+    await s.engine.stop();
+  });
+
   it("gives every query key a fixed phase in (0, 1]", () => {
     assert.deepEqual(["fake|A", "fake|B", "fake|C", ""].map(collectionPhase), [
       0.702,
