@@ -556,7 +556,8 @@ const SELECTOR_CACHE_LIMIT = 8192;
 function selectorCache(): (search: string, name: string) => ParsedSelector {
   const cache = new Map<string, ParsedSelector>();
   return (search, name) => {
-    const key = `${name}\u0000${search}`;
+    // (most reads have no query: their key is the name alone, without building a string)
+    const key = search === "" ? name : `${name}\u0000${search}`;
     let hit = cache.get(key);
     if (hit === undefined) {
       const raw = queryParam(search, name) ?? "";
@@ -636,12 +637,23 @@ const FAST_PATH_RE = /^\/apis\/[A-Za-z0-9\-_~%*./:@!$&'()+,;=]*$/;
 const FAST_QUERY_RE = /^[A-Za-z0-9\-._~%!$&()*+,;=:@/?]*$/;
 const DOT_SEGMENT_RE = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
 
+const CUSTOM_PREFIX = `/apis/${CUSTOM_GROUP}/`;
+const EXTERNAL_PREFIX = `/apis/${EXTERNAL_GROUP}/`;
+
+/** Whether `path` is `<prefix><version>/<anything>`. */
+function underVersion(path: string, prefix: string): boolean {
+  if (!path.startsWith(prefix)) return false;
+  const slash = path.indexOf("/", prefix.length);
+  return slash > prefix.length && slash < path.length - 1;
+}
+
 function routeOf(path: string): string {
+  // the metric reads first, without a regular expression: every served read comes here
+  if (underVersion(path, CUSTOM_PREFIX)) return "custom";
+  if (underVersion(path, EXTERNAL_PREFIX)) return "external";
   if (/^\/(healthz|livez|readyz)(\/|$)/.test(path)) return "health";
   if (path === "/version" || path === "/version/") return "version";
   if (path.startsWith("/openapi")) return "openapi";
-  const m = /^\/apis\/(custom|external)\.metrics\.k8s\.io\/[^/]+\/(.+)$/.exec(path);
-  if (m) return m[1];
   if (path === "/apis" || path.startsWith("/apis/")) return "discovery";
   return "other";
 }
@@ -784,7 +796,9 @@ export function createApp(options: ApiOptions): ApiApp {
     const pathname = q < 0 ? url : url.slice(0, q);
     const search = q < 0 ? "" : url.slice(q);
     if (
-      !FAST_PATH_RE.test(pathname) || DOT_SEGMENT_RE.test(pathname) ||
+      !FAST_PATH_RE.test(pathname) ||
+      // a dot segment starts with "/." or is percent-encoded
+      ((pathname.includes("/.") || pathname.includes("%")) && DOT_SEGMENT_RE.test(pathname)) ||
       (search !== "" && !FAST_QUERY_RE.test(search))
     ) return null;
     const started = performance.now();

@@ -910,12 +910,20 @@ describe("hooks", () => {
     await get(options, "/apis");
     await get(options, "/readyz");
     await get(options, "/openapi/v2");
+    await get(options, `${CM}/v1beta2`);
+    await get(options, `${CM}/v1beta2/`);
+    await get(options, `${EM}/namespaces`);
+    await get(options, "/version");
     assert.deepEqual(seen.map((o) => [o.method, o.route, o.code]), [
       ["GET", "custom", 200],
       ["GET", "external", 404],
       ["GET", "discovery", 200],
       ["GET", "health", 200],
       ["GET", "openapi", 200],
+      ["GET", "discovery", 200],
+      ["GET", "discovery", 200],
+      ["GET", "external", 404],
+      ["GET", "version", 200],
     ]);
     for (const o of seen) assert.ok(o.durationSeconds >= 0 && o.durationSeconds < 5);
   });
