@@ -498,7 +498,7 @@ function oneCheck(c: HealthCheck): Response {
 
 /** Split a raw path into decoded segments (so `%2A` is `*`); null if undecodable. */
 function segments(pathname: string): string[] | null {
-  const parts = pathname.split("/").slice(1);
+  const parts = pathname.slice(1).split("/");
   if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
   if (!pathname.includes("%")) return parts;
   try {
@@ -554,11 +554,13 @@ const SELECTOR_CACHE_LIMIT = 8192;
  * controller repeats its queries every sync period).
  */
 function selectorCache(): (search: string, name: string) => ParsedSelector {
-  const cache = new Map<string, ParsedSelector>();
+  // parameter name -> query string -> parsed (no key string built per read)
+  const byName = new Map<string, Map<string, ParsedSelector>>();
+  let size = 0;
   return (search, name) => {
-    // (most reads have no query: their key is the name alone, without building a string)
-    const key = search === "" ? name : `${name}\u0000${search}`;
-    let hit = cache.get(key);
+    let cache = byName.get(name);
+    if (cache === undefined) byName.set(name, cache = new Map());
+    let hit = cache.get(search);
     if (hit === undefined) {
       const raw = queryParam(search, name) ?? "";
       try {
@@ -572,8 +574,11 @@ function selectorCache(): (search: string, name: string) => ParsedSelector {
       } catch (err) {
         hit = { error: (err as Error).message };
       }
-      if (cache.size >= SELECTOR_CACHE_LIMIT) cache.clear();
-      cache.set(key, hit);
+      if (++size > SELECTOR_CACHE_LIMIT) {
+        for (const c of byName.values()) c.clear();
+        size = 1;
+      }
+      cache.set(search, hit);
     }
     return hit;
   };
@@ -591,8 +596,8 @@ function listCache(): (key: string, items: readonly object[], make: () => string
   return (key, items, make) => {
     const hit = cache.get(key);
     if (
-      hit !== undefined && hit.items.length === items.length &&
-      hit.items.every((item, i) => item === items[i])
+      hit !== undefined && (hit.items === items ||
+        (hit.items.length === items.length && hit.items.every((item, i) => item === items[i])))
     ) return hit.ready;
     const ready = readyBody(make());
     if (hit === undefined && cache.size >= LIST_CACHE_LIMIT) cache.clear();
@@ -913,16 +918,8 @@ function customMetrics(
     // one item whose JSON depends on nothing else: its body lives with it
     return plainReady(itemBody(items[0], version, make));
   }
-  const key = [
-    version,
-    namespace,
-    groupResource,
-    name,
-    metricName,
-    metricSelector,
-    labelSel.canonical,
-  ]
-    .join("\u0000");
+  const key =
+    `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${metricSelector}\u0000${labelSel.canonical}`;
   return plainReady(query.lists(key, items, make));
 }
 

@@ -94,6 +94,25 @@ interface Slot {
   externalMemo: Map<string, ExternalMemo> | null;
   /** External slots: plan keys by their whole metric selector (canonical string). */
   exact: Map<string, string | Set<string>> | null;
+  /** Bumped on every write to `entries`, a replaced value too (what `wildcard` depends on). */
+  writes: number;
+  /** The last wildcard read's items, for the next read with the same pod set. */
+  wildcard: WildcardMemo | null;
+}
+
+/**
+ * A wildcard read's answer, valid while nothing it depends on changed: the slot's values, the
+ * conflicts and plans of the store, the set of names asked for (the same object), and the
+ * clock before the first of its values expires.
+ */
+interface WildcardMemo {
+  names: ReadonlySet<string> | undefined;
+  writes: number;
+  conflicts: number;
+  plans: number;
+  /** The last time (ms) at which every value of `items` is still unexpired. */
+  until: number;
+  items: CustomItem[];
 }
 
 /** What an external read with one selector needs, valid for one slot version. */
@@ -310,6 +329,7 @@ function joinAnd(parts: string[]): string {
 /** A structural change in a slot: the read memos start over. */
 function changed(slot: Slot): void {
   slot.version++;
+  slot.writes++;
   slot.sorted = null;
 }
 
@@ -337,6 +357,8 @@ export class MetricStore {
   #metrics = new Map<string, number>();
   #customValues = 0;
   #externalValues = 0;
+  /** Bumped when a plan is added, changed or removed (what wildcard read memos depend on). */
+  #planVersion = 0;
   /** Keys of the plans in conflict: what `conflicts()` goes through (not every plan). */
   #conflicted = new Set<string>();
   #conflictVersion = 0;
@@ -354,6 +376,7 @@ export class MetricStore {
    * "not collected yet" message.
    */
   upsertPlan(plan: StoredPlan, at?: number): void {
+    this.#planVersion++;
     const old = this.#plans.get(plan.key);
     const servedKey = servedKeyOf(plan.servedAt);
     if (old && old.servedKey === servedKey && old.plan.queryKey === plan.queryKey) {
@@ -386,6 +409,8 @@ export class MetricStore {
         version: 0,
         sorted: null,
         externalMemo: null,
+        writes: 0,
+        wildcard: null,
         exact: null,
       };
       this.#slots.set(slotKey, slot);
@@ -406,6 +431,7 @@ export class MetricStore {
   removePlan(key: string): void {
     const state = this.#plans.get(key);
     if (!state) return;
+    this.#planVersion++;
     this.#clearValues(state, new Set());
     for (const other of [...keysOf(state.conflicts)]) this.#unlink(state, other);
     const slot = this.#slots.get(state.slotKey);
@@ -491,6 +517,7 @@ export class MetricStore {
       slot.entries.set(entryKey, entrySet(entry, value));
       state.written = addKey(state.written, entryKey);
     }
+    slot.writes++;
     state.lastSuccessAt = at;
     state.lastError = undefined;
     state.lastErrorAt = undefined;
@@ -640,6 +667,12 @@ export class MetricStore {
     }
     const { accept, names } = options;
     const filtered = accept !== undefined || names !== undefined;
+    const memo = slot.wildcard;
+    if (
+      memo !== null && accept === undefined && memo.names === names &&
+      memo.writes === slot.writes && memo.conflicts === this.#conflictVersion &&
+      memo.plans === this.#planVersion && now <= memo.until
+    ) return { items: memo.items };
     const picked: StoredValue[] = [];
     if (names && names.size < slot.entries.size) {
       // fewer candidate objects than stored values: look each one up
@@ -663,6 +696,18 @@ export class MetricStore {
     }
     if (stored > 0) {
       const items = picked.map((v) => this.#customItem(v));
+      if (items.length > 0 && accept === undefined) {
+        let oldest = Infinity;
+        for (const v of picked) if (v.timestamp < oldest) oldest = v.timestamp;
+        slot.wildcard = {
+          names,
+          writes: slot.writes,
+          conflicts: this.#conflictVersion,
+          plans: this.#planVersion,
+          until: oldest + this.ttlSeconds * 1000,
+          items,
+        };
+      }
       return filtered && items.length === 0 ? { items, stored } : { items };
     }
     const states = [...keysOf(slot.plans)].map((k) => this.#plans.get(k)!);

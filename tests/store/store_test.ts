@@ -130,6 +130,56 @@ describe("MetricStore reads", () => {
     ]);
   });
 
+  it("answers a repeated wildcard read from its memo, and never a stale one", () => {
+    const store = new MetricStore({ ttlSeconds: 60 });
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [
+      { objectName: "web-a", value: 1, timestamp: T0 },
+      { objectName: "web-b", value: 2, timestamp: T0 + 10 * SEC },
+    ], T0);
+    const names = new Set(["web-a", "web-b"]);
+    const read = (at: number, n: ReadonlySet<string> = names) =>
+      store.lookupCustom(pods("*"), at, { names: n });
+    const first = read(T0 + SEC);
+    assert.ok("items" in first);
+    const again = read(T0 + 2 * SEC);
+    assert.ok("items" in again);
+    assert.equal(again.items, first.items, "the same answer object: served from the memo");
+    // another set of names (the pod set changed)
+    assert.deepEqual(values(read(T0 + 2 * SEC, new Set(["web-b"]))), [2]);
+    // a replaced value
+    store.recordSuccess(plan.key, [
+      { objectName: "web-a", value: 3, timestamp: T0 + 20 * SEC },
+      { objectName: "web-b", value: 2, timestamp: T0 + 10 * SEC },
+    ], T0 + 20 * SEC);
+    assert.deepEqual(values(read(T0 + 21 * SEC)), [3, 2]);
+    // the first value to expire (web-b's, at T0 + 70s) drops out of the memo's answer
+    assert.deepEqual(values(read(T0 + 70 * SEC)), [3, 2]);
+    assert.deepEqual(values(read(T0 + 71 * SEC)), [3]);
+    // a conflict with another query on the same pods withholds the values
+    store.recordSuccess(
+      plan.key,
+      [{ objectName: "web-a", value: 4, timestamp: T0 + 80 * SEC }],
+      T0,
+    );
+    assert.deepEqual(values(read(T0 + 81 * SEC)), [4]);
+    const other = podsPlan("api", "q-other");
+    store.upsertPlan(other, T0);
+    store.recordSuccess(
+      other.key,
+      [{ objectName: "web-a", value: 9, timestamp: T0 + 80 * SEC }],
+      T0,
+    );
+    assert.equal(
+      reason(read(T0 + 81 * SEC)),
+      'conflict between HPA default/api and HPA default/web: they collect metric "rps" on ' +
+        "pods/* with different queries, so neither value is served",
+    );
+    store.removePlan(other.key);
+    assert.deepEqual(values(read(T0 + 82 * SEC)), [4]);
+  });
+
   it("replaces a plan's values on every success: a pod missing from the collection is gone", () => {
     const store = new MetricStore();
     const plan = podsPlan("web");
