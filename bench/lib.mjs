@@ -141,15 +141,29 @@ export function procStats(pid) {
   return { rssMiB: kb("VmRSS") / 1024, hwmMiB: kb("VmHWM") / 1024, cpuSeconds };
 }
 
+/** Whether taskset (util-linux) can pin processes here. */
+export function haveTaskset() {
+  return spawnSync("taskset", ["-p", String(process.pid)], { encoding: "utf8" }).status === 0;
+}
+
+/** Pin every thread of process `pid` (and the threads it starts later) to `cpus` ("0"). */
+export function pin(pid, cpus) {
+  const r = spawnSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`taskset -a -p -c ${cpus} ${pid}: ${r.stderr.trim()}`);
+}
+
 /** Whether wrk is installed. */
 export function haveWrk() {
   return spawnSync("wrk", ["--version"], { encoding: "utf8" }).error === undefined;
 }
 
 /** Run wrk against `url`; resolves with its numbers (latencies in ms). */
-export function wrk(url, { seconds, connections, script }) {
+export function wrk(url, { seconds, connections, script, cpus = null }) {
   return new Promise((resolve, reject) => {
-    const p = spawn("wrk", [
+    // on `cpus` (taskset) when given: the load generator off the server's core
+    const [cmd, pre] = cpus === null ? ["wrk", []] : ["taskset", ["-c", cpus, "wrk"]];
+    const p = spawn(cmd, [
+      ...pre,
       "-t1",
       `-c${connections}`,
       `-d${seconds}s`,

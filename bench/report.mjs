@@ -22,7 +22,8 @@ export function renderReport(report) {
 version (under a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
 Options: \`--runtimes binary,bun,deno,node\`, \`--only startup,serving,fanout\`, \`--sizes 2000,10000\`,
 \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the working tree into a temp
-folder instead of using \`dist/\`), \`--no-write\`. It needs \`wrk\` (Debian package \`wrk\`).
+folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs \`wrk\` (Debian package
+\`wrk\`).
 
 What is measured (everything on loopback, every process stopped by its PID):
 
@@ -30,9 +31,10 @@ What is measured (everything on loopback, every process stopped by its PID):
   its own ScalingSchedule and an External json-path metric), plus one HPA with a Pods metric on
   50 pods. wrk hammers three reads: an object metric, the pods wildcard (50 items) and an
   external metric, each against the adapter and against the **floor**, a bare \`node:https\`
-  server on the same runtime answering the same bytes: a warm-up of each, then three rounds of
-  one adapter run and one floor run; the median run of each side is in the table (every run's
-  requests/s in results.json). Budget: >= ${b.servingFloorRatio}x the floor's requests/s, p99 <
+  server on the same runtime answering the same bytes: a warm-up of each, then rounds (three
+  quick, five full) of one adapter run and one floor run; the median run of each side is in
+  the table (every run's requests/s in results.json). With \`taskset\` (util-linux) the server
+  under test runs on CPU 0 with all its threads and wrk on CPU 1 (\`--no-pin\`: not pinned). Budget: >= ${b.servingFloorRatio}x the floor's requests/s, p99 <
   ${b.servingP99Ms} ms.
 - **Fan-out**: 1,000 HPAs x 20 pods, every pod its own loopback address (127.0.x.y) served by
   the fake fleet (\`bench/fleet.mjs\`, one listener per pod, two processes), scraped every 15 s =

@@ -6,6 +6,7 @@
 //
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,fanout,
 //          startup] [--sizes 2000,10000] [--build] [--seconds N] [--connections N] [--no-write]
+//          [--no-pin]
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
@@ -20,10 +21,12 @@ import {
 import {
   freePort,
   get,
+  haveTaskset,
   haveWrk,
   killAll,
   mapLimit,
   median,
+  pin,
   procStats,
   sleep,
   startProcess,
@@ -56,6 +59,7 @@ function parseArgs(argv) {
     seconds: null,
     connections: 8,
     write: true,
+    pin: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -68,6 +72,7 @@ function parseArgs(argv) {
     else if (a === "--seconds") o.seconds = Number(val());
     else if (a === "--connections") o.connections = Number(val());
     else if (a === "--no-write") o.write = false;
+    else if (a === "--no-pin") o.pin = false;
     else {
       console.error(`bench: unknown argument "${a}"`);
       process.exit(2);
@@ -90,7 +95,10 @@ const plan = {
   sections: opts.only ?? ["startup", "serving", "fanout"],
   warmSeconds: quick ? 1 : 2,
   seconds: opts.seconds ?? (quick ? 1 : 4),
-  rounds: 3,
+  rounds: quick ? 3 : 5,
+  // Serving: the server under test on CPU 0 (all its threads), wrk on CPU 1, so that neither
+  // takes the other's core and the server's helper threads count against its own core.
+  pin: opts.pin && cpus().length >= 2 && haveTaskset(),
   connections: opts.connections,
   startupReps: quick ? 3 : 5,
   // Quick keeps the 1,333 scrapes/s of 1,000 HPAs x 20 pods every 15 s with fewer pods.
@@ -339,13 +347,17 @@ async function servingSection(art, servingDirs) {
           responsesFile,
         ]);
         floor = await startReadyLine(fcmd, fargs, { logFile: join(work, "floor.log") });
+        if (plan.pin) {
+          pin(a.pid, "0");
+          pin(floor.pid, "0");
+        }
         const cpu0 = procStats(a.pid).cpuSeconds;
         for (const [name, path] of Object.entries(paths)) {
           const row = { runtime, hpas: size, path: name, bytes: responses[path].body.length };
           // A warm-up each, then `rounds` alternating runs (the adapter, then the floor on the
           // same bytes): a burst of other work on the machine hits both sides, and the median
           // run of each side is reported.
-          const opt = { connections: plan.connections, script };
+          const opt = { connections: plan.connections, script, cpus: plan.pin ? "1" : null };
           const targets = [["adapter", a.base], ["floor", `https://127.0.0.1:${floorPort}`]];
           const runs = { adapter: [], floor: [] };
           for (const [, base] of targets) {
@@ -583,7 +595,8 @@ async function main() {
     runtimes: Object.fromEntries(plan.runtimes.map((r) => [r, runtimeVersion(r, art)])),
     settings: {
       wrk: `wrk -t1 -c${plan.connections}, ${plan.warmSeconds} s warm-up, then ${plan.rounds} ` +
-        `alternating runs of ${plan.seconds} s each (median run)`,
+        `alternating runs of ${plan.seconds} s each (median run)` +
+        (plan.pin ? "; server on CPU 0, wrk on CPU 1 (taskset)" : "; not pinned"),
       fanout: plan.fanout,
     },
     budgets: BUDGETS,
