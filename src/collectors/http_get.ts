@@ -193,16 +193,8 @@ export interface LinkLocalPolicy {
  * ```
  */
 export async function checkLinkLocalTarget(url: string, policy: LinkLocalPolicy): Promise<void> {
-  if (policy.allow) return;
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  const refuse = (how: string): Error =>
-    new Error(
-      `request to ${url} refused: host "${host}" ${how} (allow with --allow-link-local-targets)`,
-    );
-  if (ipv4Octets(host) || ipv6Words(host)) {
-    if (isLinkLocalAddress(host)) throw refuse("is a link-local address");
-    return;
-  }
+  if (linkLocalDecided(url, policy)) return;
+  const host = hostOf(url);
   let addresses: string[];
   try {
     addresses = await (policy.lookup ?? defaultHostLookup)(host);
@@ -212,7 +204,31 @@ export async function checkLinkLocalTarget(url: string, policy: LinkLocalPolicy)
     );
   }
   const bad = addresses.find(isLinkLocalAddress);
-  if (bad !== undefined) throw refuse(`resolves to link-local address ${bad}`);
+  if (bad !== undefined) throw refusal(url, host, `resolves to link-local address ${bad}`);
+}
+
+function hostOf(url: string): string {
+  return new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+}
+
+function refusal(url: string, host: string, how: string): Error {
+  return new Error(
+    `request to ${url} refused: host "${host}" ${how} (allow with --allow-link-local-targets)`,
+  );
+}
+
+/**
+ * The part of {@linkcode checkLinkLocalTarget} that needs no name lookup: true when the target
+ * is allowed without one (the policy allows link-local targets, or the host is an IP address
+ * that is not link-local); throws when the host is a link-local address; false when the host
+ * is a name to resolve.
+ */
+function linkLocalDecided(url: string, policy: LinkLocalPolicy): boolean {
+  if (policy.allow) return true;
+  const host = hostOf(url);
+  if (!ipv4Octets(host) && !ipv6Words(host)) return false;
+  if (isLinkLocalAddress(host)) throw refusal(url, host, "is a link-local address");
+  return true;
 }
 
 /** `promise`, or a rejection as soon as `signal` aborts (the promise itself runs on). */
@@ -289,7 +305,8 @@ export async function fetchCapped(
     return new Error(`request to ${url} failed: ${(e as Error).message}`);
   };
   try {
-    if (options.linkLocal) {
+    // (an address in the URL is checked at once; only a name waits for its lookup)
+    if (options.linkLocal && !linkLocalDecided(url, options.linkLocal)) {
       try {
         await untilAborted(checkLinkLocalTarget(url, options.linkLocal), deadline.signal);
       } catch (e) {

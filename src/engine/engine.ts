@@ -927,11 +927,12 @@ export class Engine {
     const abort = new AbortController();
     job.abort = abort;
     const deadlineMs = this.#deadlineMs(job);
-    const timedOut = `collection timed out after ${formatDuration(Math.ceil(deadlineMs / 1000))}`;
+    const timedOut = (): string =>
+      `collection timed out after ${formatDuration(Math.ceil(deadlineMs / 1000))}`;
     let expired = false;
     const timeout = this.#setTimer(() => {
       expired = true;
-      abort.abort(new Error(timedOut));
+      abort.abort(new Error(timedOut()));
     }, deadlineMs);
     const startedAt = this.#now();
     let result: CollectResult | null = null;
@@ -953,7 +954,7 @@ export class Engine {
       error = errorText(e);
       if (expired && !job.stopped && !this.#stopped) {
         result = await this.#afterDeadline(job, pending);
-        if (!result) error = timedOut;
+        if (!result) error = timedOut();
       }
     } finally {
       this.#clearTimer(timeout);

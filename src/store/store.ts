@@ -505,7 +505,7 @@ export class MetricStore {
         });
       }
     }
-    this.#clearValues(state, new Set(next.keys()));
+    this.#clearValues(state, next);
     const slot = this.#slots.get(state.slotKey)!;
     for (const [entryKey, value] of next) {
       const entry = slot.entries.get(entryKey);
@@ -971,7 +971,7 @@ export class MetricStore {
   }
 
   /** Remove the plan's values except under the entry keys in `keep`. */
-  #clearValues(state: PlanState, keep: Set<string>): void {
+  #clearValues(state: PlanState, keep: { has(entryKey: string): boolean }): void {
     const slot = this.#slots.get(state.slotKey);
     if (!slot) return;
     for (const entryKey of [...keysOf(state.written)]) {

@@ -243,6 +243,30 @@ describe("fetchCapped", () => {
     // No policy: no check (pod IPs from the cluster, operator-configured backends).
     assert.equal(await httpGetText("http://metadata.test/", { ...base, fetch: spy }), "1");
     assert.equal(calls, 2);
+    // An address in the URL is decided without a lookup: refused, or let through.
+    for (const host of ["169.254.169.254", "[fe80::1]"]) {
+      await assert.rejects(
+        httpGetText(`http://${host}/latest`, {
+          ...base,
+          fetch: spy,
+          linkLocal: { allow: false, lookup },
+        }),
+        {
+          message: `request to http://${host}/latest refused: host "${
+            host.replace(/[[\]]/g, "")
+          }" is a link-local address ${REFUSE}`,
+        },
+      );
+    }
+    assert.equal(
+      await httpGetText("http://10.1.2.3:8080/", {
+        ...base,
+        fetch: spy,
+        linkLocal: { allow: false, lookup },
+      }),
+      "1",
+    );
+    assert.equal(calls, 3);
     assert.deepEqual(lookup.asked, ["metadata.test", "ok.test"]);
   });
 
