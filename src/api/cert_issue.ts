@@ -11,9 +11,7 @@
 import forge from "node-forge";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
-import type { CertificateAndKey } from "./certs.ts";
-
-const DAY_MS = 86_400_000;
+import { type CertificateAndKey, DAY_MS } from "./certs.ts";
 
 /** Options of {@linkcode createCertificate}. */
 export interface CertificateOptions {

@@ -17,7 +17,8 @@ export interface CertificateAndKey {
   key: string;
 }
 
-const DAY_MS = 86_400_000;
+/** One day in ms. */
+export const DAY_MS = 86_400_000;
 
 /** Split a PEM bundle into its certificates (PEM blocks); other blocks are skipped. */
 export function splitPemCertificates(pem: string): string[] {

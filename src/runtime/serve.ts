@@ -325,28 +325,34 @@ export async function serveHttps(
   app: FetchApp,
   options: ServeHttpsOptions,
 ): Promise<RunningServer> {
-  let current = { cert: options.cert, key: options.key, clientCa: options.clientCa };
-  const tracker = socketTracker();
   const listener = requestListener(app);
   if (runtimeName() === "bun") return await serveHttpsBun(listener, options);
-  const httpsServer = https.createServer(secureOptions({ ...current, ...options }), listener);
-  httpsServer.on("connection", (socket: Socket) => tracker.add(socket));
-  httpsServer.on("tlsClientError", () => {});
-  const server: http.Server | tls.Server = httpsServer;
+  let current = { cert: options.cert, key: options.key, clientCa: options.clientCa };
+  const tracker = socketTracker();
+  const server = httpsServerOf(listener, secureOptions({ ...current, ...options }), tracker);
   const port = await listen(server, options);
   return {
     port,
     updateTls(update) {
-      current = {
-        cert: update.cert ?? current.cert,
-        key: update.key ?? current.key,
-        clientCa: update.clientCa ?? current.clientCa,
-      };
-      (server as tls.Server).setSecureContext(
+      current = mergeTls(current, update);
+      server.setSecureContext(
         secureOptions({ ...current, minVersion: options.minVersion }),
       );
     },
     close: () => closeServer(server, tracker),
+  };
+}
+
+/** TLS settings with the given ones replaced (what `updateTls` leaves out stays). */
+function mergeTls<T extends { cert: string; key: string; clientCa?: string }>(
+  current: T,
+  update: Partial<T>,
+): T {
+  return {
+    ...current,
+    cert: update.cert ?? current.cert,
+    key: update.key ?? current.key,
+    clientCa: update.clientCa ?? current.clientCa,
   };
 }
 
@@ -403,11 +409,7 @@ async function serveHttpsBun(
   return {
     port,
     updateTls(update) {
-      current = {
-        cert: update.cert ?? current.cert,
-        key: update.key ?? current.key,
-        clientCa: update.clientCa ?? current.clientCa,
-      };
+      current = mergeTls(current, update);
       // Bun's https.Server has no setSecureContext: it is replaced like a change of kind
       if (Boolean(current.clientCa) === bridged && bridged) {
         (server as tls.Server).setSecureContext(
