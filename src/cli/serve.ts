@@ -27,6 +27,7 @@ import { createCollectorRegistry, defaultCollectorFactories } from "../collector
 import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { ScheduleController } from "../engine/schedule_controller.ts";
+import { TimerWheel } from "../engine/timer_wheel.ts";
 import { releaseUnusedMemory } from "../runtime/memory.ts";
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
@@ -172,12 +173,17 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       ...defaultCollectorFactories(),
       ...backendCollectorFactories(),
     ]);
+    // one runtime timer for all the engine's timers due in the same 100 ms (see timer_wheel.ts)
+    const timers = new TimerWheel();
+    closers.push(() => timers.clear());
     const engine = new Engine({
       cluster,
       store,
       registry,
       flags,
       logger: log,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
       writer: cluster,
       isLeader,
       now: io.now,
@@ -186,11 +192,6 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       onReconcile: (r) => (r.ok ? metrics.updatesSuccess : metrics.updatesError).inc(),
     });
     engineRef = engine;
-    const gcTimer = setInterval(
-      () => store.gc(io.now()),
-      Math.max(1, numberFlag(flags, "garbage-collector-interval")) * 1000,
-    );
-    closers.push(() => clearInterval(gcTimer));
 
     const auth = createDelegatedAuth({
       ...await authOptionsFromFlags(flags),

@@ -361,6 +361,29 @@ describe("Engine", () => {
     ]);
   });
 
+  it("frees expired values every --garbage-collector-interval", async () => {
+    const s = setup({ flags: { "garbage-collector-interval": 300 } });
+    s.backend.answers.set("A", 4);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+    );
+    await s.engine.start();
+    await settle();
+    assert.equal(s.store.stats().externalValues, 1);
+    // the backend fails from now on: the last value stays until the TTL (900 s) ...
+    s.backend.answers.set("A", new Error("backend down"));
+    await s.timers.advance(900_000);
+    assert.equal(s.store.stats().externalValues, 1);
+    // ... is no longer served right after, and is freed at the next collector pass (1200 s)
+    await s.timers.advance(1_000);
+    assert.match(String(external(s, "q")), /backend down/);
+    assert.equal(s.store.stats().externalValues, 1);
+    await s.timers.advance(299_000);
+    assert.equal(s.store.stats().externalValues, 0);
+    await s.engine.stop();
+  });
+
   it("keeps the period when a timer fires late: the next wait is shorter", async () => {
     let late = true;
     const s = setup({

@@ -1,0 +1,217 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { TimerWheel } from "../../src/engine/timer_wheel.ts";
+
+/** A runtime's timers by hand: `advance(ms)` fires due runtime timers in time order. */
+class FakeRuntime {
+  now = 1_000;
+  #next = 1;
+  readonly timers = new Map<number, { at: number; fn: () => void }>();
+  /** How many runtime timers were ever set (wake-ups asked for). */
+  set = 0;
+  /** How many runtime timers fired (wake-ups). */
+  fired = 0;
+
+  setTimeout = (fn: () => void, ms: number): unknown => {
+    const id = this.#next++;
+    this.set++;
+    this.timers.set(id, { at: this.now + ms, fn });
+    return id;
+  };
+
+  clearTimeout = (handle: unknown): void => {
+    this.timers.delete(handle as number);
+  };
+
+  clock = (): number => this.now;
+
+  advance(ms: number): void {
+    const end = this.now + ms;
+    while (true) {
+      let due: [number, { at: number; fn: () => void }] | null = null;
+      for (const e of this.timers) {
+        if (e[1].at <= end && (!due || e[1].at < due[1].at)) due = e;
+      }
+      if (!due) break;
+      this.timers.delete(due[0]);
+      this.now = Math.max(this.now, due[1].at);
+      this.fired++;
+      due[1].fn();
+    }
+    this.now = end;
+  }
+}
+
+function wheelOn(rt: FakeRuntime, errors: unknown[] = []): TimerWheel {
+  return new TimerWheel({
+    slotMs: 100,
+    setTimeout: rt.setTimeout,
+    clearTimeout: rt.clearTimeout,
+    now: rt.clock,
+    onError: (e) => errors.push(e),
+  });
+}
+
+describe("TimerWheel", () => {
+  it("fires the timers of one slot in one wake-up, in the order they were set, at the slot's end", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: string[] = [];
+    // now 1000: 1000+130 and 1000+170 are both in the slot ending at 1200; 1000+250 ends at 1300
+    wheel.setTimer(() => log.push(`b@${rt.now}`), 170);
+    wheel.setTimer(() => log.push(`a@${rt.now}`), 130);
+    wheel.setTimer(() => log.push(`c@${rt.now}`), 250);
+    assert.equal(wheel.size, 3);
+    assert.equal(rt.timers.size, 1); // one runtime timer, for the earliest slot
+    rt.advance(199);
+    assert.deepEqual(log, []);
+    rt.advance(1);
+    assert.deepEqual(log, ["b@1200", "a@1200"]);
+    assert.equal(rt.fired, 1);
+    rt.advance(100);
+    assert.deepEqual(log, ["b@1200", "a@1200", "c@1300"]);
+    assert.equal(rt.fired, 2);
+    assert.equal(wheel.size, 0);
+    assert.equal(rt.timers.size, 0);
+  });
+
+  it("arms the runtime timer again when an earlier slot gets a timer", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: number[] = [];
+    wheel.setTimer(() => log.push(rt.now), 5_000);
+    wheel.setTimer(() => log.push(rt.now), 300);
+    assert.equal(rt.timers.size, 1);
+    assert.deepEqual([...rt.timers.values()].map((t) => t.at), [1_300]);
+    rt.advance(10_000);
+    assert.deepEqual(log, [1_300, 6_000]);
+  });
+
+  it("forgets a cleared timer, and an emptied slot asks for no wake-up", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: string[] = [];
+    const deadline = wheel.setTimer(() => log.push("deadline"), 150);
+    wheel.setTimer(() => log.push("tick"), 1_000);
+    assert.deepEqual([...rt.timers.values()].map((t) => t.at), [1_200]);
+    wheel.clearTimer(deadline);
+    wheel.clearTimer(deadline); // twice: ignored
+    assert.deepEqual([...rt.timers.values()].map((t) => t.at), [2_000]);
+    rt.advance(5_000);
+    assert.deepEqual(log, ["tick"]);
+    assert.equal(rt.fired, 1);
+  });
+
+  it("fires a timer set by a callback on a later wake-up, even for the same slot time", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: string[] = [];
+    let again = 3;
+    const tick = (): void => {
+      log.push(`tick@${rt.now}`);
+      if (--again > 0) wheel.setTimer(tick, 100);
+    };
+    wheel.setTimer(tick, 100);
+    rt.advance(1_000);
+    assert.deepEqual(log, ["tick@1100", "tick@1200", "tick@1300"]);
+    assert.equal(rt.fired, 3);
+  });
+
+  it("skips a timer of the same wake-up cleared by an earlier callback", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: string[] = [];
+    wheel.setTimer(() => {
+      log.push("first");
+      wheel.clearTimer(second);
+    }, 120);
+    const second = wheel.setTimer(() => log.push("second"), 140);
+    rt.advance(500);
+    assert.deepEqual(log, ["first"]);
+  });
+
+  it("hands delays shorter than a slot to the runtime as they are", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: string[] = [];
+    wheel.setTimer(() => log.push(`short@${rt.now}`), 30);
+    const cleared = wheel.setTimer(() => log.push("cleared"), 0);
+    wheel.clearTimer(cleared);
+    assert.equal(wheel.size, 0);
+    rt.advance(100);
+    assert.deepEqual(log, ["short@1030"]);
+  });
+
+  it("keeps firing the other timers when one throws, and reports the error", () => {
+    const rt = new FakeRuntime();
+    const errors: unknown[] = [];
+    const wheel = wheelOn(rt, errors);
+    const log: string[] = [];
+    wheel.setTimer(() => {
+      throw new Error("boom");
+    }, 110);
+    wheel.setTimer(() => log.push("after"), 120);
+    wheel.setTimer(() => log.push("later"), 400);
+    rt.advance(1_000);
+    assert.deepEqual(log, ["after", "later"]);
+    assert.deepEqual(errors.map((e) => (e as Error).message), ["boom"]);
+  });
+
+  it("a late runtime timer fires every slot that became due", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: number[] = [];
+    wheel.setTimer(() => log.push(1), 100);
+    wheel.setTimer(() => log.push(2), 200);
+    wheel.setTimer(() => log.push(3), 900);
+    // the event loop was busy: the runtime timer for 1100 runs at 1450
+    const [id, t] = [...rt.timers][0];
+    rt.timers.set(id, { ...t, at: 1_450 });
+    rt.advance(460);
+    assert.deepEqual(log, [1, 2]);
+    assert.equal(rt.fired, 1);
+    assert.deepEqual([...rt.timers.values()].map((x) => x.at), [1_900]);
+    rt.advance(1_000);
+    assert.deepEqual(log, [1, 2, 3]);
+  });
+
+  it("clear() drops every timer and the runtime timer", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: string[] = [];
+    const t = wheel.setTimer(() => log.push("x"), 500);
+    wheel.setTimer(() => log.push("y"), 900);
+    wheel.clear();
+    wheel.clearTimer(t);
+    assert.equal(wheel.size, 0);
+    assert.equal(rt.timers.size, 0);
+    rt.advance(5_000);
+    assert.equal(log.length, 0);
+    wheel.setTimer(() => log.push("z"), 100); // usable after a clear
+    rt.advance(200);
+    assert.deepEqual(log, ["z"]);
+  });
+
+  it("rejects a slot that is not a positive number", () => {
+    assert.throws(() => new TimerWheel({ slotMs: 0 }), /invalid timer slot 0 ms/);
+  });
+
+  it("runs on the runtime's own timers", async () => {
+    const wheel = new TimerWheel({ slotMs: 20 });
+    const started = performance.now();
+    const fired = await new Promise<number[]>((resolve) => {
+      const at: number[] = [];
+      const done = (): void => {
+        at.push(performance.now() - started);
+        if (at.length === 3) resolve(at);
+      };
+      wheel.setTimer(done, 25);
+      wheel.setTimer(done, 30);
+      wheel.setTimer(done, 45);
+    });
+    for (const [i, ms] of [25, 30, 45].entries()) {
+      assert.ok(fired[i] >= ms - 1, `timer ${i} fired at ${fired[i]} ms, before ${ms} ms`);
+    }
+    assert.equal(wheel.size, 0);
+  });
+});
