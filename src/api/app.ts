@@ -23,8 +23,13 @@ import {
 } from "../core/label_selector.ts";
 import { formatQuantity } from "../core/quantity.ts";
 import type { LabelSelector } from "../core/types.ts";
-import { type CustomLookupOptions, formatTimestamp, type MetricStore } from "../store/store.ts";
-import type { CustomItem, ExternalItem } from "../store/types.ts";
+import {
+  customLookupKey,
+  type CustomLookupOptions,
+  formatTimestamp,
+  type MetricStore,
+} from "../store/store.ts";
+import type { CustomItem, CustomLookup, ExternalItem, ExternalLookup } from "../store/types.ts";
 import type { PlainRequest, PlainResponse } from "../runtime/serve.ts";
 import type { RequestObservation } from "./own_metrics.ts";
 import { STATUS_HEADERS, statusPlain, statusResponse } from "./status.ts";
@@ -755,33 +760,51 @@ export function createApp(options: ApiOptions): ApiApp {
   const selectors = selectorCache();
   const lists = listCache();
   const podSets = podSetCache();
-  /** Everything under /apis/, for the Hono route and the fast path alike. */
-  const apis = (method: string, pathname: string, search: string): PlainResponse => {
+  const caches = { lists, podSets };
+  /** What a GET under /apis/ asks: made from the path and query alone. */
+  const parseApis = (pathname: string, search: string): ApisAsk => {
     const segs = segments(pathname);
     if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
     const [, group, ver, ...rest] = segs;
     if (!groups.includes(group)) return plainNotFound();
-    if (method !== "GET" && method !== "HEAD") {
-      return statusPlain(
-        "MethodNotAllowed",
-        "the server does not allow this method on the requested resource",
-      );
-    }
     if (ver === undefined) {
       return plainJson(JSON.stringify({ kind: "APIGroup", apiVersion: "v1", ...apiGroup(group) }));
     }
     if (!groupVersions(group).includes(ver)) return plainNotFound();
-    if (rest.length === 0) return plainJson(JSON.stringify(resourceList(group, ver, store)));
+    if (rest.length === 0) return { resources: group, version: ver };
+    return group === CUSTOM_GROUP
+      ? customRead(selectors, search, ver, rest)
+      : externalRead(selectors, search, rest);
+  };
+  /** The answer to what a GET asks, from the store as it is now. */
+  const answer = (ask: ApisAsk): PlainResponse => {
+    if ("status" in ask) return ask;
+    if ("resources" in ask) {
+      return plainJson(JSON.stringify(resourceList(ask.resources, ask.version, store)));
+    }
     if (!options.ready()) {
       return statusPlain(
         "ServiceUnavailable",
         "the adapter has not finished its initial sync; metrics are served once it has",
       );
     }
-    const query = { search, selectors, lists, podSets };
-    return group === CUSTOM_GROUP
-      ? customMetrics(query, ver, rest, options)
-      : externalMetrics(query, rest, options);
+    if ("error" in ask) return ask.error;
+    return ask.group === CUSTOM_GROUP
+      ? customMetrics(ask, caches, options)
+      : externalMetrics(ask, caches, options);
+  };
+  /** Everything under /apis/, for the Hono route and the fast path alike. */
+  const apis = (method: string, pathname: string, search: string): PlainResponse => {
+    if (method !== "GET" && method !== "HEAD") {
+      const segs = segments(pathname);
+      if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
+      if (!groups.includes(segs[1])) return plainNotFound();
+      return statusPlain(
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+      );
+    }
+    return answer(parseApis(pathname, search));
   };
 
   app.all("/apis/*", (c) => {
@@ -794,29 +817,46 @@ export function createApp(options: ApiOptions): ApiApp {
   const authorizeFast: FastAuthorize | null = options.authorize
     ? options.authorize.fast ?? null
     : () => true;
+  // Metric reads by URL, parsed: the HPA controller asks the same URLs every sync period.
+  const reads = new Map<string, MetricRead>();
   const fastFetch = (request: PlainRequest): PlainResponse | null => {
     if (authorizeFast === null || request.method !== "GET") return null;
     const url = request.url;
-    const q = url.indexOf("?");
-    const pathname = q < 0 ? url : url.slice(0, q);
-    const search = q < 0 ? "" : url.slice(q);
-    if (
-      !FAST_PATH_RE.test(pathname) ||
-      // a dot segment starts with "/." or is percent-encoded
-      ((pathname.includes("/.") || pathname.includes("%")) && DOT_SEGMENT_RE.test(pathname)) ||
-      (search !== "" && !FAST_QUERY_RE.test(search))
-    ) return null;
+    let ask: ApisAsk | undefined = reads.get(url);
+    let route: string;
+    if (ask !== undefined) route = ask.route;
+    else {
+      const q = url.indexOf("?");
+      const pathname = q < 0 ? url : url.slice(0, q);
+      const search = q < 0 ? "" : url.slice(q);
+      if (
+        !FAST_PATH_RE.test(pathname) ||
+        // a dot segment starts with "/." or is percent-encoded
+        ((pathname.includes("/.") || pathname.includes("%")) && DOT_SEGMENT_RE.test(pathname)) ||
+        (search !== "" && !FAST_QUERY_RE.test(search))
+      ) return null;
+      try {
+        ask = parseApis(pathname, search === "?" ? "" : search);
+      } catch {
+        return null; // the regular path answers (and reports) the same failure
+      }
+      if ("route" in ask) {
+        if (reads.size >= READ_CACHE_LIMIT) reads.clear();
+        reads.set(url, ask);
+        route = ask.route;
+      } else route = routeOf(pathname);
+    }
     const started = performance.now();
     try {
       if (authorizeFast(request) !== true) return null;
-      const answer = apis("GET", pathname, search === "?" ? "" : search);
+      const response = answer(ask);
       options.onRequest?.({
         method: "GET",
-        route: routeOf(pathname),
-        code: answer.status,
+        route,
+        code: response.status,
         durationSeconds: (performance.now() - started) / 1000,
       });
-      return answer;
+      return response;
     } catch {
       // the regular path answers (and reports) the same failure
       return null;
@@ -825,35 +865,75 @@ export function createApp(options: ApiOptions): ApiApp {
   return Object.assign(app, { fastFetch });
 }
 
-/** The query of a metrics read and the app's caches. */
-interface Query {
-  search: string;
-  selectors: ReturnType<typeof selectorCache>;
+/** A parsed selector parameter. */
+type OkSelector = Exclude<ParsedSelector, { error: string }>;
+
+/** The caches a metric read's answer is made with. */
+interface ReadCaches {
   lists: ReturnType<typeof listCache>;
   podSets: ReturnType<typeof podSetCache>;
 }
 
+/** A custom metrics read, as its URL asks it (parsed once per URL). */
+interface CustomRead {
+  group: typeof CUSTOM_GROUP;
+  route: "custom";
+  version: string;
+  /** The store lookup, the same object for every read of the URL. */
+  lookup: CustomLookup;
+  labelSel: OkSelector;
+  requestSelector: LabelSelector | null;
+  /** Key of the read's list body in the list cache. */
+  listKey: string;
+}
+
+/** An external metrics read, as its URL asks it. */
+interface ExternalRead {
+  group: typeof EXTERNAL_GROUP;
+  route: "external";
+  lookup: ExternalLookup;
+  listKey: string;
+}
+
+type MetricRead = CustomRead | ExternalRead;
+
+/**
+ * What a GET under /apis/ asks: a metric read; a read whose URL is wrong (answered once the
+ * adapter is ready, as before parsing); the resource list of a group version; or an answer
+ * that depends on the URL alone.
+ */
+type ApisAsk =
+  | MetricRead
+  | { error: PlainResponse }
+  | { resources: string; version: string }
+  | PlainResponse;
+
+/** Parsed URLs of metric reads remembered before the cache starts over. */
+const READ_CACHE_LIMIT = 4096;
+
 function parseParam(
-  query: Query,
+  selectors: ReturnType<typeof selectorCache>,
+  search: string,
   name: string,
-): Exclude<ParsedSelector, { error: string }> | { error: PlainResponse } {
-  const parsed = query.selectors(query.search, name);
+): OkSelector | { error: PlainResponse } {
+  const parsed = selectors(search, name);
   if ("error" in parsed) {
     return { error: statusPlain("BadRequest", `invalid ${name}: ${parsed.error}`) };
   }
   return parsed;
 }
 
-function customMetrics(
-  query: Query,
+function customRead(
+  selectors: ReturnType<typeof selectorCache>,
+  search: string,
   version: string,
   rest: string[],
-  options: ApiOptions,
-): PlainResponse {
+): CustomRead | { error: PlainResponse } {
   let namespace: string;
   let groupResource: string;
   let name: string;
   let metricName: string;
+  const notFound = { error: plainNotFound() };
   if (rest.length === 5 && rest[0] === "namespaces") {
     [, namespace, groupResource, name, metricName] = rest;
   } else if (rest.length === 4 && rest[0] === "namespaces" && rest[2] === "metrics") {
@@ -865,33 +945,48 @@ function customMetrics(
     [groupResource, name, metricName] = rest;
     // cluster-scoped; a Namespace's values are kept under the namespace itself
     namespace = groupResource === "namespaces" ? name : "";
-  } else return plainNotFound();
-  if (!namespace && rest.length !== 3) return plainNotFound();
-  if (!groupResource || !name || !metricName) return plainNotFound();
+  } else return notFound;
+  if (!namespace && rest.length !== 3) return notFound;
+  if (!groupResource || !name || !metricName) return notFound;
 
-  const labelSel = parseParam(query, "labelSelector");
-  if ("error" in labelSel) return labelSel.error;
-  const metricSel = parseParam(query, "metricLabelSelector");
-  if ("error" in metricSel) return metricSel.error;
+  const labelSel = parseParam(selectors, search, "labelSelector");
+  if ("error" in labelSel) return labelSel;
+  const metricSel = parseParam(selectors, search, "metricLabelSelector");
+  if ("error" in metricSel) return metricSel;
   const metricSelector = metricSel.canonical;
   if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
-    return statusPlain(
-      "BadRequest",
-      `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${groupResource}`,
-    );
+    return {
+      error: statusPlain(
+        "BadRequest",
+        `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${groupResource}`,
+      ),
+    };
   }
+  const lookup: CustomLookup = { namespace, groupResource, name, metricName, metricSelector };
+  lookup.key = customLookupKey(lookup);
+  return {
+    group: CUSTOM_GROUP,
+    route: "custom",
+    version,
+    lookup,
+    labelSel,
+    requestSelector: metricSel.labelSelector,
+    listKey:
+      `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${metricSelector}\u0000${labelSel.canonical}`,
+  };
+}
 
+function customMetrics(read: CustomRead, caches: ReadCaches, options: ApiOptions): PlainResponse {
+  const { version, lookup, labelSel, requestSelector } = read;
+  const { namespace, groupResource, name, metricName } = lookup;
   const now = options.now();
   const filter = name === "*" && groupResource === "pods"
-    ? podFilter(query, namespace, labelSel, options.pods)
+    ? podFilter(caches, namespace, labelSel, options.pods)
     : {};
-  const result = options.store.lookupCustom(
-    { namespace, groupResource, name, metricName, metricSelector },
-    now,
-    filter,
-  );
-  const what = `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
-  if ("miss" in result) return statusPlain("NotFound", `${what}: ${result.miss.reason}`);
+  const result = options.store.lookupCustom(lookup, now, filter);
+  const what = (): string =>
+    `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
+  if ("miss" in result) return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
   const items = result.items;
   if (items.length === 0) {
     const sel = labelSel.canonical;
@@ -899,12 +994,11 @@ function customMetrics(
     const stored = result.stored ?? 0;
     return statusPlain(
       "NotFound",
-      `${what}: no ready pod ${which} has a value (values are stored for ${stored} pod${
+      `${what()}: no ready pod ${which} has a value (values are stored for ${stored} pod${
         stored === 1 ? "" : "s"
       } in namespace ${namespace})`,
     );
   }
-  const requestSelector = metricSel.labelSelector;
   const make = (): string =>
     listText(
       "MetricValueList",
@@ -918,20 +1012,18 @@ function customMetrics(
     // one item whose JSON depends on nothing else: its body lives with it
     return plainReady(itemBody(items[0], version, make));
   }
-  const key =
-    `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${metricSelector}\u0000${labelSel.canonical}`;
-  return plainReady(query.lists(key, items, make));
+  return plainReady(caches.lists(read.listKey, items, make));
 }
 
 /** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
 function podFilter(
-  query: Query,
+  caches: ReadCaches,
   namespace: string,
-  labelSelector: Exclude<ParsedSelector, { error: string }>,
+  labelSelector: OkSelector,
   pods: PodLister,
 ): CustomLookupOptions {
   if (pods.version) {
-    return { names: query.podSets(namespace, labelSelector, pods as Required<PodLister>) };
+    return { names: caches.podSets(namespace, labelSelector, pods as Required<PodLister>) };
   }
   const matches = labelSelector.matches;
   const ok = (pod: KubeObject | undefined): boolean =>
@@ -945,21 +1037,40 @@ function podFilter(
   return { names };
 }
 
-function externalMetrics(query: Query, rest: string[], options: ApiOptions): PlainResponse {
+function externalRead(
+  selectors: ReturnType<typeof selectorCache>,
+  search: string,
+  rest: string[],
+): ExternalRead | { error: PlainResponse } {
   if (rest.length !== 3 || rest[0] !== "namespaces" || !rest[1] || !rest[2]) {
-    return plainNotFound();
+    return { error: plainNotFound() };
   }
   const [, namespace, metricName] = rest;
-  const labelSel = parseParam(query, "labelSelector");
-  if ("error" in labelSel) return labelSel.error;
-  const result = options.store.lookupExternal(
-    { namespace, metricName, selector: labelSel.sel, canonicalSelector: labelSel.canonical },
-    options.now(),
-  );
+  const labelSel = parseParam(selectors, search, "labelSelector");
+  if ("error" in labelSel) return labelSel;
+  return {
+    group: EXTERNAL_GROUP,
+    route: "external",
+    lookup: {
+      namespace,
+      metricName,
+      selector: labelSel.sel,
+      canonicalSelector: labelSel.canonical,
+    },
+    listKey: ["external", namespace, metricName, labelSel.canonical].join("\u0000"),
+  };
+}
+
+function externalMetrics(
+  read: ExternalRead,
+  caches: ReadCaches,
+  options: ApiOptions,
+): PlainResponse {
+  const result = options.store.lookupExternal(read.lookup, options.now());
   if ("miss" in result) {
     return statusPlain(
       "NotFound",
-      `the server could not find the metric ${metricName} for provided labels: ${result.miss.reason}`,
+      `the server could not find the metric ${read.lookup.metricName} for provided labels: ${result.miss.reason}`,
     );
   }
   const items = result.items;
@@ -974,6 +1085,5 @@ function externalMetrics(query: Query, rest: string[], options: ApiOptions): Pla
   if (items.length === 1) {
     return plainReady(itemBody(items[0], "external", make));
   }
-  const key = ["external", namespace, metricName, labelSel.canonical].join("\u0000");
-  return plainReady(query.lists(key, items, make));
+  return plainReady(caches.lists(read.listKey, items, make));
 }

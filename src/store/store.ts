@@ -264,6 +264,11 @@ function labelsText(labels: Record<string, string>): string {
   return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
 }
 
+/** The key under which the store finds the values a custom lookup reads (see `CustomLookup.key`). */
+export function customLookupKey(q: CustomLookup): string {
+  return customSlotKey(q.namespace, q.groupResource, q.metricName, q.metricSelector);
+}
+
 function customSlotKey(
   namespace: string,
   groupResource: string,
@@ -649,8 +654,7 @@ export class MetricStore {
     now: number,
     options: CustomLookupOptions = {},
   ): LookupResult<CustomItem> {
-    const slotKey = customSlotKey(q.namespace, q.groupResource, q.metricName, q.metricSelector);
-    const slot = this.#slots.get(slotKey);
+    const slot = this.#slots.get(q.key ?? customLookupKey(q));
     const where = (): string => `${q.groupResource}/${q.name}`;
     if (!slot || slot.plans === undefined) {
       return { miss: { reason: this.#nobodyAsks(q, where()) } };

@@ -87,6 +87,11 @@ export interface CustomLookup {
   metricName: string;
   /** Canonical string of the request's `metricLabelSelector` ("" for none). */
   metricSelector: string;
+  /**
+   * `customLookupKey(this)` (store.ts), when the caller keeps the lookup for repeated reads
+   * (saves building the key per read).
+   */
+  key?: string;
 }
 
 /** An external metrics read. */

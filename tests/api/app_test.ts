@@ -1124,6 +1124,42 @@ describe("fast path (fastFetch)", () => {
     assert.deepEqual(items.map((i: { value: string }) => i.value), ["3", "1200k"]); // series key order
   });
 
+  it("checks readiness, authorization and expiry on every read of a URL it has parsed before", () => {
+    let allow = true;
+    const authorize = Object.assign(
+      async (_c: unknown, next: () => Promise<void>) => await next(),
+      { fast: () => (allow ? true as const : null) },
+    );
+    const { options, state, clock } = fixture({ authorize });
+    const app = createApp(options);
+    const path = `${CM}/v1beta2/namespaces/default/scalingschedules.zalando.org/nightly/nightly`;
+    state.ready = false;
+    assert.equal(app.fastFetch(plainRequest(path))!.status, 503);
+    state.ready = true;
+    assert.match(app.fastFetch(plainRequest(path))!.body, /"value":"100"/);
+    allow = false;
+    assert.equal(app.fastFetch(plainRequest(path)), null);
+    allow = true;
+    clock.now = T0 + 3_600_000; // past the TTL of the fixture's store
+    const expired = app.fastFetch(plainRequest(path))!;
+    assert.equal(expired.status, 404);
+    assert.match(expired.body, /expired/);
+  });
+
+  it("answers every URL right when more distinct URLs come than it keeps parsed", () => {
+    const { options } = fixture();
+    const app = createApp(options);
+    const path = (q: string) => `${EM}/namespaces/default/queue-length?labelSelector=queue%3D${q}`;
+    for (let i = 0; i < 5000; i++) {
+      assert.equal(app.fastFetch(plainRequest(path(`q${i}`)))!.status, 404);
+    }
+    assert.deepEqual(
+      JSON.parse(app.fastFetch(plainRequest(path("orders")))!.body).items[0].value,
+      "1200k",
+    );
+    assert.equal(app.fastFetch(plainRequest(path("q0")))!.status, 404);
+  });
+
   it("leaves health, non-GET and unusual URLs to fetch", () => {
     const { options } = fixture();
     const app = createApp(options);
