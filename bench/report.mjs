@@ -31,9 +31,11 @@ What is measured (everything on loopback, every process stopped by its PID):
   its own ScalingSchedule and an External json-path metric), plus one HPA with a Pods metric on
   50 pods. wrk hammers three reads: an object metric, the pods wildcard (50 items) and an
   external metric, each against the adapter and against the **floor**, a bare \`node:https\`
-  server on the same runtime answering the same bytes: a warm-up of each, then rounds (three
-  quick, five full) of one adapter run and one floor run; the median run of each side is in
-  the table (every run's requests/s in results.json). With \`taskset\` (util-linux) the server
+  server on the same runtime answering the same bytes (status, body, and every header the
+  adapter sent except Date, Content-Length and Connection): a warm-up of each, then rounds
+  (four quick, eight full) of one adapter run and one floor run. "x floor" is the median of
+  the rounds' ratios (each adapter run against the floor run right after it); requests/s and
+  latencies are the median run of each side (every run in results.json). With \`taskset\` (util-linux) the server
   under test runs on CPU 0 with all its threads and wrk on CPU 1 (\`--no-pin\`: not pinned). Budget: >= ${b.servingFloorRatio}x the floor's requests/s, p99 <
   ${b.servingP99Ms} ms.
 - **Fan-out**: 1,000 HPAs x 20 pods, every pod its own loopback address (127.0.x.y) served by
