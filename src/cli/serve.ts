@@ -173,7 +173,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       ...defaultCollectorFactories(),
       ...backendCollectorFactories(),
     ]);
-    // one runtime timer for all the engine's timers due in the same 100 ms (see timer_wheel.ts)
+    // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
     closers.push(() => timers.clear());
     const engine = new Engine({
