@@ -192,6 +192,61 @@ describe("TimerWheel", () => {
     assert.deepEqual(log, ["z"]);
   });
 
+  it("runs a full slot in batches, one per turn of the event loop", () => {
+    const rt = new FakeRuntime();
+    const turns: (() => void)[] = [];
+    const wheel = new TimerWheel({
+      slotMs: 100,
+      setTimeout: rt.setTimeout,
+      clearTimeout: rt.clearTimeout,
+      now: rt.clock,
+      batch: 2,
+      defer: (fn) => turns.push(fn),
+    });
+    const log: string[] = [];
+    const handles = ["a", "b", "c", "d", "e"].map((name) =>
+      wheel.setTimer(() => log.push(name), 150)
+    );
+    wheel.setTimer(() => log.push("next slot"), 250);
+    rt.advance(200); // the slot ending at 1200
+    assert.deepEqual(log, ["a", "b"]);
+    assert.equal(turns.length, 1);
+    assert.equal(wheel.size, 4);
+    wheel.clearTimer(handles[3]); // "d", waiting for its turn
+    turns.shift()!();
+    assert.deepEqual(log, ["a", "b", "c", "e"]);
+    assert.equal(turns.length, 0);
+    // the next slot has its runtime timer already
+    rt.advance(100);
+    assert.deepEqual(log, ["a", "b", "c", "e", "next slot"]);
+  });
+
+  it("adds the timers of a slot that fires while batches are left to the same turns", () => {
+    const rt = new FakeRuntime();
+    const turns: (() => void)[] = [];
+    const wheel = new TimerWheel({
+      slotMs: 100,
+      setTimeout: rt.setTimeout,
+      clearTimeout: rt.clearTimeout,
+      now: rt.clock,
+      batch: 1,
+      defer: (fn) => turns.push(fn),
+    });
+    const log: string[] = [];
+    wheel.setTimer(() => log.push("a"), 150);
+    wheel.setTimer(() => log.push("b"), 150);
+    wheel.setTimer(() => log.push("c"), 250);
+    rt.advance(200); // 1200: "a" runs, "b" waits for a turn
+    rt.advance(100); // 1300: "c" joins the queue, no turn of its own
+    assert.deepEqual(log, ["a"]);
+    assert.equal(turns.length, 1);
+    turns.shift()!();
+    turns.shift()!();
+    assert.deepEqual(log, ["a", "b", "c"]);
+    assert.equal(turns.length, 0);
+    assert.equal(wheel.size, 0);
+  });
+
   it("rejects a slot that is not a positive number", () => {
     assert.throws(() => new TimerWheel({ slotMs: 0 }), /invalid timer slot 0 ms/);
   });
