@@ -158,7 +158,7 @@ export function haveWrk() {
 }
 
 /** Run wrk against `url`; resolves with its numbers (latencies in ms). */
-export function wrk(url, { seconds, connections, script, cpus = null }) {
+export function wrk(url, { seconds, connections, script, cpus = null, delayMs = null }) {
   return new Promise((resolve, reject) => {
     // on `cpus` (taskset) when given: the load generator off the server's core
     const [cmd, pre] = cpus === null ? ["wrk", []] : ["taskset", ["-c", cpus, "wrk"]];
@@ -172,7 +172,10 @@ export function wrk(url, { seconds, connections, script, cpus = null }) {
       "-s",
       script,
       url,
-    ], { stdio: ["ignore", "pipe", "pipe"] });
+    ], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: delayMs === null ? process.env : { ...process.env, WRK_DELAY_MS: String(delayMs) },
+    });
     children.set(p.pid, p);
     let out = "";
     p.stdout.on("data", (d) => (out += d));

@@ -1,4 +1,13 @@
 -- wrk reporter: one JSON line (prefixed BENCHJSON) with the numbers bench/run.mjs reads.
+-- With WRK_DELAY_MS set, each connection waits that long before each request (a paced load
+-- for latency, instead of as many requests as the server can take).
+local pause = tonumber(os.getenv("WRK_DELAY_MS") or "")
+if pause then
+  delay = function()
+    return pause
+  end
+end
+
 done = function(summary, latency, requests)
   io.write(string.format(
     'BENCHJSON {"requests":%d,"durationUs":%d,"bytes":%d,"errConnect":%d,"errRead":%d,' ..
