@@ -33,7 +33,7 @@ What is measured (everything on loopback, every process stopped by its PID):
   external metric, each against the adapter and against the **floor**, a bare \`node:https\`
   server on the same runtime answering the same bytes (status, body, and every header the
   adapter sent except Date, Content-Length and Connection): a warm-up of each, then rounds
-  (four quick, eight full) of one adapter run and one floor run. "x floor" is the median of
+  (three quick, eight full) of one adapter run and one floor run. "x floor" is the median of
   the rounds' ratios (each adapter run against the floor run right after it); requests/s and
   latencies are the median run of each side (every run in results.json). Then one paced run
   of each side for latency ("p99 paced": every connection waits 1 ms before each request, a

@@ -98,7 +98,7 @@ const plan = {
   warmSeconds: quick ? 1 : 2,
   seconds: opts.seconds ?? (quick ? 1 : 2),
   pacedSeconds: quick ? 1 : 4,
-  rounds: quick ? 4 : 8,
+  rounds: quick ? 3 : 8,
   // Serving: the server under test on CPU 0 (all its threads), wrk on CPU 1, so that neither
   // takes the other's core and the server's helper threads count against its own core.
   pin: opts.pin && cpus().length >= 2 && haveTaskset(),
