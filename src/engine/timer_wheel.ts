@@ -72,7 +72,7 @@ export class TimerWheel {
   #draining = false;
   /** Timers by slot number (time / slotMs, rounded up). */
   readonly #slots = new Map<number, Set<WheelTimer>>();
-  /** Slot numbers in a binary min-heap (a number may stay after its slot fired: skipped). */
+  /** The numbers of the slots in `#slots`, in a binary min-heap (each number once). */
   readonly #heap: number[] = [];
   /** The slot the runtime timer is set for, and that timer. */
   #armedSlot = Infinity;
@@ -136,11 +136,9 @@ export class TimerWheel {
     if (timers === null) return;
     t.slot = null;
     timers.delete(t);
-    // an emptied slot goes (no wake-up for nothing: most deadlines are cleared in time)
-    if (timers.size === 0 && this.#slots.get(t.slotNumber) === timers) {
-      this.#slots.delete(t.slotNumber);
-      if (t.slotNumber === this.#armedSlot) this.#rearm();
-    }
+    // No wake-up for an emptied slot (most deadlines are cleared in time). The slot stays
+    // until its time, so that a later timer in it does not put its number twice in the heap.
+    if (timers.size === 0 && t.slotNumber === this.#armedSlot) this.#rearm();
   };
 
   /** Stop the runtime timer and drop every waiting timer. */
@@ -208,7 +206,11 @@ export class TimerWheel {
 
   /** Set the runtime timer for the earliest slot that has timers (none when there is none). */
   #rearm(): void {
-    while (this.#heap.length > 0 && !this.#slots.has(this.#heap[0])) this.#pop();
+    while (this.#heap.length > 0) {
+      const timers = this.#slots.get(this.#heap[0]);
+      if (timers !== undefined && timers.size > 0) break;
+      this.#slots.delete(this.#pop());
+    }
     const next = this.#heap.length > 0 ? this.#heap[0] : Infinity;
     if (next === this.#armedSlot) return;
     if (next === Infinity) {

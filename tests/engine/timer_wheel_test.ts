@@ -102,6 +102,19 @@ describe("TimerWheel", () => {
     assert.equal(rt.fired, 1);
   });
 
+  it("still fires once in a slot that was emptied and filled many times", () => {
+    const rt = new FakeRuntime();
+    const wheel = wheelOn(rt);
+    const log: number[] = [];
+    wheel.setTimer(() => log.push(rt.now), 900); // keeps a later slot armed meanwhile
+    for (let i = 0; i < 1000; i++) wheel.clearTimer(wheel.setTimer(() => log.push(-1), 150));
+    wheel.setTimer(() => log.push(rt.now), 150);
+    assert.equal(wheel.size, 2);
+    rt.advance(2_000);
+    assert.deepEqual(log, [1_200, 1_900]);
+    assert.equal(rt.fired, 2);
+  });
+
   it("fires a timer set by a callback on a later wake-up, even for the same slot time", () => {
     const rt = new FakeRuntime();
     const wheel = wheelOn(rt);
