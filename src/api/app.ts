@@ -758,9 +758,7 @@ export function createApp(options: ApiOptions): ApiApp {
   );
 
   const selectors = selectorCache();
-  const lists = listCache();
-  const podSets = podSetCache();
-  const caches = { lists, podSets };
+  const caches: ReadCaches = { lists: listCache(), podSets: podSetCache() };
   /** What a GET under /apis/ asks: made from the path and query alone. */
   const parseApis = (pathname: string, search: string): ApisAsk => {
     const segs = segments(pathname);

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { TimerWheel } from "../../src/engine/timer_wheel.ts";
+import { TimerWheel, type TimerWheelOptions } from "../../src/engine/timer_wheel.ts";
 
 /** A runtime's timers by hand: `advance(ms)` fires due runtime timers in time order. */
 class FakeRuntime {
@@ -42,13 +42,14 @@ class FakeRuntime {
   }
 }
 
-function wheelOn(rt: FakeRuntime, errors: unknown[] = []): TimerWheel {
+/** A wheel of 100 ms slots on `rt`'s timers and clock; `extra` adds or replaces options. */
+function wheelOn(rt: FakeRuntime, extra: TimerWheelOptions = {}): TimerWheel {
   return new TimerWheel({
     slotMs: 100,
     setTimeout: rt.setTimeout,
     clearTimeout: rt.clearTimeout,
     now: rt.clock,
-    onError: (e) => errors.push(e),
+    ...extra,
   });
 }
 
@@ -158,7 +159,7 @@ describe("TimerWheel", () => {
   it("keeps firing the other timers when one throws, and reports the error", () => {
     const rt = new FakeRuntime();
     const errors: unknown[] = [];
-    const wheel = wheelOn(rt, errors);
+    const wheel = wheelOn(rt, { onError: (e) => errors.push(e) });
     const log: string[] = [];
     wheel.setTimer(() => {
       throw new Error("boom");
@@ -208,14 +209,7 @@ describe("TimerWheel", () => {
   it("runs a full slot in batches, one per turn of the event loop", () => {
     const rt = new FakeRuntime();
     const turns: (() => void)[] = [];
-    const wheel = new TimerWheel({
-      slotMs: 100,
-      setTimeout: rt.setTimeout,
-      clearTimeout: rt.clearTimeout,
-      now: rt.clock,
-      batch: 2,
-      defer: (fn) => turns.push(fn),
-    });
+    const wheel = wheelOn(rt, { batch: 2, defer: (fn) => turns.push(fn) });
     const log: string[] = [];
     const handles = ["a", "b", "c", "d", "e"].map((name) =>
       wheel.setTimer(() => log.push(name), 150)
@@ -237,14 +231,7 @@ describe("TimerWheel", () => {
   it("adds the timers of a slot that fires while batches are left to the same turns", () => {
     const rt = new FakeRuntime();
     const turns: (() => void)[] = [];
-    const wheel = new TimerWheel({
-      slotMs: 100,
-      setTimeout: rt.setTimeout,
-      clearTimeout: rt.clearTimeout,
-      now: rt.clock,
-      batch: 1,
-      defer: (fn) => turns.push(fn),
-    });
+    const wheel = wheelOn(rt, { batch: 1, defer: (fn) => turns.push(fn) });
     const log: string[] = [];
     wheel.setTimer(() => log.push("a"), 150);
     wheel.setTimer(() => log.push("b"), 150);
