@@ -15,6 +15,7 @@
  * - Conflicts between plans are checked on reconcile and after collections that may reveal
  *   them, and reported once per change.
  */
+import { setMaxListeners } from "node:events";
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
 import type { FlagValues } from "../cli/flags.ts";
 import { enabledCollectors } from "../cli/flags.ts";
@@ -925,6 +926,9 @@ export class Engine {
 
   async #collect(job: Job): Promise<void> {
     const abort = new AbortController();
+    // A Pods collection listens on its signal once per pod request: no leak warning (Node's
+    // limit is 10 listeners).
+    setMaxListeners(0, abort.signal);
     job.abort = abort;
     const deadlineMs = this.#deadlineMs(job);
     const timedOut = (): string =>

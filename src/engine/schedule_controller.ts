@@ -312,6 +312,9 @@ export class ScheduleController {
           ...metrics.map((m) => m.averageValue > 0 ? Math.ceil(m.value / m.averageValue) : 0),
         ),
       );
+      // planAdjustment scales from at least one replica to more, never down: a wish of one
+      // replica or none (every schedule at 0) needs no read of the scale subresource.
+      if (!(wantedMax >= 2)) continue;
       const statusReplicas = hpa.status?.currentReplicas;
       if (typeof statusReplicas === "number" && statusReplicas >= wantedMax) continue;
       const targetName = `${ref.kind} ${ns}/${ref.name}`;

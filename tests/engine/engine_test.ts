@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import process from "node:process";
 import type { Kind, KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import { podJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
@@ -359,6 +360,30 @@ describe("Engine", () => {
       0.2258,
       0.6262,
     ]);
+  });
+
+  it("gives a collection a signal that takes a listener per pod without a leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      const s = setup();
+      s.backend.answers.set("A", 4);
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+      );
+      await s.engine.start();
+      await settle();
+      const [signal] = s.backend.signals;
+      for (let i = 0; i < 50; i++) signal.addEventListener("abort", () => {});
+      await settle();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.deepEqual(warnings, []);
+      await s.engine.stop();
+    } finally {
+      process.off("warning", onWarning);
+    }
   });
 
   it("frees expired values every --garbage-collector-interval", async () => {

@@ -197,6 +197,24 @@ describe("ScheduleController", () => {
     assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 205 }]);
   });
 
+  it("adjuster reads no scale while the schedules want one replica or none", async () => {
+    const s = setup();
+    s.cluster.set("Deployment", {
+      metadata: { name: "web", namespace: "shop" },
+      spec: { replicas: 1 },
+    });
+    s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue: "10", maxReplicas: 20 }));
+    // 09:00: before the ramp (value 0); 10:25: in the ramp, 50 of 100 -> 5 wanted; the HPA has
+    // no status (no controller wrote one), so only the schedule's wish decides.
+    for (const [at, value, reads] of [["09:00", 100, 0], ["11:00", 10, 0], ["10:25", 100, 1]]) {
+      s.timers.now = Date.parse(`2024-03-04T${at}:00Z`);
+      s.cluster.set("ScalingSchedule", schedule(value as number));
+      await s.controller.runOnce();
+      assert.equal(s.writer.getScaleCalls, reads, `at ${at} with value ${value}`);
+    }
+    assert.deepEqual(s.writer.scales, []); // 1 -> 5 is outside the tolerance: the HPA's call
+  });
+
   it("runs one pass at a time when its own status writes emit watch events", async () => {
     const s = setup();
     s.timers.now = Date.parse("2024-03-04T10:00:00Z");
