@@ -18,6 +18,7 @@ export * from "./src/core/label_selector.ts";
 export * from "./src/core/aggregators.ts";
 export * from "./src/core/json_extract.ts";
 export * from "./src/core/annotations.ts";
+export * from "./src/core/dictionary.ts";
 export * from "./src/core/hpa.ts";
 export * from "./src/core/plan.ts";
 export * from "./src/core/scaling_schedule.ts";

@@ -8,6 +8,7 @@
  * read again; a file that no longer parses keeps its previous objects and reports the error.
  */
 import { readFile, stat } from "node:fs/promises";
+import { settleStringMaps } from "../core/dictionary.ts";
 import { manifestFiles, parseManifests } from "./manifests.ts";
 import {
   type ClusterView,
@@ -438,7 +439,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       if (!replicas) delete o.replicas;
       if (!o.status && !o.replicas) this.overrides.delete(id);
       else {
-        obj = clone(base);
+        obj = settleStringMaps(clone(base));
         if (o.status) {
           if (o.status.value === undefined) delete obj.status;
           else obj.status = clone(o.status.value);

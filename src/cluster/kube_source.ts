@@ -29,6 +29,7 @@ import {
   setHeaderOptions,
   type Watch,
 } from "@kubernetes/client-node";
+import { settleStringMaps } from "../core/dictionary.ts";
 import { KubeHttp, type KubeHttpOptions } from "./kube_http.ts";
 import {
   apiVersionOf,
@@ -577,6 +578,9 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       await this.bucket.take();
       if (this.closed) throw new Error("cluster source closed");
       const list = await this.request(HttpMethod.GET, path);
+      // annotations and labels as dictionaries: see src/core/dictionary.ts
+      const items = (list as { items?: unknown } | null)?.items;
+      if (Array.isArray(items)) { for (const item of items) settleStringMaps(item); }
       state.listed = true;
       state.error = null;
       state.failures = 0;
@@ -614,7 +618,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
             );
             return;
           }
-          guard(() => callback(phase, obj, watchObj));
+          guard(() => callback(phase, settleStringMaps(obj), watchObj));
         };
         const c = await this.http.watch(p, query, onEvent, (err: any) => {
           w.finished = true;

@@ -11,6 +11,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
+import { settleStringMaps } from "../core/dictionary.ts";
 import { nativeYamlParser } from "../runtime/yaml.ts";
 import type { KubeObject } from "./types.ts";
 
@@ -126,7 +127,8 @@ export function parseManifests(text: string, source: string): KubeObject[] {
     if (!meta || typeof meta.name !== "string" || meta.name === "") {
       throw new Error(`${where}: ${obj.kind ?? "object"} has no metadata.name`);
     }
-    out.push(obj as unknown as KubeObject);
+    // annotations and labels as dictionaries: see src/core/dictionary.ts
+    out.push(settleStringMaps(obj as unknown as KubeObject));
   };
   docs.forEach((doc, i) => visit(doc, docs.length > 1 ? `${source} document ${i + 1}` : source));
   return out;

@@ -5,6 +5,7 @@
  * Unknown fields are dropped. `parseHpa` reads YAML nulls as absent; the schemas do not.
  */
 import { z } from "zod";
+import { dictionaryOf } from "./dictionary.ts";
 
 /** Read YAML `null`s as absent: drop them from objects (not from lists), deeply. */
 function withoutNulls(v: unknown): unknown {
@@ -25,7 +26,8 @@ export const QuantitySchema = z
     error: (issue) => `"${String(issue.input)}" is not a quantity (want e.g. 10, 500m, 1.5k, 2Gi)`,
   });
 
-const StringMap = z.record(z.string(), z.string());
+// a dictionary, not a plain object: see dictionary.ts
+const StringMap = z.record(z.string(), z.string()).transform(dictionaryOf);
 
 /** metav1.LabelSelectorRequirement. */
 export const LabelSelectorRequirementSchema = z.object({

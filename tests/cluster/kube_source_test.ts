@@ -167,6 +167,32 @@ describe("KubeClusterSource", () => {
     });
   });
 
+  it("keeps labels and annotations of listed and watched objects as null-prototype dictionaries", async () => {
+    const annotated = (name: string, replicas: number): KubeObject => {
+      const d = deployment(name, replicas);
+      d.metadata.annotations = {
+        [`metric-config.object.${name}.scaling-schedule/interval`]: "30s",
+      };
+      return d;
+    };
+    await withSource({ objects: [annotated("web", 2)] }, async ({ api, source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      api.create(annotated("api", 1));
+      await waitFor("two events", () => seen.length === 2);
+      for (const name of ["web", "api"]) {
+        const { labels, annotations } = source.get("Deployment", "default", name)!.metadata;
+        assert.equal(Object.getPrototypeOf(labels), null, `labels of ${name}`);
+        assert.equal(Object.getPrototypeOf(annotations), null, `annotations of ${name}`);
+        assert.deepEqual({ ...labels }, { app: name });
+        assert.deepEqual({ ...annotations }, {
+          [`metric-config.object.${name}.scaling-schedule/interval`]: "30s",
+        });
+      }
+    });
+  });
+
   it("changes a kind's version in a namespace on each event there and nowhere else", async () => {
     await withSource({
       objects: [deployment("web", 2), deployment("api", 3, "team-a")],

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { loadAll } from "js-yaml";
+import { settleStringMaps } from "../../src/core/dictionary.ts";
 import { parseManifests } from "../../src/cluster/manifests.ts";
 
 const cm = (name: string): string =>
@@ -33,7 +34,11 @@ describe("parseManifests", () => {
     it(`parses ${what} as loadAll does`, () => {
       const objects = parseManifests(text, "f.yaml");
       assert.deepEqual(objects.map((o) => o.metadata.name), names);
-      assert.deepEqual(objects, (loadAll(text) as unknown[]).filter((d) => d != null));
+      // loadAll's objects, with labels and annotations as dictionaries (src/core/dictionary.ts)
+      assert.deepEqual(
+        objects,
+        (loadAll(text) as unknown[]).filter((d) => d != null).map(settleStringMaps),
+      );
     });
   }
 

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { InvalidHpaError, parseHpa } from "../../src/core/hpa.ts";
+import { dictionaryOf } from "../../src/core/dictionary.ts";
 
 function hpa(spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): unknown {
   return {
@@ -86,7 +87,7 @@ describe("parseHpa", () => {
         name: "web",
         namespace: "shop",
         uid: "1234",
-        annotations: { "metric-config.pods.rps.json-path/port": "80" },
+        annotations: dictionaryOf({ "metric-config.pods.rps.json-path/port": "80" }),
       },
       spec: {
         scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
@@ -108,7 +109,7 @@ describe("parseHpa", () => {
           {
             type: "Pods",
             pods: {
-              metric: { name: "rps", selector: { matchLabels: { a: "b" } } },
+              metric: { name: "rps", selector: { matchLabels: dictionaryOf({ a: "b" }) } },
               target: { type: "AverageValue", averageValue: "100" },
             },
           },
@@ -130,7 +131,7 @@ describe("parseHpa", () => {
               metric: {
                 name: "queue",
                 selector: {
-                  matchLabels: { type: "sqs-queue-length" },
+                  matchLabels: dictionaryOf({ type: "sqs-queue-length" }),
                   matchExpressions: [{ key: "env", operator: "In", values: ["prod"] }],
                 },
               },
