@@ -167,12 +167,18 @@ describe("KubeClusterSource", () => {
     });
   });
 
-  it("keeps labels and annotations of listed and watched objects as null-prototype dictionaries", async () => {
+  it("caches listed and watched objects without managedFields and kubectl's copy, labels and annotations as dictionaries", async () => {
     const annotated = (name: string, replicas: number): KubeObject => {
       const d = deployment(name, replicas);
       d.metadata.annotations = {
         [`metric-config.object.${name}.scaling-schedule/interval`]: "30s",
+        "kubectl.kubernetes.io/last-applied-configuration": JSON.stringify(d),
       };
+      d.metadata.managedFields = [{
+        manager: "kubectl",
+        operation: "Apply",
+        fieldsV1: { "f:spec": { "f:replicas": {} } },
+      }];
       return d;
     };
     await withSource({ objects: [annotated("web", 2)] }, async ({ api, source }) => {
@@ -182,13 +188,16 @@ describe("KubeClusterSource", () => {
       api.create(annotated("api", 1));
       await waitFor("two events", () => seen.length === 2);
       for (const name of ["web", "api"]) {
-        const { labels, annotations } = source.get("Deployment", "default", name)!.metadata;
+        const { labels, annotations, ...rest } = source.get("Deployment", "default", name)!
+          .metadata;
         assert.equal(Object.getPrototypeOf(labels), null, `labels of ${name}`);
         assert.equal(Object.getPrototypeOf(annotations), null, `annotations of ${name}`);
         assert.deepEqual({ ...labels }, { app: name });
         assert.deepEqual({ ...annotations }, {
           [`metric-config.object.${name}.scaling-schedule/interval`]: "30s",
         });
+        assert.equal("managedFields" in rest, false, `managedFields of ${name}`);
+        assert.equal(rest.name, name);
       }
     });
   });
