@@ -10,6 +10,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { settleStringMaps } from "../core/dictionary.ts";
 import { manifestFiles, parseManifests } from "./manifests.ts";
+import { trimForCache } from "./trim.ts";
 import {
   type ClusterView,
   type ClusterWriter,
@@ -398,7 +399,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       }
       // The parser's objects are new and ours: only what is set here (the top level and its
       // metadata) is copied, in case a YAML alias shares it; nested values are never mutated.
-      const object: KubeObject = { ...raw, metadata: { ...raw.metadata } };
+      const object: KubeObject = trimForCache(kind, { ...raw, metadata: { ...raw.metadata } });
       if (KIND_RESOURCES[kind].namespaced) object.metadata.namespace ??= "default";
       else delete object.metadata.namespace;
       delete object.metadata.resourceVersion;

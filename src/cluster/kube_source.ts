@@ -29,8 +29,8 @@ import {
   setHeaderOptions,
   type Watch,
 } from "@kubernetes/client-node";
-import { settleStringMaps } from "../core/dictionary.ts";
 import { KubeHttp, type KubeHttpOptions } from "./kube_http.ts";
+import { trimForCache } from "./trim.ts";
 import {
   apiVersionOf,
   type ClusterView,
@@ -207,30 +207,6 @@ function wellFormed(phase: string, obj: unknown): boolean {
   const metadata = (obj as { metadata?: unknown }).metadata;
   if (typeof metadata !== "object" || metadata === null) return false;
   return phase === "BOOKMARK" || typeof (metadata as { name?: unknown }).name === "string";
-}
-
-/** Written by `kubectl apply`: a copy of the whole object as JSON. */
-const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
-
-/**
- * What the cache keeps of an object from the API, changed in place: without
- * `metadata.managedFields` and the `kubectl apply` copy of the object in its annotations
- * (nothing here reads them, and they are often a large part of an object: client-go's
- * `TransformStripManagedFields` drops the first for the same reason), with labels and
- * annotations as dictionaries (see src/core/dictionary.ts).
- */
-export function trimForCache<T>(obj: T): T {
-  const metadata = (obj as { metadata?: unknown } | null)?.metadata;
-  if (typeof metadata !== "object" || metadata === null) return obj;
-  const m = metadata as { managedFields?: unknown; annotations?: Record<string, unknown> };
-  if (m.managedFields !== undefined) delete m.managedFields;
-  settleStringMaps(obj);
-  if (
-    typeof m.annotations === "object" && m.annotations !== null && LAST_APPLIED in m.annotations
-  ) {
-    delete m.annotations[LAST_APPLIED];
-  }
-  return obj;
 }
 
 /** Kubernetes timestamps: RFC 3339 in seconds (metav1.Time). */
@@ -603,7 +579,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       if (this.closed) throw new Error("cluster source closed");
       const list = await this.request(HttpMethod.GET, path);
       const items = (list as { items?: unknown } | null)?.items;
-      if (Array.isArray(items)) { for (const item of items) trimForCache(item); }
+      if (Array.isArray(items)) { for (const item of items) trimForCache(kind, item); }
       state.listed = true;
       state.error = null;
       state.failures = 0;
@@ -641,7 +617,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
             );
             return;
           }
-          guard(() => callback(phase, trimForCache(obj), watchObj));
+          guard(() => callback(phase, trimForCache(kind, obj), watchObj));
         };
         const c = await this.http.watch(p, query, onEvent, (err: any) => {
           w.finished = true;

@@ -1,0 +1,69 @@
+/**
+ * What the cluster view keeps of an object. Both sources (the Kubernetes API and manifest
+ * files) pass every object through {@linkcode trimForCache}, so they keep the same fields.
+ *
+ * @module
+ */
+import { settleStringMaps } from "../core/dictionary.ts";
+import type { Kind } from "./types.ts";
+
+/** Written by `kubectl apply`: a copy of the whole object as JSON. */
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/** The pod status fields the adapter reads (the Ready condition, the pod IP). */
+const POD_STATUS_FIELDS = ["phase", "podIP", "podIPs", "conditions"] as const;
+
+/** Kinds whose `spec.template` (a whole pod template) nobody here reads. */
+const WORKLOADS: ReadonlySet<Kind> = new Set(["Deployment", "StatefulSet", "Rollout"]);
+
+type Loose = Record<string, unknown>;
+
+function isObject(v: unknown): v is Loose {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * `obj` as the cache keeps it, changed in place, and returned:
+ *
+ * - no `metadata.managedFields` and no `kubectl apply` copy of the object in the annotations
+ *   (client-go's `TransformStripManagedFields` drops the first for the same reason);
+ * - labels and annotations as dictionaries (see src/core/dictionary.ts);
+ * - a Pod keeps its metadata without annotations and, of its status, `phase`, `podIP`,
+ *   `podIPs` and `conditions`: its spec and container statuses (most of a pod, and pods are
+ *   most of the objects) are dropped;
+ * - a Deployment, StatefulSet or Rollout drops `spec.template`; its selector, replicas and
+ *   status stay.
+ *
+ * Nothing else is read from these objects: whoever needs another field adds it here.
+ *
+ * @example
+ * ```ts
+ * const pod = trimForCache("Pod", JSON.parse(text));
+ * ```
+ */
+export function trimForCache<T>(kind: Kind, obj: T): T {
+  if (!isObject(obj) || !isObject(obj.metadata)) return obj;
+  const o: Loose = obj;
+  const metadata = o.metadata as Loose;
+  if (metadata.managedFields !== undefined) delete metadata.managedFields;
+  settleStringMaps(obj);
+  const annotations = metadata.annotations;
+  if (isObject(annotations) && LAST_APPLIED in annotations) delete annotations[LAST_APPLIED];
+  if (kind === "Pod") {
+    if (metadata.annotations !== undefined) delete metadata.annotations;
+    if (o.spec !== undefined) delete o.spec;
+    const from = o.status;
+    if (isObject(from)) {
+      const status: Loose = {};
+      for (const field of POD_STATUS_FIELDS) {
+        if (from[field] !== undefined) status[field] = from[field];
+      }
+      o.status = status;
+    }
+  } else if (WORKLOADS.has(kind) && isObject(o.spec) && o.spec.template !== undefined) {
+    // a copy: a YAML alias may share the spec with another object
+    const { template: _template, ...spec } = o.spec;
+    o.spec = spec;
+  }
+  return obj;
+}

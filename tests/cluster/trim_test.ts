@@ -1,0 +1,100 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { trimForCache } from "../../src/cluster/trim.ts";
+import type { KubeObject } from "../../src/cluster/types.ts";
+
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+function plain(v: unknown): unknown {
+  return JSON.parse(JSON.stringify(v));
+}
+
+describe("trimForCache", () => {
+  it("keeps of a Pod its metadata without annotations, and phase, IPs and conditions", () => {
+    const pod = trimForCache("Pod", {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "web-1",
+        namespace: "shop",
+        uid: "u1",
+        resourceVersion: "7",
+        creationTimestamp: "2026-01-01T00:00:00Z",
+        labels: { app: "web" },
+        annotations: { "prometheus.io/scrape": "true", [LAST_APPLIED]: "{}" },
+        managedFields: [{ manager: "kubelet" }],
+        ownerReferences: [{ kind: "ReplicaSet", name: "web-abc" }],
+      },
+      spec: { containers: [{ name: "app", image: "example/app:1", env: [{ name: "A" }] }] },
+      status: {
+        phase: "Running",
+        podIP: "10.0.0.7",
+        podIPs: [{ ip: "10.0.0.7" }],
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:01:00Z" }],
+        containerStatuses: [{ name: "app", ready: true, imageID: "sha256:..." }],
+        hostIP: "192.168.0.2",
+        qosClass: "BestEffort",
+      },
+    } as KubeObject);
+    assert.deepEqual(plain(pod), {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: "web-1",
+        namespace: "shop",
+        uid: "u1",
+        resourceVersion: "7",
+        creationTimestamp: "2026-01-01T00:00:00Z",
+        labels: { app: "web" },
+        ownerReferences: [{ kind: "ReplicaSet", name: "web-abc" }],
+      },
+      status: {
+        phase: "Running",
+        podIP: "10.0.0.7",
+        podIPs: [{ ip: "10.0.0.7" }],
+        conditions: [{ type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:01:00Z" }],
+      },
+    });
+    assert.equal(Object.getPrototypeOf(pod.metadata.labels), null);
+  });
+
+  it("drops a workload's pod template, on a copy of its spec, and keeps selector, replicas and status", () => {
+    const spec = {
+      replicas: 3,
+      selector: { matchLabels: { app: "web" } },
+      template: { metadata: { labels: { app: "web" } }, spec: { containers: [] } },
+    };
+    for (const kind of ["Deployment", "StatefulSet", "Rollout"] as const) {
+      const obj = trimForCache(kind, {
+        metadata: { name: "web", annotations: { a: "1", [LAST_APPLIED]: "{}" }, managedFields: [] },
+        spec,
+        status: { replicas: 3 },
+      } as unknown as KubeObject);
+      assert.deepEqual(plain(obj), {
+        metadata: { name: "web", annotations: { a: "1" } },
+        spec: { replicas: 3, selector: { matchLabels: { app: "web" } } },
+        status: { replicas: 3 },
+      }, kind);
+    }
+    assert.notEqual(spec.template, undefined); // the shared spec is left as it was
+  });
+
+  it("leaves the spec and status of other kinds alone", () => {
+    const hpa = {
+      metadata: { name: "web", annotations: { "metric-config.pods.rps.json-path/port": "80" } },
+      spec: { maxReplicas: 5, metrics: [] },
+      status: { currentReplicas: 2, conditions: [{ type: "AbleToScale" }] },
+    };
+    const before = plain(hpa);
+    assert.deepEqual(
+      plain(trimForCache("HorizontalPodAutoscaler", hpa as unknown as KubeObject)),
+      before,
+    );
+    assert.equal(Object.getPrototypeOf(hpa.metadata.annotations), null);
+  });
+
+  it("passes values that are not objects with metadata through", () => {
+    assert.equal(trimForCache("Pod", null), null);
+    assert.deepEqual(trimForCache("Pod", { kind: "Pod" }), { kind: "Pod" });
+  });
+});
