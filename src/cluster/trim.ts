@@ -46,11 +46,15 @@ export function trimForCache<T>(kind: Kind, obj: T): T {
   const o: Loose = obj;
   const metadata = o.metadata as Loose;
   if (metadata.managedFields !== undefined) delete metadata.managedFields;
-  settleStringMaps(obj);
   const annotations = metadata.annotations;
-  if (isObject(annotations) && LAST_APPLIED in annotations) delete annotations[LAST_APPLIED];
   if (kind === "Pod") {
-    if (metadata.annotations !== undefined) delete metadata.annotations;
+    if (annotations !== undefined) delete metadata.annotations;
+  } else if (isObject(annotations) && LAST_APPLIED in annotations) {
+    delete annotations[LAST_APPLIED];
+  }
+  // after the deletions: only what stays is copied
+  settleStringMaps(obj);
+  if (kind === "Pod") {
     if (o.spec !== undefined) delete o.spec;
     const from = o.status;
     if (isObject(from)) {

@@ -362,29 +362,33 @@ describe("Engine", () => {
     ]);
   });
 
-  it("gives a collection a signal that takes a listener per pod without a leak warning", async () => {
-    const warnings: string[] = [];
-    const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
-    process.on("warning", onWarning);
-    try {
-      const s = setup();
-      s.backend.answers.set("A", 4);
-      s.cluster.set(
-        "HorizontalPodAutoscaler",
-        externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
-      );
-      await s.engine.start();
-      await settle();
-      const [signal] = s.backend.signals;
-      for (let i = 0; i < 50; i++) signal.addEventListener("abort", () => {});
-      await settle();
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      assert.deepEqual(warnings, []);
-      await s.engine.stop();
-    } finally {
-      process.off("warning", onWarning);
-    }
-  });
+  // Node warns past 10 listeners on an EventTarget; Deno and Bun do not (there the test could
+  // not fail), so it is registered under Node only.
+  if (!("Deno" in globalThis) && !("Bun" in globalThis)) {
+    it("gives a collection a signal that takes a listener per pod without a leak warning", async () => {
+      const warnings: string[] = [];
+      const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+      process.on("warning", onWarning);
+      try {
+        const s = setup();
+        s.backend.answers.set("A", 4);
+        s.cluster.set(
+          "HorizontalPodAutoscaler",
+          externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+        );
+        await s.engine.start();
+        await settle();
+        const [signal] = s.backend.signals;
+        for (let i = 0; i < 50; i++) signal.addEventListener("abort", () => {});
+        await settle();
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.deepEqual(warnings, []);
+        await s.engine.stop();
+      } finally {
+        process.off("warning", onWarning);
+      }
+    });
+  }
 
   it("frees expired values every --garbage-collector-interval", async () => {
     const s = setup({ flags: { "garbage-collector-interval": 300 } });
