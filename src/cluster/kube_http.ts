@@ -1,28 +1,17 @@
 /**
  * The HTTP layer under every request to the Kubernetes API: the kubeconfig's credentials
- * (headers from client-node's authenticators, TLS material from the cluster and user entries)
- * carried by `src/runtime/tls_fetch.ts`, because client-node's own layer loses the CA and client
- * certificate on Bun and cannot end an aborted watch on Deno.
+ * (kubeconfig.ts) carried by `src/runtime/tls_fetch.ts`, which gives each runtime's fetch the
+ * CA and client certificate.
  *
- * `KubeHttp` is a client-node `HttpLibrary` (for the typed API clients), a plain request helper,
- * and a watch with the `Watch.watch` signature that `ListWatch` calls. The watch asks the
- * server to end it after `timeoutSeconds` (5 to 10 minutes, as client-go) with bookmarks, and
- * cancels it itself when no byte arrived for `watchIdleMs` (a stalled stream or a half-open
- * connection); either way `ListWatch` resumes from the last resourceVersion at once. Every
- * other request (lists, typed clients, `request`) has a deadline of its own.
+ * `KubeHttp` is a plain request helper (`request`, and `json` that turns error answers into
+ * `KubeApiError`) and a watch. The watch asks the server to end it after `timeoutSeconds` (5 to
+ * 10 minutes, as client-go) with bookmarks, and cancels it itself when no byte arrived for
+ * `watchIdleMs` (a stalled stream or a half-open connection); either way the informer resumes
+ * from the last resourceVersion at once. Every other request has a deadline of its own. A 401
+ * answer makes the kubeconfig read its credentials again (a rotated token, an expired exec
+ * credential).
  */
-import {
-  type ApiType,
-  type Configuration,
-  createConfiguration,
-  type HttpLibrary,
-  type KubeConfig,
-  Observable,
-  type RequestContext,
-  ResponseContext,
-  ServerConfiguration,
-} from "@kubernetes/client-node";
-import { Buffer } from "node:buffer";
+import type { KubeConfig } from "./kubeconfig.ts";
 import { type ClientTls, createTlsFetch, type TlsFetch } from "../runtime/tls_fetch.ts";
 
 /** Options of `KubeHttp`. */
@@ -46,13 +35,6 @@ export interface KubeHttpOptions {
   random?: () => number;
 }
 
-/** The headers and TLS settings of the kubeconfig's current context. */
-export interface KubeCredentials {
-  server: string;
-  headers: Record<string, string>;
-  tls: ClientTls;
-}
-
 /** Called by a watch with each event (`type`, `object`, the whole event). */
 export type WatchCallback = (type: string, object: any, event?: any) => void;
 
@@ -70,57 +52,44 @@ export interface KubeResponse {
   body: Uint8Array;
 }
 
-function pem(v: unknown): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v === "string") return v;
-  if (v instanceof Uint8Array) return new TextDecoder().decode(v);
+/** An error answer of the Kubernetes API, with its metav1.Status if there was one. */
+export class KubeApiError extends Error {
+  override name = "KubeApiError";
+  /** The HTTP status code. */
+  readonly statusCode: number;
+  constructor(
+    message: string,
+    readonly code: number,
+    readonly status?: { reason?: string; message?: string },
+  ) {
+    super(message);
+    this.statusCode = code;
+  }
+}
+
+/** The HTTP status of an error (a `KubeApiError` or a failed watch), or undefined. */
+export function statusCodeOf(e: unknown): number | undefined {
+  if (e instanceof KubeApiError) return e.code;
+  const any = e as { statusCode?: unknown; code?: unknown } | null;
+  if (typeof any?.statusCode === "number") return any.statusCode;
+  if (typeof any?.code === "number") return any.code;
   return undefined;
 }
 
-/** The headers and TLS settings of the kubeconfig's current context (files are read now). */
-export async function kubeCredentials(kc: KubeConfig): Promise<KubeCredentials> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error("kubeconfig has no current cluster");
-  const opts: {
-    headers?: Record<string, unknown>;
-    ca?: unknown;
-    cert?: unknown;
-    key?: unknown;
-    auth?: string;
-    rejectUnauthorized?: boolean;
-    servername?: string;
-  } = {};
-  await kc.applyToHTTPSOptions(opts as never);
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(opts.headers ?? {})) {
-    if (v !== undefined) headers[k] = String(v);
-  }
-  if (opts.auth) {
-    headers.Authorization = `Basic ${btoa(opts.auth)}`;
-  }
-  const tls: ClientTls = {};
-  const ca = pem(opts.ca);
-  const cert = pem(opts.cert);
-  const key = pem(opts.key);
-  if (ca !== undefined) tls.ca = ca;
-  if (cert !== undefined) tls.cert = cert;
-  if (key !== undefined) tls.key = key;
-  if (opts.rejectUnauthorized === false || cluster.skipTLSVerify) tls.insecureSkipVerify = true;
-  if (cluster.tlsServerName) tls.serverName = cluster.tlsServerName;
-  const server = cluster.server.replace(/\/+$/, "");
-  // plain http has no TLS to configure (and so gets each runtime's own fetch)
-  return { server, headers, tls: server.startsWith("http:") ? {} : tls };
+/** A one-line description of an error. */
+export function describeError(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 function timeoutError(message: string): Error {
-  // ListWatch reconnects at once, without reporting an error, for this name
+  // the informer reconnects at once, without reporting an error, for this name
   const e = new Error(message);
   e.name = "TimeoutError";
   return e;
 }
 
 /** Requests and watches against the Kubernetes API with a kubeconfig's credentials. */
-export class KubeHttp implements HttpLibrary {
+export class KubeHttp {
   /** The kubeconfig whose current context is used (read again on every request). */
   readonly kubeConfig: KubeConfig;
   /** Deadline of each request other than a watch (ms). */
@@ -140,51 +109,6 @@ export class KubeHttp implements HttpLibrary {
     this.random = options.random ?? Math.random;
   }
 
-  /** A client-node API client (e.g. `AppsV1Api`) whose requests go through this layer. */
-  apiClient<T extends ApiType>(api: new (config: Configuration) => T): T {
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    const config = createConfiguration({
-      baseServer: new ServerConfiguration(cluster.server.replace(/\/+$/, ""), {}),
-      httpApi: this,
-      authMethods: {
-        default: {
-          getName: () => "kubeconfig",
-          applySecurityAuthentication: async (ctx: RequestContext): Promise<void> => {
-            const { headers } = await this.withDeadline(
-              ctx.getHttpMethod().toString(),
-              ctx.getUrl(),
-              undefined,
-              () => kubeCredentials(this.kubeConfig),
-            );
-            for (const [k, v] of Object.entries(headers)) ctx.setHeaderParam(k, v);
-          },
-        },
-      },
-    });
-    return new api(config);
-  }
-
-  /** client-node's `HttpLibrary.send` (headers were set by the API client). */
-  send(ctx: RequestContext): Observable<ResponseContext> {
-    const run = async (): Promise<ResponseContext> => {
-      const body = ctx.getBody();
-      const res = await this.fetchWithDeadline(ctx.getUrl(), {
-        method: ctx.getHttpMethod().toString(),
-        headers: ctx.getHeaders(),
-        ...(typeof body === "string" ? { body } : {}),
-        ...(ctx.getSignal() ? { signal: ctx.getSignal() as AbortSignal } : {}),
-      });
-      const bytes = res.body;
-      return new ResponseContext(res.status, res.headers, {
-        text: () => Promise.resolve(new TextDecoder().decode(bytes)),
-        binary: () => Promise.resolve(Buffer.from(bytes)),
-        stream: () => new Blob([bytes as BlobPart]).stream(),
-      });
-    };
-    return new Observable(run());
-  }
-
   /** One request to `path` (below the server URL) with the kubeconfig's credentials. */
   async request(
     method: string,
@@ -196,12 +120,49 @@ export class KubeHttp implements HttpLibrary {
       headers: { Accept: "application/json", ...options.headers },
       ...(options.body !== undefined ? { body: options.body } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
-    }, true);
+    });
   }
 
   /**
-   * Watch `path` from `query.resourceVersion`, with the signature of client-node's
-   * `Watch.watch` (what `ListWatch` calls). `done` is called once when the watch ends by
+   * A JSON request: the parsed answer of a 2xx status; otherwise a `KubeApiError` that names
+   * the method, the path, the status and the API's message.
+   */
+  async json(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = "application/json",
+  ): Promise<unknown> {
+    const res = await this.request(method, path, {
+      ...(body !== undefined
+        ? { body: JSON.stringify(body), headers: { "Content-Type": contentType } }
+        : {}),
+    });
+    const text = new TextDecoder().decode(res.body);
+    if (res.status < 200 || res.status > 299) {
+      let status: { reason?: string; message?: string } | undefined;
+      try {
+        status = JSON.parse(text);
+      } catch {
+        status = undefined;
+      }
+      const message = typeof status?.message === "string" ? `: ${status.message}` : "";
+      throw new KubeApiError(`${method} ${path}: HTTP ${res.status}${message}`, res.status, status);
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new KubeApiError(
+        `${method} ${path}: HTTP ${res.status} with a body that is not JSON: ${
+          JSON.stringify(text.slice(0, 100))
+        }`,
+        res.status,
+      );
+    }
+  }
+
+  /**
+   * Watch `path` from `query.resourceVersion`. `done` is called once when the watch ends by
    * itself: with null after a short stream, with a `TimeoutError` when the server's timeout
    * ended it or it stalled, or with the error. A watch aborted through the returned controller
    * calls nothing.
@@ -232,7 +193,7 @@ export class KubeHttp implements HttpLibrary {
       () => finish(timeoutError(`watch ${path}: connect timed out`)),
     );
     try {
-      const { server, headers, tls } = await kubeCredentials(this.kubeConfig);
+      const { server, headers, tls } = await this.kubeConfig.credentials();
       if (controller.signal.aborted) return controller;
       const url = new URL(server + path);
       url.searchParams.set("watch", "true");
@@ -249,6 +210,7 @@ export class KubeHttp implements HttpLibrary {
         signal: controller.signal,
       });
       if (res.status !== 200) {
+        if (res.status === 401) this.kubeConfig.invalidate();
         const text = await res.text().catch(() => "");
         let message = "";
         try {
@@ -297,8 +259,9 @@ export class KubeHttp implements HttpLibrary {
     return controller;
   }
 
-  /** Close the connection pool (a later request opens a new one). */
+  /** Close the connection pool and kill running exec plugins (a later request starts anew). */
   async close(): Promise<void> {
+    this.kubeConfig.close();
     const c = this.client;
     this.client = undefined;
     await c?.fetch.close();
@@ -321,6 +284,8 @@ export class KubeHttp implements HttpLibrary {
         buffer += decoder.decode(value, { stream: true });
         let nl: number;
         while ((nl = buffer.indexOf("\n")) >= 0) {
+          // a callback may end the watch (an ERROR event): the rest of the chunk is not delivered
+          if (signal.aborted) return;
           const line = buffer.slice(0, nl).trim();
           buffer = buffer.slice(nl + 1);
           if (line === "") continue;
@@ -328,7 +293,7 @@ export class KubeHttp implements HttpLibrary {
           try {
             event = JSON.parse(line);
           } catch {
-            continue; // client-node skips what is not JSON too
+            continue; // client-go's decoder ends the watch here; one bad line is not worth it
           }
           if (typeof event?.type === "string") callback(event.type, event.object, event);
         }
@@ -353,31 +318,24 @@ export class KubeHttp implements HttpLibrary {
   }
 
   /**
-   * `fetch` of `url` (a path below the server with `withCredentials`: the kubeconfig's headers
-   * are added) with the TLS settings of the kubeconfig, under one deadline that covers the
-   * credentials, the answer and its body.
+   * `fetch` of `path` (below the server URL) with the kubeconfig's headers and TLS settings,
+   * under one deadline that covers the credentials, the answer and its body.
    */
-  private fetchWithDeadline(
-    url: string,
-    init: RequestInit,
-    withCredentials = false,
-  ): Promise<KubeResponse> {
+  private fetchWithDeadline(path: string, init: RequestInit): Promise<KubeResponse> {
     const method = init.method ?? "GET";
-    return this.withDeadline(method, url, init.signal ?? undefined, async (signal) => {
-      const { server, headers, tls } = await kubeCredentials(this.kubeConfig);
+    return this.withDeadline(method, path, init.signal ?? undefined, async (signal) => {
+      const { server, headers, tls } = await this.kubeConfig.credentials();
       signal.throwIfAborted();
-      const target = withCredentials ? server + url : url;
-      const res = await this.fetchClient(tls).fetch(target, {
+      const res = await this.fetchClient(tls).fetch(server + path, {
         ...init,
-        ...(withCredentials
-          ? { headers: { ...headers, ...(init.headers as Record<string, string>) } }
-          : {}),
+        headers: { ...headers, ...(init.headers as Record<string, string>) },
         signal,
       });
       // a body that stalls after the deadline: cancelling ends its read on every runtime
       signal.addEventListener("abort", () => void res.body?.cancel().catch(() => {}), {
         once: true,
       });
+      if (res.status === 401) this.kubeConfig.invalidate();
       const body = new Uint8Array(await res.arrayBuffer());
       const out: Record<string, string> = {};
       res.headers.forEach((v, k) => (out[k] = v));

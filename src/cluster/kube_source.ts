@@ -2,34 +2,27 @@
  * The cluster view over the Kubernetes API: one informer (list + watch) per kind, started on
  * first use, and the adapter's few writes (status, scale, events).
  *
- * Informers are @kubernetes/client-node's `ListWatch` (what `makeInformer` builds), given a
- * cancellable reconnect delay so that `close()` leaves no timer or watch behind. The library
- * re-lists by itself on 410 Gone and reconnects a watch that ended; on any other error it stops,
- * and this file restarts it with a back-off (1 s doubling to 30 s). A kind whose CRD is not
- * installed (404 on list) counts as synced and empty, and is retried every 60 s. A kind whose
- * list fails otherwise (403 without RBAC for it, 500) releases `ensure` after the first failure,
- * empty, with the error in `kindError`, and is retried with the back-off.
+ * An informer lists the kind, then watches it from the list's resourceVersion, as client-go's
+ * reflector: a watch the server ended (its `timeoutSeconds`) or that stalled resumes at once
+ * from the last resourceVersion; one closed early resumes after a delay (1 s doubling to 30 s,
+ * reset by any event); 410 Gone (an answer or an ERROR event) lists again, and the cache is
+ * brought to the list (DELETED for what is gone). On any other error the informer stops and is
+ * restarted with a back-off (1 s doubling to 30 s), from its last resourceVersion. A kind whose
+ * CRD is not installed (404 on list) counts as synced and empty, and is retried every 60 s. A
+ * kind whose list fails otherwise (403 without RBAC for it, 500) releases `ensure` after the
+ * first failure, empty, with the error in `kindError`, and is retried with the back-off.
  *
- * Every request, watches included, goes through `KubeHttp` (kube_http.ts), not the library's
- * HTTP layer: that one drops the kubeconfig's CA and client certificate on Bun and never ends an
- * aborted or dropped watch on Deno. Lists are parsed as plain JSON, as watch events are: the
- * typed clients would turn timestamps into Date objects and drop fields they do not know.
+ * Every request, watches included, goes through `KubeHttp` (kube_http.ts). Lists and watch
+ * events are plain JSON, trimmed to what the adapter reads (trim.ts).
  */
+import { KubeConfig, loadKubeConfig } from "./kubeconfig.ts";
 import {
-  ApiException,
-  AppsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  HttpMethod,
-  KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  ListWatch,
-  PatchStrategy,
-  setHeaderOptions,
-  type Watch,
-} from "@kubernetes/client-node";
-import { KubeHttp, type KubeHttpOptions } from "./kube_http.ts";
+  describeError,
+  KubeApiError,
+  KubeHttp,
+  type KubeHttpOptions,
+  statusCodeOf,
+} from "./kube_http.ts";
 import { trimForCache } from "./trim.ts";
 import {
   apiVersionOf,
@@ -42,6 +35,8 @@ import {
   type WatchEventType,
   type WatchHandler,
 } from "./types.ts";
+
+export { describeError, KubeApiError, KubeConfig, loadKubeConfig, statusCodeOf };
 
 /** Log levels of the source's logger. */
 export type KubeLogLevel = "debug" | "info" | "warn" | "error";
@@ -84,54 +79,6 @@ export interface KubeClusterSourceOptions {
    * nothing for `watchIdleMs` is resumed) and the server-side watch timeout.
    */
   http?: KubeHttpOptions;
-}
-
-/** An error answer of the Kubernetes API, with its metav1.Status if there was one. */
-export class KubeApiError extends Error {
-  override name = "KubeApiError";
-  /** The HTTP status code (the watch code reads `statusCode`). */
-  readonly statusCode: number;
-  constructor(
-    message: string,
-    readonly code: number,
-    readonly status?: { reason?: string; message?: string },
-  ) {
-    super(message);
-    this.statusCode = code;
-  }
-}
-
-/** The HTTP status of an error from this file or from the typed clients, or undefined. */
-export function statusCodeOf(e: unknown): number | undefined {
-  if (e instanceof KubeApiError) return e.code;
-  if (e instanceof ApiException) return e.code;
-  const any = e as { statusCode?: unknown; code?: unknown } | null;
-  if (typeof any?.statusCode === "number") return any.statusCode;
-  if (typeof any?.code === "number") return any.code;
-  return undefined;
-}
-
-/** A one-line description of an error from this file or from the typed clients. */
-export function describeError(e: unknown): string {
-  if (e instanceof ApiException) {
-    let message = "";
-    try {
-      const body = typeof e.body === "string" ? JSON.parse(e.body) : e.body;
-      if (typeof body?.message === "string") message = `: ${body.message}`;
-    } catch {
-      // not JSON: the code says enough
-    }
-    return `HTTP ${e.code}${message}`;
-  }
-  return e instanceof Error ? e.message : String(e);
-}
-
-/** Load a kubeconfig file, or the in-cluster config when `path` is null or undefined. */
-export function loadKubeConfig(path: string | null | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
-  return kc;
 }
 
 /** Options of `TokenBucket`. */
@@ -209,6 +156,9 @@ function wellFormed(phase: string, obj: unknown): boolean {
   return phase === "BOOKMARK" || typeof (metadata as { name?: unknown }).name === "string";
 }
 
+/** The content type of a JSON merge patch (RFC 7386). */
+const MERGE_PATCH = "application/merge-patch+json";
+
 /** Kubernetes timestamps: RFC 3339 in seconds (metav1.Time). */
 function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -216,7 +166,8 @@ function rfc3339(ms: number): string {
 
 interface KindState {
   kind: Kind;
-  informer: ListWatch<KubernetesObject>;
+  /** The collection's URL path (all namespaces). */
+  path: string;
   objects: Map<string, KubeObject>;
   handlers: Set<WatchHandler>;
   ready: Promise<void>;
@@ -224,12 +175,37 @@ interface KindState {
   synced: boolean;
   /** The CRD is not installed (last list answered 404). */
   notInstalled: boolean;
-  /** Set by the list function; tells `start()`'s caller whether the list worked. */
+  /** The last list worked (false while one is in flight or after one failed). */
   listed: boolean;
   /** Why the last list failed (other than 404), or null after a list that worked. */
   error: string | null;
   failures: number;
   retry?: ReturnType<typeof setTimeout>;
+  /** Where the next watch starts; "" lists first. */
+  resourceVersion: string;
+  /** Counts starts: work of an earlier start (a list, a watch, a delay) stops where it sees it. */
+  run: number;
+  /** The open watch. */
+  watch?: WatchSlot;
+  /** Delay before a watch that ended early is opened again; an event resets it. */
+  reconnectDelayMs: number;
+  /** A watch was opened since the last start (the first opens without delay). */
+  hasConnected: boolean;
+}
+
+/** One watch request: its events count only while it is `live`. */
+interface WatchSlot {
+  live: boolean;
+  controller?: AbortController;
+}
+
+/** End a kind's watch: nothing it still delivers counts. */
+function endWatch(state: KindState): void {
+  const w = state.watch;
+  if (!w) return;
+  w.live = false;
+  w.controller?.abort();
+  state.watch = undefined;
 }
 
 interface RecentEvent {
@@ -249,9 +225,6 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   private readonly now: () => number;
   /** The HTTP layer (credentials, TLS, watches), shared with other clients of this source. */
   readonly http: KubeHttp;
-  private readonly custom: CustomObjectsApi;
-  private readonly apps: AppsV1Api;
-  private readonly core: CoreV1Api;
   private readonly delays = new Set<ReturnType<typeof setTimeout>>();
   /** Open watch requests, aborted by `close()`. */
   private readonly watches = new Set<AbortController>();
@@ -285,9 +258,6 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     this.eventDedupeMs = options.eventDedupeMs ?? 10 * 60_000;
     this.component = options.component ?? "hpa-metrics-adapter";
     this.http = new KubeHttp(this.kubeConfig, options.http);
-    this.custom = this.http.apiClient(CustomObjectsApi);
-    this.apps = this.http.apiClient(AppsV1Api);
-    this.core = this.http.apiClient(CoreV1Api);
     if ((options.resyncMs ?? 0) > 0) {
       this.resyncTimer = setInterval(() => this.resync(), options.resyncMs);
     }
@@ -370,7 +340,8 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       if (s.retry) clearTimeout(s.retry);
       s.handlers.clear();
       s.resolveReady();
-      await s.informer.stop();
+      s.run++;
+      endWatch(s);
     }
     for (const c of this.watches) c.abort();
     this.watches.clear();
@@ -389,24 +360,12 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     const body = { status: replacingMergePatch(this.get(kind, ns, name)?.status, status) };
     await this.bucket.take();
     try {
-      if (r.group === "") {
-        await this.request(
-          HttpMethod.PATCH,
-          `${collectionPath(kind, ns)}/${encodeURIComponent(name)}/status`,
-          body,
-          PatchStrategy.MergePatch,
-        );
-      } else if (ns !== undefined) {
-        await this.custom.patchNamespacedCustomObjectStatus(
-          { group: r.group, version: r.version, namespace: ns, plural: r.plural, name, body },
-          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-        );
-      } else {
-        await this.custom.patchClusterCustomObjectStatus(
-          { group: r.group, version: r.version, plural: r.plural, name, body },
-          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-        );
-      }
+      await this.http.json(
+        "PATCH",
+        `${collectionPath(kind, ns)}/${encodeURIComponent(name)}/status`,
+        body,
+        MERGE_PATCH,
+      );
     } catch (e) {
       throw new Error(
         `update status of ${kind} ${ns ? `${ns}/` : ""}${name}: ${describeError(e)}`,
@@ -420,52 +379,28 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     namespace: string,
     name: string,
   ): Promise<{ specReplicas: number; statusReplicas: number }> {
-    const r = this.scaleResource(kind);
     await this.bucket.take();
-    let scale: { spec?: { replicas?: number }; status?: { replicas?: number } };
+    let scale: { spec?: { replicas?: number }; status?: { replicas?: number } } | null;
     try {
-      if (kind === "Deployment") {
-        scale = await this.apps.readNamespacedDeploymentScale({ name, namespace });
-      } else if (kind === "StatefulSet") {
-        scale = await this.apps.readNamespacedStatefulSetScale({ name, namespace });
-      } else {
-        scale = await this.custom.getNamespacedCustomObjectScale({
-          group: r.group,
-          version: r.version,
-          namespace,
-          plural: r.plural,
-          name,
-        });
-      }
+      scale = await this.http.json("GET", this.scalePath(kind, namespace, name)) as typeof scale;
     } catch (e) {
       throw new Error(`get scale of ${kind} ${namespace}/${name}: ${describeError(e)}`);
     }
     return {
-      specReplicas: scale.spec?.replicas ?? 0,
-      statusReplicas: scale.status?.replicas ?? 0,
+      specReplicas: scale?.spec?.replicas ?? 0,
+      statusReplicas: scale?.status?.replicas ?? 0,
     };
   }
 
   /** Set `spec.replicas` with a JSON merge patch on the scale subresource. */
   async setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void> {
-    const r = this.scaleResource(kind);
+    const path = this.scalePath(kind, namespace, name);
     if (!Number.isInteger(replicas) || replicas < 0) {
       throw new Error(`invalid replicas ${replicas} for ${kind} ${namespace}/${name}`);
     }
-    const body = { spec: { replicas } };
-    const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
     await this.bucket.take();
     try {
-      if (kind === "Deployment") {
-        await this.apps.patchNamespacedDeploymentScale({ name, namespace, body }, merge);
-      } else if (kind === "StatefulSet") {
-        await this.apps.patchNamespacedStatefulSetScale({ name, namespace, body }, merge);
-      } else {
-        await this.custom.patchNamespacedCustomObjectScale(
-          { group: r.group, version: r.version, namespace, plural: r.plural, name, body },
-          merge,
-        );
-      }
+      await this.http.json("PATCH", path, { spec: { replicas } }, MERGE_PATCH);
     } catch (e) {
       throw new Error(`set scale of ${kind} ${namespace}/${name}: ${describeError(e)}`);
     }
@@ -497,13 +432,13 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       if (recent) {
         await this.bucket.take();
         try {
-          await this.core.patchNamespacedEvent(
-            {
-              name: recent.name,
-              namespace: recent.namespace,
-              body: { count: recent.count + 1, lastTimestamp: rfc3339(now) },
-            },
-            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+          await this.http.json(
+            "PATCH",
+            `/api/v1/namespaces/${encodeURIComponent(recent.namespace)}/events/${
+              encodeURIComponent(recent.name)
+            }`,
+            { count: recent.count + 1, lastTimestamp: rfc3339(now) },
+            MERGE_PATCH,
           );
           recent.count++;
           recent.last = now;
@@ -538,18 +473,20 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
         count: 1,
       };
       await this.bucket.take();
-      // timestamps are sent as the strings Kubernetes expects; the typed model declares Date
-      await this.core.createNamespacedEvent({ namespace, body: body as any });
+      await this.http.json(
+        "POST",
+        `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+        body,
+      );
       this.recentEvents.set(dedupeKey, { name, namespace, count: 1, last: now });
     } catch (e) {
       this.log("warn", `event ${event.reason} on ${where} not recorded: ${describeError(e)}`);
     }
   }
 
-  private scaleResource(kind: Kind): (typeof KIND_RESOURCES)[Kind] {
-    const r = KIND_RESOURCES[kind];
-    if (!r.scale) throw new Error(`kind "${kind}" has no scale subresource`);
-    return r;
+  private scalePath(kind: Kind, namespace: string, name: string): string {
+    if (!KIND_RESOURCES[kind].scale) throw new Error(`kind "${kind}" has no scale subresource`);
+    return `${collectionPath(kind, namespace)}/${encodeURIComponent(name)}/scale`;
   }
 
   private key(kind: Kind, namespace: string | undefined, name: string): string {
@@ -559,10 +496,9 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   private newState(kind: Kind): KindState {
     let resolveReady = (): void => {};
     const ready = new Promise<void>((r) => (resolveReady = r));
-    const path = collectionPath(kind);
-    const state: KindState = {
+    return {
       kind,
-      informer: undefined as unknown as ListWatch<KubernetesObject>,
+      path: collectionPath(kind),
       objects: new Map(),
       handlers: new Set(),
       ready,
@@ -572,98 +508,187 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       listed: false,
       error: null,
       failures: 0,
+      resourceVersion: "",
+      run: 0,
+      reconnectDelayMs: 0,
+      hasConnected: false,
     };
-    const listFn = async (): Promise<KubernetesListObject<KubernetesObject>> => {
-      state.listed = false;
-      await this.bucket.take();
-      if (this.closed) throw new Error("cluster source closed");
-      const list = await this.request(HttpMethod.GET, path);
-      const items = (list as { items?: unknown } | null)?.items;
-      if (Array.isArray(items)) { for (const item of items) trimForCache(kind, item); }
-      state.listed = true;
-      state.error = null;
-      state.failures = 0;
-      if (state.notInstalled) {
-        state.notInstalled = false;
-        this.log("info", `${kind} (${path}) is served now`);
-      }
-      return list as KubernetesListObject<KubernetesObject>;
-    };
-    // the library's event and done handlers are async and nobody awaits them: a failure in them
-    // (an event it cannot read, a list it cannot apply) is logged and the informer restarted
-    // with back-off, never left as an unhandled rejection
-    const guard = (run: () => unknown): void => {
-      try {
-        Promise.resolve(run()).catch((e) => this.onError(state, e));
-      } catch (e) {
-        this.onError(state, e);
-      }
-    };
-    // the library may open a watch after stop() (a list or delay in flight): refuse it then
-    const watch = {
-      watch: async (
-        p: string,
-        query: Record<string, string | number | boolean | undefined>,
-        callback: (phase: string, obj: any, watchObj?: any) => unknown,
-        done: (err: any) => unknown,
-      ): Promise<AbortController> => {
-        if (this.closed) return new AbortController();
-        const w = { finished: false, controller: undefined as AbortController | undefined };
-        const onEvent = (phase: string, obj: any, watchObj?: any): void => {
-          if (!wellFormed(phase, obj)) {
-            this.log(
-              "error",
-              `watch of ${kind} (${path}) sent a malformed ${phase} event: ignored`,
-            );
-            return;
-          }
-          guard(() => callback(phase, trimForCache(kind, obj), watchObj));
-        };
-        const c = await this.http.watch(p, query, onEvent, (err: any) => {
-          w.finished = true;
-          if (w.controller) this.watches.delete(w.controller);
-          guard(() => done(err));
-        });
-        w.controller = c;
-        if (this.closed) c.abort();
-        else if (!w.finished && !c.signal.aborted) {
-          this.watches.add(c);
-          c.signal.addEventListener("abort", () => this.watches.delete(c), { once: true });
-        }
-        return c;
-      },
-    } as unknown as Watch;
-    const informer = new ListWatch<KubernetesObject>(
-      path,
-      watch,
-      listFn,
-      false,
-      undefined,
-      undefined,
-      { delayFn: (ms) => this.delay(ms) },
-    );
-    informer.on("add", (o) => this.apply(state, "ADDED", o as KubeObject));
-    informer.on("update", (o) => this.apply(state, "MODIFIED", o as KubeObject));
-    informer.on("delete", (o) => this.apply(state, "DELETED", o as KubeObject));
-    informer.on("error", (err) => this.onError(state, err));
-    state.informer = informer;
-    return state;
   }
 
+  /** (Re)start a kind's informer from its last resourceVersion (listing if it has none). */
   private start(state: KindState): void {
     if (this.closed) return;
-    state.informer.start().then(() => {
-      if (state.listed && !state.synced) {
+    const run = ++state.run;
+    endWatch(state);
+    state.reconnectDelayMs = 0;
+    state.hasConnected = false;
+    this.connect(state, run).then(() => {
+      if (run === state.run && state.listed && !state.synced) {
         state.synced = true;
         state.resolveReady();
       }
-    }).catch((e) => this.onError(state, e));
+    }, (e) => this.failed(state, run, e));
+  }
+
+  /** An error of the work of start number `run`: reported and restarted unless a newer one runs. */
+  private failed(state: KindState, run: number, err: unknown): void {
+    if (run !== state.run) return;
+    state.run++; // nothing of this run goes on
+    endWatch(state);
+    this.onError(state, err);
+  }
+
+  /** List if needed, wait the reconnect delay if any, and open the watch. */
+  private async connect(state: KindState, run: number): Promise<void> {
+    const current = (): boolean => !this.closed && run === state.run;
+    if (!current()) return;
+    if (state.resourceVersion === "") {
+      await this.relist(state);
+      if (!current()) return;
+    }
+    if (state.reconnectDelayMs > 0 && state.hasConnected) {
+      await this.delay(state.reconnectDelayMs);
+      if (!current()) return;
+    }
+    if (state.hasConnected) {
+      state.reconnectDelayMs = Math.min(
+        this.backoffMaxMs,
+        state.reconnectDelayMs > 0 ? state.reconnectDelayMs * 2 : this.backoffBaseMs,
+      );
+    }
+    state.hasConnected = true;
+    endWatch(state);
+    const slot: WatchSlot = { live: true };
+    state.watch = slot;
+    // events and `done` may come before `watch` returns (Bun delivers the first chunk at once)
+    const live = (): boolean => slot.live && current();
+    const c = await this.http.watch(
+      state.path,
+      { resourceVersion: state.resourceVersion },
+      (type, obj) => {
+        if (live()) this.onWatchEvent(state, run, type, obj);
+      },
+      (err) => {
+        if (slot.controller) this.watches.delete(slot.controller);
+        if (!live()) return;
+        slot.live = false;
+        state.watch = undefined;
+        this.onWatchEnd(state, run, err);
+      },
+    );
+    slot.controller = c;
+    if (!live() || c.signal.aborted) {
+      c.abort();
+      return;
+    }
+    this.watches.add(c);
+    c.signal.addEventListener("abort", () => this.watches.delete(c), { once: true });
+  }
+
+  /** A watch ended by itself: resume, list again (410 Gone) or report the error. */
+  private onWatchEnd(state: KindState, run: number, err: unknown): void {
+    if (statusCodeOf(err) === 410) state.resourceVersion = "";
+    else if ((err as Error | null)?.name === "TimeoutError") state.reconnectDelayMs = 0;
+    else if (err) return this.failed(state, run, err);
+    this.connect(state, run).catch((e) => this.failed(state, run, e));
+  }
+
+  private onWatchEvent(state: KindState, run: number, type: string, raw: unknown): void {
+    if (!wellFormed(type, raw)) {
+      this.log(
+        "error",
+        `watch of ${state.kind} (${state.path}) sent a malformed ${type} event: ignored`,
+      );
+      return;
+    }
+    if (type === "ERROR") {
+      const status = raw as { code?: unknown; message?: unknown };
+      const code = typeof status.code === "number" ? status.code : 500;
+      const message = typeof status.message === "string" ? status.message : JSON.stringify(raw);
+      endWatch(state);
+      if (code === 410) {
+        // the resourceVersion is too old: list again
+        state.resourceVersion = "";
+        this.connect(state, run).catch((e) => this.failed(state, run, e));
+      } else {
+        this.failed(
+          state,
+          run,
+          new KubeApiError(`watch ${state.path}: ERROR event: ${message}`, code, status as never),
+        );
+      }
+      return;
+    }
+    if (type !== "ADDED" && type !== "MODIFIED" && type !== "DELETED" && type !== "BOOKMARK") {
+      this.log(
+        "error",
+        `watch of ${state.kind} (${state.path}) sent an event of unknown type ${
+          JSON.stringify(type)
+        }: ignored`,
+      );
+      return;
+    }
+    const obj = raw as KubeObject;
+    if (type === "DELETED") this.remove(state, trimForCache(state.kind, obj));
+    else if (type !== "BOOKMARK") this.upsert(state, trimForCache(state.kind, obj));
+    state.reconnectDelayMs = 0;
+    const rv = obj.metadata.resourceVersion;
+    if (typeof rv === "string" && rv !== "") state.resourceVersion = rv;
+  }
+
+  /** List the kind and bring the cache to the list (DELETED for what it lacks). */
+  private async relist(state: KindState): Promise<void> {
+    state.listed = false;
+    await this.bucket.take();
+    if (this.closed) throw new Error("cluster source closed");
+    const list = await this.http.json("GET", state.path) as {
+      metadata?: { resourceVersion?: unknown };
+      items?: unknown;
+    } | null;
+    if (!Array.isArray(list?.items)) {
+      throw new Error(`GET ${state.path}: the answer is not a list (no items)`);
+    }
+    const fresh = new Map<string, KubeObject>();
+    for (const item of list.items) {
+      if (!wellFormed("ADDED", item)) {
+        this.log("error", `list of ${state.kind} (${state.path}) has a malformed item: ignored`);
+        continue;
+      }
+      const obj = trimForCache(state.kind, item as KubeObject);
+      fresh.set(this.key(state.kind, obj.metadata.namespace, obj.metadata.name), obj);
+    }
+    state.listed = true;
+    state.error = null;
+    state.failures = 0;
+    if (state.notInstalled) {
+      state.notInstalled = false;
+      this.log("info", `${state.kind} (${state.path}) is served now`);
+    }
+    for (const [k, old] of [...state.objects]) {
+      if (!fresh.has(k)) this.apply(state, "DELETED", old);
+    }
+    for (const obj of fresh.values()) this.upsert(state, obj);
+    const rv = list.metadata?.resourceVersion;
+    state.resourceVersion = typeof rv === "string" ? rv : "";
+  }
+
+  /** ADDED or MODIFIED, unless the cache has this very resourceVersion already. */
+  private upsert(state: KindState, obj: KubeObject): void {
+    const old = state.objects.get(this.key(state.kind, obj.metadata.namespace, obj.metadata.name));
+    const rv = obj.metadata.resourceVersion;
+    if (old && rv !== undefined && rv !== null && old.metadata.resourceVersion === rv) return;
+    this.apply(state, old ? "MODIFIED" : "ADDED", obj);
+  }
+
+  private remove(state: KindState, obj: KubeObject): void {
+    const key = this.key(state.kind, obj.metadata.namespace, obj.metadata.name);
+    if (state.objects.has(key)) this.apply(state, "DELETED", obj);
   }
 
   private onError(state: KindState, err: unknown): void {
     if (this.closed) return;
     const code = statusCodeOf(err);
-    const path = collectionPath(state.kind);
+    const path = state.path;
     if (code === 404 && !state.listed) {
       if (!state.notInstalled) {
         this.log(
@@ -675,6 +700,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       state.notInstalled = true;
       state.error = null;
       for (const obj of [...state.objects.values()]) this.apply(state, "DELETED", obj);
+      state.resourceVersion = "";
       state.synced = true;
       state.resolveReady();
       this.retry(state, this.notInstalledRetryMs);
@@ -702,7 +728,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     }, ms);
   }
 
-  /** The informer's reconnect delay: a timer that `close()` cancels (never resolving). */
+  /** A reconnect delay: a timer that `close()` cancels (never resolving). */
   private delay(ms: number): Promise<void> {
     return new Promise((resolve) => {
       if (this.closed) return;
@@ -764,34 +790,5 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       parsed = text;
     }
     return { status: res.status, body: parsed };
-  }
-
-  /** A request with the kubeconfig's credentials, answered as plain JSON. */
-  private async request(
-    method: HttpMethod,
-    path: string,
-    body?: unknown,
-    contentType = "application/json",
-  ): Promise<unknown> {
-    const res = await this.http.request(method, path, {
-      ...(body !== undefined
-        ? { body: JSON.stringify(body), headers: { "Content-Type": contentType } }
-        : {}),
-    });
-    const text = new TextDecoder().decode(res.body);
-    if (res.status < 200 || res.status > 299) {
-      let status: { reason?: string; message?: string } | undefined;
-      try {
-        status = JSON.parse(text);
-      } catch {
-        status = undefined;
-      }
-      throw new KubeApiError(
-        `${method} ${path}: HTTP ${res.status}${status?.message ? `: ${status.message}` : ""}`,
-        res.status,
-        status,
-      );
-    }
-    return JSON.parse(text);
   }
 }

@@ -9,9 +9,9 @@
  * candidates cannot both win (the loser gets 409 Conflict). File mode uses
  * `InMemoryLeaderElector` (leader.ts), which does not load the Kubernetes client.
  */
-import { CoordinationV1Api, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
-import { KubeHttp } from "./kube_http.ts";
-import { describeError, type KubeLogger, statusCodeOf } from "./kube_source.ts";
+import { describeError, KubeHttp, statusCodeOf } from "./kube_http.ts";
+import type { KubeConfig } from "./kubeconfig.ts";
+import type { KubeLogger } from "./kube_source.ts";
 import type { LeaderElector } from "./leader.ts";
 
 /** Options of `LeaseLeaderElector`. */
@@ -42,6 +42,20 @@ export interface LeaseLeaderElectorOptions {
   logger?: KubeLogger;
 }
 
+/** The fields of a coordination.k8s.io/v1 Lease this file reads and writes. */
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
 /** metav1.MicroTime: RFC 3339 with microseconds. */
 function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/Z$/, "000Z");
@@ -49,7 +63,7 @@ function microTime(ms: number): string {
 
 /** Leader election through a coordination.k8s.io/v1 Lease. */
 export class LeaseLeaderElector implements LeaderElector {
-  private readonly api: CoordinationV1Api;
+  private readonly http: KubeHttp;
   private readonly ownHttp?: KubeHttp;
   private readonly options: LeaseLeaderElectorOptions;
   private readonly leaseDurationMs: number;
@@ -100,7 +114,7 @@ export class LeaseLeaderElector implements LeaderElector {
       }
     };
     if (!options.http) this.ownHttp = new KubeHttp(options.kubeConfig);
-    this.api = (options.http ?? this.ownHttp)!.apiClient(CoordinationV1Api);
+    this.http = (options.http ?? this.ownHttp)!;
   }
 
   /** Start campaigning: one attempt now, then one every retry period. */
@@ -183,6 +197,23 @@ export class LeaseLeaderElector implements LeaderElector {
     }
   }
 
+  private leasesPath(): string {
+    return `/apis/coordination.k8s.io/v1/namespaces/${
+      encodeURIComponent(this.options.namespace)
+    }/leases`;
+  }
+
+  private async readLease(): Promise<Lease> {
+    const lease = await this.http.json(
+      "GET",
+      `${this.leasesPath()}/${encodeURIComponent(this.options.name)}`,
+    );
+    if (typeof lease !== "object" || lease === null) {
+      throw new Error(`lease ${this.leaseName()} is not an object: ${JSON.stringify(lease)}`);
+    }
+    return lease as Lease;
+  }
+
   private leaseName(): string {
     return `${this.options.namespace}/${this.options.name}`;
   }
@@ -200,9 +231,9 @@ export class LeaseLeaderElector implements LeaderElector {
     const { namespace, name, identity } = this.options;
     const leaseDurationSeconds = Math.round(this.leaseDurationMs / 1000) || 1;
     this.heldByOther = false;
-    let lease: V1Lease;
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ name, namespace });
+      lease = await this.readLease();
     } catch (e) {
       if (statusCodeOf(e) !== 404) throw e;
       const t = microTime(now);
@@ -219,8 +250,7 @@ export class LeaseLeaderElector implements LeaderElector {
         },
       };
       try {
-        // MicroTime fields are sent as strings, which is their wire format
-        await this.api.createNamespacedLease({ namespace, body: body as unknown as V1Lease });
+        await this.http.json("POST", this.leasesPath(), body);
       } catch (err) {
         if (statusCodeOf(err) === 409) return false; // another candidate created it first
         throw err;
@@ -252,7 +282,7 @@ export class LeaseLeaderElector implements LeaderElector {
       },
     };
     try {
-      await this.api.replaceNamespacedLease({ name, namespace, body: body as unknown as V1Lease });
+      await this.http.json("PUT", `${this.leasesPath()}/${encodeURIComponent(name)}`, body);
     } catch (e) {
       if (statusCodeOf(e) === 409) return false; // someone else updated it since we read it
       throw e;
@@ -263,9 +293,9 @@ export class LeaseLeaderElector implements LeaderElector {
 
   /** Give the Lease up, as client-go does: no holder, a 1 s duration. */
   private async release(): Promise<void> {
-    const { namespace, name, identity } = this.options;
+    const { name, identity } = this.options;
     try {
-      const lease = await this.api.readNamespacedLease({ name, namespace });
+      const lease = await this.readLease();
       if (lease.spec?.holderIdentity !== identity) return;
       const t = microTime(this.now());
       const body = {
@@ -278,7 +308,7 @@ export class LeaseLeaderElector implements LeaderElector {
           renewTime: t,
         },
       };
-      await this.api.replaceNamespacedLease({ name, namespace, body: body as unknown as V1Lease });
+      await this.http.json("PUT", `${this.leasesPath()}/${encodeURIComponent(name)}`, body);
     } catch (e) {
       this.log("warn", `release of lease ${this.leaseName()}: ${describeError(e)}`);
     }

@@ -9,12 +9,17 @@ import {
 import type { KubeObject, WatchEventType } from "../../src/cluster/types.ts";
 import { FakeKubeApi, type FakeKubeApiOptions } from "../fakes/kube_api.ts";
 import {
+  execCredentialScript,
   fakeKubeconfig,
   type FakeKubeconfigOptions,
+  writeExecPlugin,
   writeFakeKubeconfig,
 } from "../fakes/kubeconfig.ts";
-import { KubeConfig } from "@kubernetes/client-node";
+import { parseKubeconfig } from "../../src/cluster/kubeconfig.ts";
 import process from "node:process";
+import { readFileSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { CertificateAndKey } from "../../src/api/certs.ts";
 import { createCertificate } from "../../src/api/cert_issue.ts";
 
@@ -413,7 +418,7 @@ describe("KubeClusterSource", () => {
       );
       await assert.rejects(
         source.updateStatus("ScalingSchedule", "default", "missing", {}),
-        /^Error: update status of ScalingSchedule default\/missing: HTTP 404: scalingschedules.zalando.org "missing" not found$/,
+        /^Error: update status of ScalingSchedule default\/missing: PATCH \/apis\/zalando.org\/v1\/namespaces\/default\/scalingschedules\/missing\/status: HTTP 404: scalingschedules.zalando.org "missing" not found$/,
       );
     });
   });
@@ -477,7 +482,7 @@ describe("KubeClusterSource", () => {
       );
       await assert.rejects(
         source.setScale("Deployment", "default", "nope", 1),
-        /^Error: set scale of Deployment default\/nope: HTTP 404: deployments.apps "nope" not found$/,
+        /^Error: set scale of Deployment default\/nope: PATCH \/apis\/apps\/v1\/namespaces\/default\/deployments\/nope\/scale: HTTP 404: deployments.apps "nope" not found$/,
       );
       await assert.rejects(source.getScale("Pod", "default", "x"), /kind "Pod" has no scale/);
     });
@@ -675,6 +680,20 @@ describe("KubeClusterSource watches", () => {
   });
 });
 
+/** Whether a process runs (a zombie counts as ended). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
 /** Runs `body` and answers the unhandled promise rejections seen meanwhile. */
 async function unhandledRejections(body: () => Promise<void>): Promise<string[]> {
   const seen: string[] = [];
@@ -694,18 +713,18 @@ describe("KubeClusterSource background failures", () => {
   it("recovers a watch whose credentials fail at a reconnect, with no unhandled rejection", async () => {
     const api = await FakeKubeApi.start();
     api.create(deployment("web", 2));
-    const kc = new KubeConfig();
-    kc.loadFromString(fakeKubeconfig(api.url));
-    // an exec plugin that fails: every credential application goes through this
-    const apply = kc.applyToHTTPSOptions.bind(kc);
-    let failures = 0;
-    kc.applyToHTTPSOptions = async (opts) => {
-      if (failures > 0) {
-        failures--;
-        throw new Error('exec plugin "aws-iam-authenticator" failed');
-      }
-      return await apply(opts);
-    };
+    // an exec plugin whose credential expires at once (so every request runs it), failing as
+    // many times as the file "failures" says
+    const plugin = await writeExecPlugin([
+      'n=$(cat "$(dirname "$0")/failures" 2>/dev/null || echo 0)',
+      'if [ "$n" -gt 0 ]; then',
+      '  echo $((n - 1)) > "$(dirname "$0")/failures"',
+      '  echo "aws-iam-authenticator: no credentials" >&2',
+      "  exit 1",
+      "fi",
+      execCredentialScript("fake-token", "2000-01-01T00:00:00Z"),
+    ].join("\n"));
+    const kc = parseKubeconfig(fakeKubeconfig(api.url, { exec: { command: plugin.path } }));
     const logs: string[] = [];
     const source = new KubeClusterSource({
       kubeConfig: kc,
@@ -717,7 +736,7 @@ describe("KubeClusterSource background failures", () => {
         const seen = record(source, "Deployment");
         await source.ensure("Deployment");
         await waitFor("the watch", () => api.openWatches() === 1);
-        failures = 2;
+        await writeFile(join(plugin.dir, "failures"), "2");
         api.closeWatches();
         await waitFor("the watch after the failures", () => api.openWatches() === 1);
         api.create(deployment("api", 1));
@@ -725,13 +744,20 @@ describe("KubeClusterSource background failures", () => {
         assert.deepEqual(seen, [["ADDED", "web@2", undefined], ["ADDED", "api@1", undefined]]);
       });
       assert.deepEqual(rejections, []);
+      const failure =
+        `exec plugin "${plugin.path}" of user "fake" exited with code 1: aws-iam-authenticator: no credentials`;
       assert.deepEqual(logs, [
-        'warn: watch of Deployment (/apis/apps/v1/deployments) failed: exec plugin "aws-iam-authenticator" failed; retrying in 20ms',
-        'warn: watch of Deployment (/apis/apps/v1/deployments) failed: exec plugin "aws-iam-authenticator" failed; retrying in 40ms',
+        `warn: watch of Deployment (/apis/apps/v1/deployments) failed: ${failure}; retrying in 20ms`,
+        `warn: watch of Deployment (/apis/apps/v1/deployments) failed: ${failure}; retrying in 40ms`,
       ]);
+      assert.deepEqual(
+        [...new Set(api.requests.map((r) => r.authorization))],
+        ["Bearer fake-token"],
+      );
     } finally {
       await source.close();
       await api.stop();
+      await plugin.remove();
     }
   });
 
@@ -840,9 +866,9 @@ describe("KubeClusterSource request timeouts", () => {
 
   it("ends a request whose credentials never come (a hung exec plugin)", async () => {
     const api = await FakeKubeApi.start();
-    const kc = new KubeConfig();
-    kc.loadFromString(fakeKubeconfig(api.url));
-    kc.applyToHTTPSOptions = () => new Promise<void>(() => {});
+    // the plugin's pid, then a hang: close() must kill it
+    const plugin = await writeExecPlugin('echo $$ > "$(dirname "$0")/pid"\nexec sleep 60');
+    const kc = parseKubeconfig(fakeKubeconfig(api.url, { exec: { command: plugin.path } }));
     const source = new KubeClusterSource({ kubeConfig: kc, http: { requestTimeoutMs: 200 } });
     try {
       await assert.rejects(
@@ -854,9 +880,14 @@ describe("KubeClusterSource request timeouts", () => {
         /^Error: get scale of Deployment default\/web: GET \/apis\/apps\/v1\/namespaces\/default\/deployments\/web\/scale: request timed out after 200ms$/,
       );
       assert.deepEqual(api.requests, []);
+      const pid = Number(await readFile(join(plugin.dir, "pid"), "utf8"));
+      assert.equal(alive(pid), true, "the plugin runs until close");
+      await source.close();
+      await waitFor("the plugin to end", () => !alive(pid));
     } finally {
       await source.close();
       await api.stop();
+      await plugin.remove();
     }
   });
 

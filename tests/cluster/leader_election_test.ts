@@ -1,6 +1,5 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { KubeConfig } from "@kubernetes/client-node";
 import process from "node:process";
 import {
   LeaseLeaderElector,
@@ -9,6 +8,7 @@ import {
 import { InMemoryLeaderElector } from "../../src/cluster/leader.ts";
 import { FakeKubeApi } from "../fakes/kube_api.ts";
 import { KubeHttp } from "../../src/cluster/kube_http.ts";
+import { type KubeConfig, parseKubeconfig } from "../../src/cluster/kubeconfig.ts";
 import { fakeKubeconfig } from "../fakes/kubeconfig.ts";
 
 const T0 = Date.parse("2026-01-15T12:00:00Z");
@@ -20,8 +20,7 @@ interface Candidate {
 
 async function withApi(body: (api: FakeKubeApi, kc: KubeConfig) => Promise<void>): Promise<void> {
   const api = await FakeKubeApi.start();
-  const kc = new KubeConfig();
-  kc.loadFromString(fakeKubeconfig(api.url));
+  const kc = parseKubeconfig(fakeKubeconfig(api.url));
   try {
     await body(api, kc);
   } finally {
@@ -252,8 +251,7 @@ describe("LeaseLeaderElector", () => {
   });
 
   it("rejects timings client-go rejects", () => {
-    const kc = new KubeConfig();
-    kc.loadFromString(fakeKubeconfig("http://127.0.0.1:1"));
+    const kc = parseKubeconfig(fakeKubeconfig("http://127.0.0.1:1"));
     const base = { kubeConfig: kc, namespace: "n", name: "l", identity: "me" };
     assert.throws(
       () => new LeaseLeaderElector({ ...base, leaseDurationSeconds: 10 }),

@@ -14,16 +14,15 @@ export interface FakeKubeconfigOptions {
   ca?: string;
   /** A client certificate and key (PEM), as `client-certificate-data`/`client-key-data`. */
   client?: { cert: string; key: string };
+  /** An exec credential plugin (client.authentication.k8s.io/v1) instead of the token. */
+  exec?: { command: string; args?: string[] };
 }
 
 function base64(text: string): string {
   return JSON.stringify(Buffer.from(text).toString("base64"));
 }
 
-/**
- * A kubeconfig (YAML) for a server URL. Without `ca` it sets `insecure-skip-tls-verify`, which
- * plain http needs with @kubernetes/client-node 2.x.
- */
+/** A kubeconfig (YAML) for a server URL. Without `ca` it sets `insecure-skip-tls-verify`. */
 export function fakeKubeconfig(server: string, options: FakeKubeconfigOptions = {}): string {
   const token = options.token ?? "fake-token";
   const namespace = options.namespace ?? "default";
@@ -40,7 +39,15 @@ export function fakeKubeconfig(server: string, options: FakeKubeconfigOptions = 
     "users:",
     "- name: fake",
     "  user:",
-    `    token: ${JSON.stringify(token)}`,
+    ...(options.exec
+      ? [
+        "    exec:",
+        "      apiVersion: client.authentication.k8s.io/v1",
+        `      command: ${JSON.stringify(options.exec.command)}`,
+        `      args: ${JSON.stringify(options.exec.args ?? [])}`,
+        "      interactiveMode: Never",
+      ]
+      : [`    token: ${JSON.stringify(token)}`]),
     ...(options.client
       ? [
         `    client-certificate-data: ${base64(options.client.cert)}`,
@@ -67,4 +74,28 @@ export async function writeFakeKubeconfig(
   const path = join(dir, "kubeconfig.yaml");
   await writeFile(path, fakeKubeconfig(server, options));
   return { path, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * An exec credential plugin: a shell script in a fresh temporary folder, answering
+ * `ExecCredential` JSON. `remove` deletes the folder.
+ */
+export async function writeExecPlugin(
+  script: string,
+): Promise<{ path: string; dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), "fake-exec-plugin-"));
+  const path = join(dir, "plugin.sh");
+  await writeFile(path, `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+  return { path, dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Shell that prints an ExecCredential (v1) with `token`, expired at `expires` (RFC 3339). */
+export function execCredentialScript(token: string, expires?: string): string {
+  const status = JSON.stringify({
+    token,
+    ...(expires !== undefined ? { expirationTimestamp: expires } : {}),
+  });
+  const doc =
+    `{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":${status}}`;
+  return `echo '${doc}'`;
 }
