@@ -759,6 +759,8 @@ export function createApp(options: ApiOptions): ApiApp {
 
   const selectors = selectorCache();
   const caches: ReadCaches = { lists: listCache(), podSets: podSetCache() };
+  /** Discovery bodies by group/version, with the store's served-metrics version. */
+  const discovery = new Map<string, { version: number; ready: ReadyBody }>();
   /** What a GET under /apis/ asks: made from the path and query alone. */
   const parseApis = (pathname: string, search: string): ApisAsk => {
     const segs = segments(pathname);
@@ -778,7 +780,18 @@ export function createApp(options: ApiOptions): ApiApp {
   const answer = (ask: ApisAsk): PlainResponse => {
     if ("status" in ask) return ask;
     if ("resources" in ask) {
-      return plainJson(JSON.stringify(resourceList(ask.resources, ask.version, store)));
+      // made once per change of the served metrics: the aggregator asks every few seconds
+      const key = `${ask.resources}/${ask.version}`;
+      const version = store.servedMetricsVersion();
+      let hit = discovery.get(key);
+      if (hit?.version !== version) {
+        hit = {
+          version,
+          ready: readyBody(JSON.stringify(resourceList(ask.resources, ask.version, store))),
+        };
+        discovery.set(key, hit);
+      }
+      return plainReady(hit.ready);
     }
     if (!options.ready()) {
       return statusPlain(

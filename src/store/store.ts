@@ -360,6 +360,9 @@ export class MetricStore {
   #objects = new Map<string, string | Set<string>>();
   /** Discovery: `kind SEP groupResource SEP metric SEP namespaced` -> number of plans. */
   #metrics = new Map<string, number>();
+  /** Changes whenever a metric is served or no longer served (see `servedMetricsVersion`). */
+  #metricsVersion = 0;
+  #servedCache: { version: number; list: readonly ServedMetric[] } | null = null;
   #customValues = 0;
   #externalValues = 0;
   /** Bumped when a plan is added, changed or removed (what wildcard read memos depend on). */
@@ -428,7 +431,9 @@ export class MetricStore {
     changed(slot);
     if (state.fixed) this.#served.set(servedKey, addKey(this.#served.get(servedKey), plan.key));
     const mk = this.#metricKey(plan.servedAt);
-    this.#metrics.set(mk, (this.#metrics.get(mk) ?? 0) + 1);
+    const count = this.#metrics.get(mk) ?? 0;
+    if (count === 0) this.#metricsVersion++;
+    this.#metrics.set(mk, count + 1);
     this.#refreshConflicts(state);
   }
 
@@ -456,7 +461,7 @@ export class MetricStore {
     const mk = this.#metricKey(state.plan.servedAt);
     const n = (this.#metrics.get(mk) ?? 1) - 1;
     if (n > 0) this.#metrics.set(mk, n);
-    else this.#metrics.delete(mk);
+    else if (this.#metrics.delete(mk)) this.#metricsVersion++;
     this.#plans.delete(key);
   }
 
@@ -620,18 +625,28 @@ export class MetricStore {
     return out.sort((a, b) => a.plan.key < b.plan.key ? -1 : a.plan.key > b.plan.key ? 1 : 0);
   }
 
-  /** The metrics that plans serve, for discovery, sorted. */
-  servedMetrics(): ServedMetric[] {
-    const out: ServedMetric[] = [];
-    for (const key of this.#metrics.keys()) {
+  /**
+   * The metrics that plans serve, for discovery, sorted. The same array (do not change it) until
+   * `servedMetricsVersion` changes: the API server's aggregator asks for discovery every few
+   * seconds, and with thousands of HPAs building the list each time was most of the garbage.
+   */
+  servedMetrics(): readonly ServedMetric[] {
+    if (this.#servedCache?.version === this.#metricsVersion) return this.#servedCache.list;
+    // the keys sort as kind, group/resource, metric name, namespaced: what discovery lists by
+    const keys = [...this.#metrics.keys()].sort();
+    const list: ServedMetric[] = keys.map((key) => {
       const [kind, groupResource, metricName, namespaced] = key.split(SEP);
-      if (kind === "custom") {
-        out.push({ kind, groupResource, metricName, namespaced: namespaced === "1" });
-      } else out.push({ kind: "external", metricName });
-    }
-    const sortKey = (m: ServedMetric): string =>
-      `${m.kind}${SEP}${m.groupResource ?? ""}${SEP}${m.metricName}${SEP}${m.namespaced}`;
-    return out.sort((a, b) => sortKey(a) < sortKey(b) ? -1 : 1);
+      return kind === "custom"
+        ? { kind, groupResource, metricName, namespaced: namespaced === "1" }
+        : { kind: "external", metricName };
+    });
+    this.#servedCache = { version: this.#metricsVersion, list };
+    return list;
+  }
+
+  /** A number that changes whenever `servedMetrics` would answer differently. */
+  servedMetricsVersion(): number {
+    return this.#metricsVersion;
   }
 
   /** Counts for gauges. */

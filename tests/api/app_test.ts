@@ -757,6 +757,31 @@ describe("discovery", () => {
     }]);
   });
 
+  it("lists a metric served after an earlier discovery read, and drops one no longer served", async () => {
+    const store = new MetricStore();
+    const { options } = fixture({ store });
+    const names = async (): Promise<string[]> => {
+      const [, body] = await getJson(options, EM);
+      return (body as { resources: { name: string }[] }).resources.map((x) => x.name);
+    };
+    assert.deepEqual(await names(), ["externalmetrics"]);
+    const plan: StoredPlan = {
+      key: "default/worker#0/External/queue-length",
+      hpa: { namespace: "default", name: "worker" },
+      servedAt: {
+        kind: "external",
+        namespace: "default",
+        metricName: "queue-length",
+        metricLabels: { queue: "q1" },
+      },
+      queryKey: "q1",
+    };
+    store.upsertPlan(plan, Date.now());
+    assert.deepEqual(await names(), ["externalmetrics", "queue-length"]);
+    store.removePlan(plan.key);
+    assert.deepEqual(await names(), ["externalmetrics"]);
+  });
+
   it("keeps the resource list non-empty when nothing is served", async () => {
     const { options } = fixture({ store: new MetricStore() });
     const [, body] = await getJson(options, `${CM}/v1beta2`);

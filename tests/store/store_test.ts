@@ -1002,6 +1002,31 @@ describe("MetricStore discovery and helpers", () => {
     ]);
   });
 
+  it("changes the served-metrics version only when a metric starts or stops being served", () => {
+    const store = new MetricStore();
+    const v0 = store.servedMetricsVersion();
+    store.upsertPlan(podsPlan("a"), T0);
+    const v1 = store.servedMetricsVersion();
+    assert.notEqual(v1, v0);
+    const first = store.servedMetrics();
+    assert.deepEqual(first, [
+      { kind: "custom", groupResource: "pods", metricName: "rps", namespaced: true },
+    ]);
+    // a second HPA with the same metric: nothing new to list, the same list object
+    store.upsertPlan(podsPlan("b"), T0);
+    assert.equal(store.servedMetricsVersion(), v1);
+    assert.equal(store.servedMetrics(), first);
+    store.upsertPlan(externalPlan("d", "q"), T0);
+    const v2 = store.servedMetricsVersion();
+    assert.notEqual(v2, v1);
+    assert.deepEqual(store.servedMetrics().map((m) => m.metricName), ["rps", "queue-length"]);
+    store.removePlan(podsPlan("a").key);
+    assert.equal(store.servedMetricsVersion(), v2);
+    store.removePlan(podsPlan("b").key);
+    assert.notEqual(store.servedMetricsVersion(), v2);
+    assert.deepEqual(store.servedMetrics(), [{ kind: "external", metricName: "queue-length" }]);
+  });
+
   it("derives describedObject kinds and formats timestamps as metav1.Time", () => {
     assert.deepEqual(describedKindFor("scalingschedules.zalando.org"), {
       kind: "ScalingSchedule",
