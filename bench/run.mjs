@@ -5,15 +5,20 @@
 // is stopped by its PID.
 //
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,fanout,
-//          startup] [--sizes 2000,10000] [--build] [--seconds N] [--connections N] [--no-write]
-//          [--no-pin]
+//          startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
+//          [--no-write] [--no-pin]
+//
+// The cluster section (in the full run, not in --quick) measures the binary's memory against the
+// real control plane of the end-to-end suite (tests/e2e/harness.ts: root, Go, kubectl).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   fanoutPath,
+  SERVING_NAMESPACES,
+  servingNames,
   servingPaths,
   writeFanoutManifests,
   writeServingManifests,
@@ -94,7 +99,12 @@ const quick = opts.quick;
 const plan = {
   runtimes: opts.runtimes ?? (quick ? ["binary"] : ALL_RUNTIMES),
   sizes: opts.sizes ?? (quick ? [2000] : [2000, 10000]),
-  sections: opts.only ?? ["startup", "serving", "fanout"],
+  sections: opts.only ?? (quick ? ["startup", "serving", "fanout"] : [
+    "startup",
+    "serving",
+    "fanout",
+    "cluster",
+  ]),
   warmSeconds: quick ? 1 : 2,
   seconds: opts.seconds ?? (quick ? 1 : 2),
   pacedSeconds: quick ? 1 : 4,
@@ -561,6 +571,121 @@ async function fanoutSection(art, fleetScript) {
   }
 }
 
+/**
+ * The binary in cluster mode: the e2e control plane (etcd, kube-apiserver, controller manager)
+ * with the adapter as the e2e suite runs it (leader election, front-proxy TLS, --v=2), then the
+ * serving set's 2,000 HPAs and ScalingSchedules created with kubectl. RSS with no HPAs, and once
+ * the last HPA's object metric is served through the aggregation layer plus 20 s.
+ */
+async function clusterSection(art) {
+  const size = 2000;
+  const harness = [process.execPath, ["--import", "tsx", join(root, "tests/e2e/harness.ts")]];
+  // the HPA controller at Kubernetes' default sync period (15 s), not the suite's 2 s
+  const env = {
+    ...process.env,
+    HPA_E2E_ADAPTER_CMD: art.binary,
+    HPA_E2E_PROMETHEUS: "0",
+    HPA_E2E_HPA_SYNC_PERIOD: "15",
+  };
+  const logFile = join(work, "e2e-harness.log");
+  const harnessRun = (args) => {
+    const r = spawnSync(harness[0], [...harness[1], ...args], {
+      cwd: root,
+      env,
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    });
+    writeFileSync(logFile, (r.stdout ?? "") + (r.stderr ?? ""), { flag: "a" });
+    if (r.status !== 0) {
+      throw new Error(
+        `cluster section: harness ${args[0]} exited ${r.status} (needs root, Go and kubectl; ` +
+          `see tests/e2e/harness.ts):\n${(r.stderr || r.stdout || "").slice(-1500)}`,
+      );
+    }
+  };
+  const kubeconfig = join(root, ".e2e", "kubeconfig");
+  const kubectl = (args, input) => {
+    const r = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], {
+      encoding: "utf8",
+      input,
+      maxBuffer: 64 << 20,
+    });
+    if (r.status !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr.slice(-800)}`);
+    return r.stdout;
+  };
+  log("cluster: starting the e2e control plane with the binary");
+  harnessRun(["up", "--fresh"]);
+  try {
+    const pids = readFileSync(join(root, ".e2e", "pids"), "utf8");
+    const pid = Number(/^adapter (\d+) /m.exec(pids)?.[1]);
+    if (!(pid > 0)) throw new Error(`cluster section: no adapter in .e2e/pids:\n${pids}`);
+    await sleep(10_000);
+    const idle = procStats(pid);
+    const dir = join(work, "cluster-set");
+    writeServingManifests(dir, { hpas: size, port: 1 });
+    const namespaces = [];
+    for (let i = 0; i < SERVING_NAMESPACES; i++) namespaces.push(servingNames(i).ns);
+    kubectl(
+      ["create", "-f", "-"],
+      namespaces.map((n) =>
+        JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: n } })
+      )
+        .join("\n"),
+    );
+    const applied = performance.now();
+    kubectl(["create", "-f", join(dir, "schedules.yaml")]);
+    kubectl(["create", "-f", join(dir, "hpas.yaml")]);
+    const createdS = (performance.now() - applied) / 1000;
+    const { ns, schedule } = servingNames(size - 1);
+    const last =
+      `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/scalingschedules.zalando.org/${schedule}/${schedule}`;
+    const end = performance.now() + 180_000;
+    for (;;) {
+      const r = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, "get", "--raw", last], {
+        encoding: "utf8",
+      });
+      if (r.status === 0) break;
+      if (performance.now() > end) {
+        throw new Error(`cluster section: ${last} not served after 180 s: ${r.stderr.trim()}`);
+      }
+      await sleep(500);
+    }
+    const servedMs = performance.now() - applied;
+    // one RSS sample does not say much while the HPA controller reads every metric each 15 s:
+    // after 15 s, one sample a second for 30 s (median and highest)
+    await sleep(15_000);
+    const samples = [];
+    for (let i = 0; i < 30; i++) {
+      samples.push(procStats(pid).rssMiB);
+      await sleep(1000);
+    }
+    const settled = { ...procStats(pid), rssMiB: median(samples), maxMiB: Math.max(...samples) };
+    results.memory.push({
+      runtime: "binary",
+      mode: "cluster",
+      hpas: 0,
+      rssMiB: round(idle.rssMiB),
+    });
+    results.memory.push({
+      runtime: "binary",
+      mode: "cluster",
+      hpas: size,
+      rssMiB: round(settled.rssMiB),
+      rssMaxMiB: round(settled.maxMiB),
+      peakMiB: round(settled.hwmMiB),
+      firstValuesMs: Math.round(servedMs),
+    });
+    log(
+      `cluster binary: idle RSS ${round(idle.rssMiB)} MiB; ${size} HPAs + schedules created in ` +
+        `${round(createdS)} s, last one served after ${Math.round(servedMs)} ms; RSS ` +
+        `${round(settled.rssMiB)} MiB (median of 30 s; highest ${round(settled.maxMiB)}, ` +
+        `peak ${round(settled.hwmMiB)})`,
+    );
+  } finally {
+    harnessRun(["down"]);
+  }
+}
+
 // -- main --------------------------------------------------------------------------------------
 
 async function main() {
@@ -606,6 +731,7 @@ async function main() {
   }
   if (plan.sections.includes("fanout")) await fanoutSection(art, fleetScript);
   load.push(loadavg()[0]);
+  if (plan.sections.includes("cluster")) await clusterSection(art);
 
   const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" })
     .stdout.trim();
