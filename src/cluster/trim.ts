@@ -16,6 +16,9 @@ const POD_STATUS_FIELDS = ["phase", "podIP", "podIPs", "conditions"] as const;
 /** Kinds whose `spec.template` (a whole pod template) nobody here reads. */
 const WORKLOADS: ReadonlySet<Kind> = new Set(["Deployment", "StatefulSet", "Rollout"]);
 
+/** The HPA status fields the adapter reads (the schedule controller's replica count). */
+const HPA_STATUS_FIELDS = ["currentReplicas", "desiredReplicas"] as const;
+
 type Loose = Record<string, unknown>;
 
 function isObject(v: unknown): v is Loose {
@@ -32,7 +35,10 @@ function isObject(v: unknown): v is Loose {
  *   `podIPs` and `conditions`: its spec and container statuses (most of a pod, and pods are
  *   most of the objects) are dropped;
  * - a Deployment, StatefulSet or Rollout drops `spec.template`; its selector, replicas and
- *   status stay.
+ *   status stay;
+ * - a HorizontalPodAutoscaler keeps, of its status, `currentReplicas` and `desiredReplicas`:
+ *   its conditions and current metrics (the HPA controller rewrites them every sync) are
+ *   dropped.
  *
  * Nothing else is read from these objects: whoever needs another field adds it here.
  *
@@ -41,6 +47,15 @@ function isObject(v: unknown): v is Loose {
  * const pod = trimForCache("Pod", JSON.parse(text));
  * ```
  */
+/** Replace `o.status` (when an object) by a new object with only `fields`. */
+function keepStatus(o: Loose, fields: readonly string[]): void {
+  const from = o.status;
+  if (!isObject(from)) return;
+  const status: Loose = {};
+  for (const field of fields) if (from[field] !== undefined) status[field] = from[field];
+  o.status = status;
+}
+
 export function trimForCache<T>(kind: Kind, obj: T): T {
   if (!isObject(obj) || !isObject(obj.metadata)) return obj;
   const o: Loose = obj;
@@ -56,14 +71,9 @@ export function trimForCache<T>(kind: Kind, obj: T): T {
   settleStringMaps(obj);
   if (kind === "Pod") {
     if (o.spec !== undefined) delete o.spec;
-    const from = o.status;
-    if (isObject(from)) {
-      const status: Loose = {};
-      for (const field of POD_STATUS_FIELDS) {
-        if (from[field] !== undefined) status[field] = from[field];
-      }
-      o.status = status;
-    }
+    keepStatus(o, POD_STATUS_FIELDS);
+  } else if (kind === "HorizontalPodAutoscaler") {
+    keepStatus(o, HPA_STATUS_FIELDS);
   } else if (WORKLOADS.has(kind) && isObject(o.spec) && o.spec.template !== undefined) {
     // a copy: a YAML alias may share the spec with another object
     const { template: _template, ...spec } = o.spec;

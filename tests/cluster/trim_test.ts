@@ -79,18 +79,38 @@ describe("trimForCache", () => {
     assert.notEqual(spec.template, undefined); // the shared spec is left as it was
   });
 
-  it("leaves the spec and status of other kinds alone", () => {
+  it("keeps of an HPA its spec and annotations, and of its status the replica counts", () => {
     const hpa = {
       metadata: { name: "web", annotations: { "metric-config.pods.rps.json-path/port": "80" } },
       spec: { maxReplicas: 5, metrics: [] },
-      status: { currentReplicas: 2, conditions: [{ type: "AbleToScale" }] },
+      status: {
+        currentReplicas: 2,
+        desiredReplicas: 3,
+        lastScaleTime: "2026-01-15T12:00:00Z",
+        currentMetrics: [{ type: "Pods", pods: { metric: { name: "rps" } } }],
+        conditions: [{ type: "AbleToScale", status: "True", message: "recommended size" }],
+      },
     };
-    const before = plain(hpa);
+    assert.deepEqual(plain(trimForCache("HorizontalPodAutoscaler", hpa as unknown as KubeObject)), {
+      metadata: { name: "web", annotations: { "metric-config.pods.rps.json-path/port": "80" } },
+      spec: { maxReplicas: 5, metrics: [] },
+      status: { currentReplicas: 2, desiredReplicas: 3 },
+    });
+    assert.equal(Object.getPrototypeOf(hpa.metadata.annotations), null);
+  });
+
+  it("leaves the spec and status of other kinds alone", () => {
+    const schedule = {
+      metadata: { name: "night", labels: { team: "a" } },
+      spec: { schedules: [{ type: "OneTime", date: "2026-01-15T22:00:00Z" }] },
+      status: { active: true, conditions: [{ type: "Active" }] },
+    };
+    const before = plain(schedule);
     assert.deepEqual(
-      plain(trimForCache("HorizontalPodAutoscaler", hpa as unknown as KubeObject)),
+      plain(trimForCache("ScalingSchedule", schedule as unknown as KubeObject)),
       before,
     );
-    assert.equal(Object.getPrototypeOf(hpa.metadata.annotations), null);
+    assert.equal(Object.getPrototypeOf(schedule.metadata.labels), null);
   });
 
   it("passes values that are not objects with metadata through", () => {
