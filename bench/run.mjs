@@ -250,7 +250,7 @@ function tail(file) {
 }
 
 async function ownMetrics(adapter) {
-  const r = await get(`http://127.0.0.1:${adapter.metricsPort}/metrics`);
+  const r = await get(`http://${adapter.metricsHost ?? "127.0.0.1"}:${adapter.metricsPort}/metrics`);
   const val = (name) => Number(new RegExp(`^${name} ([0-9.e+]+)$`, "m").exec(r.body)?.[1] ?? NaN);
   return {
     collectionsOk: val("kube_metrics_adapter_collections_success"),
@@ -615,14 +615,26 @@ async function clusterSection(art) {
   };
   log("cluster: starting the e2e control plane with the binary");
   harnessRun(["up", "--fresh"]);
+  let fleet = null;
   try {
+    // the external endpoints answer, as in file mode: a fleet on the namespace's own loopback,
+    // where the adapter runs (collections that all fail would each record an Event instead)
+    const fleetPort = 18080;
+    fleet = await startReadyLine("ip", [
+      "netns",
+      "exec",
+      "hpa-e2e",
+      process.execPath,
+      join(here, "fleet.mjs"),
+      JSON.stringify({ port: fleetPort, from: 0, count: 0, queue: true, keepAliveMs: 5000 }),
+    ], { logFile: join(work, "cluster-fleet.log") });
     const pids = readFileSync(join(root, ".e2e", "pids"), "utf8");
     const pid = Number(/^adapter (\d+) /m.exec(pids)?.[1]);
     if (!(pid > 0)) throw new Error(`cluster section: no adapter in .e2e/pids:\n${pids}`);
     await sleep(10_000);
     const idle = procStats(pid);
     const dir = join(work, "cluster-set");
-    writeServingManifests(dir, { hpas: size, port: 1 });
+    writeServingManifests(dir, { hpas: size, port: fleetPort });
     const namespaces = [];
     for (let i = 0; i < SERVING_NAMESPACES; i++) namespaces.push(servingNames(i).ns);
     kubectl(
@@ -660,6 +672,7 @@ async function clusterSection(art) {
       await sleep(1000);
     }
     const settled = { ...procStats(pid), rssMiB: median(samples), maxMiB: Math.max(...samples) };
+    const om = await ownMetrics({ metricsPort: 7979, metricsHost: "10.213.0.2" });
     results.memory.push({
       runtime: "binary",
       mode: "cluster",
@@ -674,14 +687,17 @@ async function clusterSection(art) {
       rssMaxMiB: round(settled.maxMiB),
       peakMiB: round(settled.hwmMiB),
       firstValuesMs: Math.round(servedMs),
+      collectionsError: om.collectionsError,
     });
     log(
       `cluster binary: idle RSS ${round(idle.rssMiB)} MiB; ${size} HPAs + schedules created in ` +
         `${round(createdS)} s, last one served after ${Math.round(servedMs)} ms; RSS ` +
         `${round(settled.rssMiB)} MiB (median of 30 s; highest ${round(settled.maxMiB)}, ` +
-        `peak ${round(settled.hwmMiB)})`,
+        `peak ${round(settled.hwmMiB)}); collections ${om.collectionsOk} ok, ` +
+        `${om.collectionsError} failed`,
     );
   } finally {
+    await fleet?.stop();
     harnessRun(["down"]);
   }
 }

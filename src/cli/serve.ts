@@ -190,6 +190,15 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       onCollection: (r) => metrics.observeCollection(r.collector, r.ok, r.durationMs / 1000),
       // kube-metrics-adapter's "updates": one per HPA per reconcile, error when a metric failed
       onReconcile: (r) => (r.ok ? metrics.updatesSuccess : metrics.updatesError).inc(),
+      // HPAs added while running (a cluster's first deploy): their first collections are a
+      // peak like the start's, and Bun keeps the memory it grew to unless asked (memory.ts)
+      onNewCollectionsDone: (count) => {
+        if (!closing && releaseUnusedMemory()) {
+          log.debug(1, "returned the memory freed after the first collections of new HPAs", {
+            collections: count,
+          });
+        }
+      },
     });
     engineRef = engine;
 

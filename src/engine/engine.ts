@@ -97,6 +97,16 @@ export interface EngineOptions {
    * `kube_metrics_adapter_updates_success` / `_updates_error` count these).
    */
   onReconcile?: (report: ReconcileReport) => void;
+  /**
+   * Called after the start, each time at least `newCollectionsBurst` collections created since
+   * the last call (HPAs added while running: a cluster's first deploy, a restore) have all
+   * ended their first attempt and no other was created for 10 s, with their number. The end of
+   * that burst of work, as `firstRound` is the end of the start's (serve.ts gives the freed
+   * memory back then).
+   */
+  onNewCollectionsDone?: (count: number) => void;
+  /** See `onNewCollectionsDone` (default 200). */
+  newCollectionsBurst?: number;
 }
 
 /** The outcome of one HPA reconcile. */
@@ -108,6 +118,9 @@ export interface ReconcileReport {
 
 /** Event reason of metrics that cannot be planned, collected or served. */
 export const COLLECTOR_EVENT_REASON = "CreateNewMetricsCollector";
+
+/** How long no collection may be created before a burst of new ones counts as over (ms). */
+const BURST_QUIET_MS = 10_000;
 
 /** Largest share of an interval removed at random from each wait. */
 const JITTER = 0.1;
@@ -242,6 +255,8 @@ export class Engine {
   readonly #isLeader: () => boolean;
   readonly #onCollection?: (report: CollectionReport) => void;
   readonly #onReconcile?: (report: ReconcileReport) => void;
+  readonly #onNewCollectionsDone?: (count: number) => void;
+  readonly #newCollectionsBurst: number;
   readonly #enabled: ReadonlySet<string>;
   readonly #maxCollections: number;
   readonly #timeoutSeconds: number;
@@ -270,6 +285,11 @@ export class Engine {
   #conflictsSeen = -1;
   /** Jobs of the start whose first collection has not ended yet (see `firstRound`). */
   #firstPending = new Set<Job>();
+  /** Collections created after the start whose first attempt has not ended. */
+  #burstPending = new Set<Job>();
+  /** Collections created since the last `onNewCollectionsDone`; -1 until the start is done. */
+  #burstCreated = -1;
+  #burstTimer: unknown = null;
   #firstRoundDone: () => void = () => {};
   readonly #firstRound = new Promise<void>((resolve) => {
     this.#firstRoundDone = resolve;
@@ -298,6 +318,8 @@ export class Engine {
     this.#isLeader = options.isLeader ?? (() => true);
     this.#onCollection = options.onCollection;
     this.#onReconcile = options.onReconcile;
+    this.#onNewCollectionsDone = options.onNewCollectionsDone;
+    this.#newCollectionsBurst = Math.max(1, options.newCollectionsBurst ?? 200);
     this.#enabled = enabledCollectors(options.flags);
     this.#maxCollections = Math.max(1, numberOr(options.flags, "max-concurrent-collections", 64));
     this.#timeoutSeconds = numberOr(options.flags, "collection-timeout", 15);
@@ -322,6 +344,7 @@ export class Engine {
     }
     for (const hpa of this.#cluster.list("HorizontalPodAutoscaler")) this.reconcile(hpa);
     for (const job of this.#jobs.values()) this.#firstPending.add(job);
+    this.#burstCreated = 0;
     if (this.#firstPending.size === 0) this.#firstRoundDone();
     const gcSeconds = numberOr(this.#flags, "garbage-collector-interval", 600);
     if (gcSeconds > 0) {
@@ -347,6 +370,25 @@ export class Engine {
 
   #firstEnded(job: Job): void {
     if (this.#firstPending.delete(job) && this.#firstPending.size === 0) this.#firstRoundDone();
+    if (
+      this.#burstPending.delete(job) && this.#burstPending.size === 0 &&
+      this.#burstCreated >= this.#newCollectionsBurst && !this.#stopped
+    ) {
+      // HPAs created one after another drain the set many times: the burst is over only once
+      // nothing new came for a while
+      if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
+      this.#burstTimer = this.#setTimer(() => {
+        this.#burstTimer = null;
+        if (this.#stopped || this.#burstPending.size > 0) return;
+        const count = this.#burstCreated;
+        this.#burstCreated = 0;
+        try {
+          this.#onNewCollectionsDone?.(count);
+        } catch (e) {
+          this.#log.error("onNewCollectionsDone failed", { error: errorText(e) });
+        }
+      }, BURST_QUIET_MS);
+    }
   }
 
   /** Stop every timer and watch, abort collections in flight and wait for them to settle. */
@@ -358,6 +400,8 @@ export class Engine {
     this.#gcTimer = null;
     if (this.#leaderTimer !== null) this.#clearTimer(this.#leaderTimer);
     this.#leaderTimer = null;
+    if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
+    this.#burstTimer = null;
     for (const job of this.#jobs.values()) this.#stopJob(job);
     this.#jobs.clear();
     for (const w of this.#waiters.splice(0)) w();
@@ -703,6 +747,12 @@ export class Engine {
       };
       entry.job = job;
       this.#jobs.set(job.id, job);
+      if (this.#burstCreated >= 0) {
+        this.#burstCreated++;
+        this.#burstPending.add(job);
+        if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
+        this.#burstTimer = null;
+      }
       this.#tick(job);
       return;
     }

@@ -211,6 +211,8 @@ function setup(
     setTimer?: (set: ManualTimers["setTimer"]) => ManualTimers["setTimer"];
     fetch?: typeof fetch;
     cluster?: MemoryCluster;
+    onNewCollectionsDone?: (count: number) => void;
+    newCollectionsBurst?: number;
   } = {},
 ): Setup {
   const cluster = options.cluster ?? new MemoryCluster();
@@ -237,6 +239,8 @@ function setup(
     onCollection: (r) => reports.push(r),
     onReconcile: (r) => reconciles.push(r),
     ...(options.fetch ? { fetch: options.fetch } : {}),
+    onNewCollectionsDone: options.onNewCollectionsDone,
+    newCollectionsBurst: options.newCollectionsBurst,
   });
   return { cluster, timers, store, backend, writer, logger, reports, reconciles, engine, leader };
 }
@@ -350,6 +354,57 @@ describe("Engine", () => {
     s.cluster.delete("HorizontalPodAutoscaler", "default", "web");
     await settle();
     assert.equal(ended, true);
+    await s.engine.stop();
+  });
+
+  it("reports a burst of collections created after the start once all have ended their first attempt", async () => {
+    const done: number[] = [];
+    const s = setup({ onNewCollectionsDone: (n) => done.push(n), newCollectionsBurst: 3 });
+    s.backend.answers.set(
+      "SLOW",
+      () => new Promise<number>((r) => s.timers.setTimer(() => r(1), 5_000)),
+    );
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("at-start", [{ name: "q0", endpoint: "A", interval: "60s" }]),
+    );
+    await s.engine.start();
+    await s.engine.firstRound();
+    await settle();
+    assert.deepEqual(done, [], "the start's collections are the first round, not a burst");
+    for (const [hpa, endpoint] of [["h1", "B"], ["h2", "C"], ["h3", "slow"]]) {
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa(hpa, [{ name: `q-${hpa}`, endpoint, interval: "60s" }]),
+      );
+    }
+    await settle();
+    assert.deepEqual(done, [], "h3's first collection is still running");
+    await s.timers.advance(5_000);
+    await settle();
+    assert.deepEqual(done, [], "10 s without a new collection have not passed");
+    // one more HPA within the quiet time joins the burst
+    await s.timers.advance(9_000);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("h4", [{ name: "q-h4", endpoint: "D", interval: "60s" }]),
+    );
+    await settle();
+    await s.timers.advance(9_999);
+    await settle();
+    assert.deepEqual(done, []);
+    await s.timers.advance(1);
+    await settle();
+    assert.deepEqual(done, [4]);
+    // fewer than the burst size since: nothing more
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("h5", [{ name: "q-h5", endpoint: "E", interval: "60s" }]),
+    );
+    await settle();
+    await s.timers.advance(60_000);
+    await settle();
+    assert.deepEqual(done, [4]);
     await s.engine.stop();
   });
 
