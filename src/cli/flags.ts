@@ -181,7 +181,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "authentication-kubeconfig",
     "string",
     null,
-    "kubeconfig for TokenReview (default: the cluster client)",
+    "kubeconfig for TokenReview and the extension-apiserver-authentication ConfigMap (default: the cluster client)",
   ),
   def(
     AUTH,
@@ -209,7 +209,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "authorization-kubeconfig",
     "string",
     null,
-    "kubeconfig for SubjectAccessReview (default: the cluster client)",
+    "kubeconfig for SubjectAccessReview (default: the cluster client; without one, file mode allows every authenticated user)",
   ),
   def(
     AUTH,

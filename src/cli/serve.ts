@@ -72,8 +72,56 @@ export function splitHostPort(address: string, flag: string): { hostname: string
   return { hostname: m[1] ?? (m[2] || "0.0.0.0"), port: Number(m[3]) };
 }
 
-function kubeRequestOf(source: KubeClusterSource): KubeRequest {
-  return (req) => source.apiRequest(req.method, req.path, req.body);
+type ApiRequestFn = (
+  method: "GET" | "POST",
+  path: string,
+  body?: unknown,
+) => Promise<{ status: number; body: unknown }>;
+
+/**
+ * The requests of delegated authentication (TokenReview, the extension-apiserver-authentication
+ * ConfigMap) and authorization (SubjectAccessReview): through the kubeconfig of
+ * --authentication-kubeconfig / --authorization-kubeconfig when given, else through the
+ * cluster's client; null when there is neither.
+ */
+async function authKubeRequest(
+  flags: FlagValues,
+  source: KubeClusterSource | null,
+  closers: (() => Promise<void> | void)[],
+): Promise<KubeRequest | null> {
+  const authnPath = stringFlag(flags, "authentication-kubeconfig");
+  const authzPath = stringFlag(flags, "authorization-kubeconfig");
+  const cluster: ApiRequestFn | null = source
+    ? (method, path, body) => source.apiRequest(method, path, body)
+    : null;
+  let authn = cluster;
+  let authz = cluster;
+  if (authnPath || authzPath) {
+    const { KubeHttp } = await import("../cluster/kube_http.ts");
+    const { loadKubeConfig } = await import("../cluster/kubeconfig.ts");
+    const open = (path: string): ApiRequestFn => {
+      const http = new KubeHttp(loadKubeConfig(path));
+      closers.push(() => http.close());
+      return (method, p, body) => http.apiRequest(method, p, body);
+    };
+    if (authnPath) authn = open(authnPath);
+    if (authzPath) authz = authzPath === authnPath ? authn : open(authzPath);
+  }
+  if (authn === null && authz === null) return null;
+  return (req) => {
+    const sar = req.path.endsWith("/subjectaccessreviews");
+    const fn = sar ? authz : authn;
+    if (fn === null) {
+      return Promise.reject(
+        new Error(
+          `no Kubernetes API for ${req.path}: pass --${
+            sar ? "authorization" : "authentication"
+          }-kubeconfig`,
+        ),
+      );
+    }
+    return fn(req.method, req.path, req.body);
+  };
 }
 
 /**
@@ -202,10 +250,12 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     });
     engineRef = engine;
 
+    const authRequest = await authKubeRequest(flags, kubeSource, closers);
+    const authnApi = kubeSource !== null || stringFlag(flags, "authentication-kubeconfig") !== null;
     const auth = createDelegatedAuth({
       ...await authOptionsFromFlags(flags),
-      kubeRequest: kubeSource ? kubeRequestOf(kubeSource) : null,
-      lookupConfigMap: kubeSource !== null && !boolFlag(flags, "authentication-skip-lookup"),
+      kubeRequest: authRequest,
+      lookupConfigMap: authnApi && !boolFlag(flags, "authentication-skip-lookup"),
       now: io.now,
       log,
     });

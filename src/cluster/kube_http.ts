@@ -124,6 +124,31 @@ export class KubeHttp {
   }
 
   /**
+   * A JSON request answered whatever its status: the status and the parsed body (the text when
+   * it is not JSON, null when empty). For TokenReview, SubjectAccessReview and ConfigMap reads,
+   * whose callers look at the status themselves.
+   */
+  async apiRequest(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: unknown }> {
+    const res = await this.request(method, path, {
+      ...(body !== undefined
+        ? { body: JSON.stringify(body), headers: { "Content-Type": "application/json" } }
+        : {}),
+    });
+    const text = new TextDecoder().decode(res.body);
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, body: parsed };
+  }
+
+  /**
    * A JSON request: the parsed answer of a 2xx status; otherwise a `KubeApiError` that names
    * the method, the path, the status and the API's message.
    */

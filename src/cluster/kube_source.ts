@@ -772,23 +772,11 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
    * One request to the Kubernetes API with the kubeconfig's credentials; answers the status and
    * the parsed JSON body whatever the status (for TokenReview, SubjectAccessReview, ConfigMaps).
    */
-  async apiRequest(
+  apiRequest(
     method: "GET" | "POST",
     path: string,
     body?: unknown,
   ): Promise<{ status: number; body: unknown }> {
-    const res = await this.http.request(method, path, {
-      ...(body !== undefined
-        ? { body: JSON.stringify(body), headers: { "Content-Type": "application/json" } }
-        : {}),
-    });
-    const text = new TextDecoder().decode(res.body);
-    let parsed: unknown = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = text;
-    }
-    return { status: res.status, body: parsed };
+    return this.http.apiRequest(method, path, body);
   }
 }

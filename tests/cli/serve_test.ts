@@ -24,11 +24,16 @@ import { parseScalingSchedule, scheduleValue } from "../../src/core/scaling_sche
 import { formatQuantity } from "../../src/core/quantity.ts";
 import { readManifests } from "../../src/cluster/manifests.ts";
 import { captureIO } from "./capture_io.ts";
+import { startFakeAuthApi } from "../fakes/auth_api.ts";
+import { writeFakeKubeconfig } from "../fakes/kubeconfig.ts";
 
-function get(url: string): Promise<{ status: number; body: string }> {
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   const fn = url.startsWith("https:") ? request : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = fn(url, { rejectUnauthorized: false }, (res) => {
+    const req = fn(url, { rejectUnauthorized: false, headers }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (d) => (body += d));
@@ -213,6 +218,53 @@ describe("serve's command line", () => {
       () => splitHostPort("7979", "metrics-address"),
       /invalid --metrics-address "7979"/,
     );
+  });
+
+  it("sends TokenReviews through --authentication-kubeconfig and SubjectAccessReviews through --authorization-kubeconfig", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "serve-test-"));
+    const authn = await startFakeAuthApi();
+    const authz = await startFakeAuthApi();
+    authn.tokens.set("alice-token", { username: "alice", groups: ["team-a"] });
+    authz.decide = (spec) => ({ allowed: spec.user === "alice" });
+    const authnConfig = await writeFakeKubeconfig(authn.url);
+    const authzConfig = await writeFakeKubeconfig(authz.url);
+    let adapter: RunningAdapter | undefined;
+    try {
+      const { values } = parseArgs([
+        "--manifests",
+        DEMO_MANIFESTS,
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        "0",
+        "--metrics-address",
+        "",
+        "--cert-dir",
+        join(dir, "certs"),
+        "--authentication-kubeconfig",
+        authnConfig.path,
+        "--authorization-kubeconfig",
+        authzConfig.path,
+      ], SERVE_FLAGS);
+      adapter = await startAdapter(values, captureIO());
+      const url = `https://127.0.0.1:${adapter.securePort}/apis/custom.metrics.k8s.io/v1beta2`;
+      assert.equal((await get(url, { Authorization: "Bearer alice-token" })).status, 200);
+      assert.equal((await get(url, { Authorization: "Bearer mallory-token" })).status, 401);
+      assert.deepEqual(authn.tokenReviews, ["alice-token", "mallory-token"]);
+      assert.deepEqual(authz.sars.map((s) => [s.user, s.nonResourceAttributes?.path]), [
+        ["alice", "/apis/custom.metrics.k8s.io/v1beta2"],
+      ]);
+      assert.deepEqual([authz.tokenReviews, authn.sars], [[], []]);
+      assert.equal(authn.configMapReads >= 1, true, "the ConfigMap is read through authn");
+      assert.equal(authz.configMapReads, 0);
+    } finally {
+      await adapter?.close();
+      await authn.close();
+      await authz.close();
+      await authnConfig.remove();
+      await authzConfig.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("fails to start with a clear error when only one TLS file is given, and stops what it started", async () => {
