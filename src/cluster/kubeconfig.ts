@@ -595,10 +595,11 @@ export class KubeConfig {
     this.legacy ??= import("@kubernetes/client-node").then(({ KubeConfig: Legacy }) => {
       const kc = new Legacy();
       kc.loadFromOptions({
+        // only the user's headers are taken: the library refuses plain http without this
         clusters: [{
           name: this.cluster.name,
-          server: this.cluster.server,
-          skipTLSVerify: this.cluster.insecureSkipTlsVerify,
+          server: "https://unused.invalid",
+          skipTLSVerify: true,
         }],
         users: [{ name: this.user.name, authProvider: this.user.authProvider }],
         contexts: [{ name: this.context.name, cluster: this.cluster.name, user: this.user.name }],
@@ -608,7 +609,15 @@ export class KubeConfig {
     });
     const kc = await this.legacy;
     const opts: { headers: Record<string, unknown> } = { headers: {} };
-    await kc.applyToHTTPSOptions(opts);
+    try {
+      await kc.applyToHTTPSOptions(opts);
+    } catch (e) {
+      throw new KubeconfigError(
+        `${this.source}: auth-provider "${this.user.authProvider?.name}" of user "${this.user.name}": ${
+          (e as Error).message
+        }`,
+      );
+    }
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(opts.headers)) if (v !== undefined) headers[k] = String(v);
     return headers;

@@ -507,6 +507,19 @@ describe("legacy auth-provider users", () => {
     }));
     assert.deepEqual((await kc.credentials()).headers, { Authorization: `Bearer ${idToken}` });
   });
+
+  it("name the provider and the user when the library fails", async () => {
+    // a header that is not base64url JSON: the library cannot read the token
+    const unreadable = "a.eyJleHAiOjF9.c";
+    const kc = parseKubeconfig(
+      config({}, { "auth-provider": { name: "oidc", config: { "id-token": unreadable } } }),
+      "/k",
+    );
+    await assert.rejects(
+      kc.credentials(),
+      /^KubeconfigError: \/k: auth-provider "oidc" of user "u": .+/,
+    );
+  });
 });
 
 function readText(path: string): Promise<string> {
