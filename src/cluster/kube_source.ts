@@ -15,7 +15,7 @@
  * Every request, watches included, goes through `KubeHttp` (kube_http.ts). Lists and watch
  * events are plain JSON, trimmed to what the adapter reads (trim.ts).
  */
-import { KubeConfig, loadKubeConfig } from "./kubeconfig.ts";
+import { type KubeConfig, loadKubeConfig } from "./kubeconfig.ts";
 import {
   describeError,
   KubeApiError,
@@ -35,8 +35,6 @@ import {
   type WatchEventType,
   type WatchHandler,
 } from "./types.ts";
-
-export { describeError, KubeApiError, KubeConfig, loadKubeConfig, statusCodeOf };
 
 /** Log levels of the source's logger. */
 export type KubeLogLevel = "debug" | "info" | "warn" | "error";

@@ -25,6 +25,15 @@ function isObject(v: unknown): v is Loose {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** Replace `o.status` (when an object) by a new object with only `fields`. */
+function keepStatus(o: Loose, fields: readonly string[]): void {
+  const from = o.status;
+  if (!isObject(from)) return;
+  const status: Loose = {};
+  for (const field of fields) if (from[field] !== undefined) status[field] = from[field];
+  o.status = status;
+}
+
 /**
  * `obj` as the cache keeps it, changed in place, and returned:
  *
@@ -47,15 +56,6 @@ function isObject(v: unknown): v is Loose {
  * const pod = trimForCache("Pod", JSON.parse(text));
  * ```
  */
-/** Replace `o.status` (when an object) by a new object with only `fields`. */
-function keepStatus(o: Loose, fields: readonly string[]): void {
-  const from = o.status;
-  if (!isObject(from)) return;
-  const status: Loose = {};
-  for (const field of fields) if (from[field] !== undefined) status[field] = from[field];
-  o.status = status;
-}
-
 export function trimForCache<T>(kind: Kind, obj: T): T {
   if (!isObject(obj) || !isObject(obj.metadata)) return obj;
   const o: Loose = obj;

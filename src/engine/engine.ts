@@ -376,7 +376,7 @@ export class Engine {
     ) {
       // HPAs created one after another drain the set many times: the burst is over only once
       // nothing new came for a while
-      if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
+      this.#cancelBurstTimer();
       this.#burstTimer = this.#setTimer(() => {
         this.#burstTimer = null;
         if (this.#stopped || this.#burstPending.size > 0) return;
@@ -391,6 +391,11 @@ export class Engine {
     }
   }
 
+  #cancelBurstTimer(): void {
+    if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
+    this.#burstTimer = null;
+  }
+
   /** Stop every timer and watch, abort collections in flight and wait for them to settle. */
   async stop(): Promise<void> {
     if (this.#stopped) return;
@@ -400,8 +405,7 @@ export class Engine {
     this.#gcTimer = null;
     if (this.#leaderTimer !== null) this.#clearTimer(this.#leaderTimer);
     this.#leaderTimer = null;
-    if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
-    this.#burstTimer = null;
+    this.#cancelBurstTimer();
     for (const job of this.#jobs.values()) this.#stopJob(job);
     this.#jobs.clear();
     for (const w of this.#waiters.splice(0)) w();
@@ -750,8 +754,7 @@ export class Engine {
       if (this.#burstCreated >= 0) {
         this.#burstCreated++;
         this.#burstPending.add(job);
-        if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
-        this.#burstTimer = null;
+        this.#cancelBurstTimer();
       }
       this.#tick(job);
       return;
