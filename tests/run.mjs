@@ -71,9 +71,18 @@ function ensureSystemPackages() {
 }
 ensureSystemPackages();
 
-const testFiles = (files.length ? files : findTests(join(root, "tests"))).map((f) =>
-  relative(root, f.startsWith("/") ? f : join(root, f))
-);
+// A folder named on the command line stands for the test files below it (Node's runner would
+// take it as one file and run nothing).
+const testFiles = (files.length ? files : [join(root, "tests")]).flatMap((f) => {
+  const p = f.startsWith("/") ? f : join(root, f);
+  let dir = false;
+  try {
+    dir = statSync(p).isDirectory();
+  } catch {
+    // a missing file is the runner's to report
+  }
+  return (dir ? findTests(p) : [p]).map((t) => relative(root, t));
+});
 if (testFiles.length === 0) {
   console.error("no test files found");
   process.exit(1);
@@ -149,6 +158,11 @@ for (const r of runtimes) {
     continue;
   }
   console.log(`=== ${r}: ${summary.passed} passed, ${summary.failed} failed (exit ${code}) ===`);
+  if (summary.passed + summary.failed === 0) {
+    problems.push(`${r}: ran no test from ${testFiles.length} test files`);
+    failed += 1;
+    continue;
+  }
   passed += summary.passed;
   failed += summary.failed;
   if (code !== 0 && summary.failed === 0) {
