@@ -1,5 +1,7 @@
 import { after, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { type KeyObject, X509Certificate } from "node:crypto";
+import * as https from "node:https";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -581,6 +583,55 @@ describe("the extension-apiserver-authentication ConfigMap", () => {
         "info authentication config changed",
       ]);
     } finally {
+      auth.stop();
+      await server.close();
+    }
+  });
+
+  it("checks a connection's certificate chain once per CA bundle, and again after a change", async () => {
+    fake.configMap = configMapFor(pki.requestHeaderCa.cert, ["front-proxy-client"]);
+    const { auth, server } = await startServer(pki, { kubeRequest: fake.kubeRequest });
+    const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+    const proto = X509Certificate.prototype;
+    const verify = proto.verify;
+    let verified = 0;
+    proto.verify = function (this: X509Certificate, key: KeyObject): boolean {
+      verified++;
+      return verify.call(this, key);
+    };
+    /** A read on the agent's one connection: its status and the connection's local port. */
+    const read = () =>
+      new Promise<[number, number | undefined]>((resolve, reject) => {
+        const req = https.get({
+          host: "127.0.0.1",
+          port: server.port,
+          path: "/apis",
+          agent,
+          rejectUnauthorized: false,
+          cert: pki.frontProxy.cert,
+          key: pki.frontProxy.key,
+          headers: { "X-Remote-User": "hpa" },
+        }, (res) => {
+          res.resume();
+          res.on("end", () => resolve([res.statusCode ?? 0, req.socket?.localPort]));
+        });
+        req.on("error", reject);
+      });
+    try {
+      const [first, port] = await read();
+      assert.equal(first, 200);
+      const once = verified;
+      assert.ok(once > 0, "the chain was checked");
+      for (let i = 0; i < 4; i++) assert.deepEqual(await read(), [200, port]);
+      assert.equal(verified, once, "no new check on the same connection");
+      // the aggregator's CA is rotated: the open connection's chain no longer ends in it
+      fake.configMap = configMapFor(pki.strangerCa.cert, ["front-proxy-client"]);
+      await auth.refresh();
+      assert.deepEqual(await read(), [401, port]);
+      assert.ok(verified > once, "checked again against the new bundle");
+    } finally {
+      proto.verify = verify;
+      agent.destroy();
       auth.stop();
       await server.close();
     }
