@@ -5,6 +5,8 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** Every child still running, by PID (stopped on exit, whatever happens). */
 const children = new Map();
@@ -93,10 +95,12 @@ export async function startReadyLine(cmd, args, { logFile, timeoutMs = 60000, en
 }
 
 /** GET over HTTP(S) on loopback, no certificate check, a new connection each time. */
-export function get(url, { timeoutMs = 10000, method = "GET" } = {}) {
+export function get(url, { timeoutMs = 10000, method = "GET", tls = null } = {}) {
   const fn = url.startsWith("https:") ? httpsRequest : httpRequest;
+  // tls: { cert, key, headers } of a client certificate (PEM text) and the headers to send
+  const extra = tls ? { cert: tls.cert, key: tls.key, headers: tls.headers } : {};
   return new Promise((resolve, reject) => {
-    const req = fn(url, { method, rejectUnauthorized: false, agent: false }, (res) => {
+    const req = fn(url, { method, rejectUnauthorized: false, agent: false, ...extra }, (res) => {
       const chunks = [];
       res.on("data", (d) => chunks.push(d));
       res.on("end", () =>
@@ -182,20 +186,82 @@ export function wrk(url, { seconds, connections, script, cpus = null, delayMs = 
     p.stderr.on("data", (d) => (out += d));
     p.on("exit", (code) => {
       children.delete(p.pid);
-      const line = out.split("\n").find((l) => l.startsWith("BENCHJSON "));
-      if (code !== 0 || !line) return reject(new Error(`wrk exited ${code}: ${out.slice(-500)}`));
-      const r = JSON.parse(line.slice("BENCHJSON ".length));
-      const errors = r.errConnect + r.errRead + r.errWrite + r.errStatus + r.errTimeout;
-      resolve({
-        rps: r.requests / (r.durationUs / 1e6),
-        p50Ms: r.p50Us / 1000,
-        p90Ms: r.p90Us / 1000,
-        p99Ms: r.p99Us / 1000,
-        maxMs: r.maxUs / 1000,
-        requests: r.requests,
-        errors,
-        statusErrors: r.errStatus,
-      });
+      const r = benchJson(out);
+      if (code !== 0 || !r) return reject(new Error(`wrk exited ${code}: ${out.slice(-500)}`));
+      resolve(r);
+    });
+  });
+}
+
+/** The numbers of the `BENCHJSON {...}` line that wrk_report.lua and loadgen print. */
+function benchJson(out) {
+  const line = out.split("\n").find((l) => l.startsWith("BENCHJSON "));
+  if (!line) return null;
+  const r = JSON.parse(line.slice("BENCHJSON ".length));
+  return {
+    rps: r.requests / (r.durationUs / 1e6),
+    p50Ms: r.p50Us / 1000,
+    p90Ms: r.p90Us / 1000,
+    p99Ms: r.p99Us / 1000,
+    maxMs: r.maxUs / 1000,
+    requests: r.requests,
+    errors: r.errConnect + r.errRead + r.errWrite + r.errStatus + r.errTimeout,
+    statusErrors: r.errStatus,
+  };
+}
+
+/**
+ * Build bench/loadgen (Go, standard library only) into `dir`; returns the binary's path.
+ * Throws, naming what is missing, when Go is not installed.
+ */
+export function buildLoadgen(dir) {
+  const out = join(dir, "hma-loadgen");
+  const r = spawnSync("go", ["build", "-o", out, "."], {
+    cwd: join(dirname(fileURLToPath(import.meta.url)), "loadgen"),
+    encoding: "utf8",
+    env: { ...process.env, GOTOOLCHAIN: "local", GOFLAGS: "-mod=mod" },
+  });
+  if (r.error) {
+    throw new Error(
+      `go is not installed (the client-certificate rows build bench/loadgen): ${r.error.message}`,
+    );
+  }
+  if (r.status !== 0) throw new Error(`go build bench/loadgen: ${r.stderr.trim()}`);
+  return out;
+}
+
+/**
+ * Run bench/loadgen against `url` with a client certificate (files) and extra headers:
+ * what wrk does, for the TLS path wrk cannot take. Resolves with wrk's numbers.
+ */
+export function loadgen(bin, url, { seconds, connections, cpus = null, delayMs = null, tls }) {
+  return new Promise((resolve, reject) => {
+    const args = [
+      "run",
+      "-url",
+      url,
+      "-c",
+      String(connections),
+      "-d",
+      `${seconds}s`,
+      "-cert",
+      tls.certFile,
+      "-key",
+      tls.keyFile,
+      ...Object.entries(tls.headers).flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
+      ...(delayMs === null ? [] : ["-delay", `${delayMs}ms`]),
+    ];
+    const [cmd, pre] = cpus === null ? [bin, []] : ["taskset", ["-c", cpus, bin]];
+    const p = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    children.set(p.pid, p);
+    let out = "";
+    p.stdout.on("data", (d) => (out += d));
+    p.stderr.on("data", (d) => (out += d));
+    p.on("exit", (code) => {
+      children.delete(p.pid);
+      const r = benchJson(out);
+      if (code !== 0 || !r) return reject(new Error(`loadgen exited ${code}: ${out.slice(-500)}`));
+      resolve(r);
     });
   });
 }

@@ -18,12 +18,12 @@ export function renderReport(report) {
   const out = [];
   out.push(`# Benchmarks
 
-\`npm run bench\` runs the whole suite (about 10 minutes), \`npm run bench -- --quick\` a short
-version (under a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
-Options: \`--runtimes binary,bun,deno,node\`, \`--only startup,serving,fanout\`, \`--sizes 2000,10000\`,
-\`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the working tree into a temp
-folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs \`wrk\` (Debian package
-\`wrk\`).
+\`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
+version (about a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
+Options: \`--runtimes binary,bun,deno,node\`, \`--only startup,serving,tls,fanout,cluster\`,
+\`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
+working tree into a temp folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs
+\`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
 
 What is measured (everything on loopback, every process stopped by its PID):
 
@@ -42,6 +42,14 @@ What is measured (everything on loopback, every process stopped by its PID):
   server under test runs on CPU 0 with all its threads and wrk on CPU 1 (\`--no-pin\`: not
   pinned). Budget: >= ${b.servingFloorRatio}x the floor's requests/s, paced p99 <
   ${b.servingP99Ms} ms.
+- **Serving with the client certificate** (section \`tls\`): the path of every real cluster. The
+  adapter verifies the aggregator's front-proxy certificate (\`--requestheader-client-ca-file\`,
+  allowed name front-proxy-client) and takes the user from X-Remote-User. \`bench/loadgen\` (Go)
+  presents that certificate and header, which wrk cannot, and reads the object metric, with the
+  same rounds and paced run. Its floor asks for, verifies and reads the same certificate (once
+  per connection); on Bun that is a \`node:tls\` server feeding a \`node:http\` server, as in the
+  adapter, because Bun's \`node:https\` and \`Bun.serve\` do not show the certificate to the
+  handler. Same budget.
 - **Fan-out**: 1,000 HPAs x 20 pods, every pod its own loopback address (127.0.x.y) served by
   the fake fleet (\`bench/fleet.mjs\`, one listener per pod, two processes), scraped every 15 s =
   1,333 scrapes/s. The fleet records the longest gap between two scrapes of a pod; afterwards
@@ -67,8 +75,16 @@ row measured under a load average well above 2 is noise, not a result.
 - runtimes: ${Object.entries(report.runtimes).map(([k, v]) => `${k} = ${v}`).join("; ")}
 - load generator: ${report.settings.wrk}
 `);
-  if (r.serving.length > 0) {
-    out.push("### Serving (requests/s, latency ms)\n");
+  const servingTables = [
+    ["### Serving (requests/s, latency ms)\n", r.serving.filter((s) => !s.clientCert)],
+    [
+      "### Serving with the client certificate (requests/s, latency ms)\n",
+      r.serving.filter((s) => s.clientCert),
+    ],
+  ];
+  for (const [title, rows] of servingTables) {
+    if (rows.length === 0) continue;
+    out.push(title);
     out.push(table(
       [
         "runtime",
@@ -85,7 +101,7 @@ row measured under a load average well above 2 is noise, not a result.
         "load",
         "budget",
       ],
-      r.serving.map((s) => [
+      rows.map((s) => [
         s.runtime,
         s.hpas,
         s.path,

@@ -4,7 +4,7 @@
 // bench/results.json and the table in bench/README.md. Loopback only; every process it starts
 // is stopped by its PID.
 //
-// usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,fanout,
+// usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,tls,fanout,
 //          startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
 //          [--no-write] [--no-pin]
 //
@@ -24,11 +24,13 @@ import {
   writeServingManifests,
 } from "./manifests.mjs";
 import {
+  buildLoadgen,
   freePort,
   get,
   haveTaskset,
   haveWrk,
   killAll,
+  loadgen,
   mapLimit,
   median,
   pin,
@@ -99,9 +101,10 @@ const quick = opts.quick;
 const plan = {
   runtimes: opts.runtimes ?? (quick ? ["binary"] : ALL_RUNTIMES),
   sizes: opts.sizes ?? (quick ? [2000] : [2000, 10000]),
-  sections: opts.only ?? (quick ? ["startup", "serving", "fanout"] : [
+  sections: opts.only ?? (quick ? ["startup", "serving", "tls", "fanout"] : [
     "startup",
     "serving",
+    "tls",
     "fanout",
     "cluster",
   ]),
@@ -250,7 +253,9 @@ function tail(file) {
 }
 
 async function ownMetrics(adapter) {
-  const r = await get(`http://${adapter.metricsHost ?? "127.0.0.1"}:${adapter.metricsPort}/metrics`);
+  const r = await get(
+    `http://${adapter.metricsHost ?? "127.0.0.1"}:${adapter.metricsPort}/metrics`,
+  );
   const val = (name) => Number(new RegExp(`^${name} ([0-9.e+]+)$`, "m").exec(r.body)?.[1] ?? NaN);
   return {
     collectionsOk: val("kube_metrics_adapter_collections_success"),
@@ -259,11 +264,11 @@ async function ownMetrics(adapter) {
 }
 
 /** Poll `path` on the adapter until it answers 200 (values collected). */
-async function until200(adapter, path, timeoutMs = 120000) {
+async function until200(adapter, path, timeoutMs = 120000, tls = null) {
   const end = performance.now() + timeoutMs;
   let last = null;
   while (performance.now() < end) {
-    last = await get(adapter.base + path).catch((e) => ({ status: 0, body: e.message }));
+    last = await get(adapter.base + path, { tls }).catch((e) => ({ status: 0, body: e.message }));
     if (last.status === 200) return last;
     await sleep(200);
   }
@@ -336,19 +341,48 @@ function servedHeaders(headers) {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !own.has(name)));
 }
 
-async function servingSection(art, servingDirs) {
+/**
+ * The serving rows. `clientCert` null: wrk reads the three paths with no client certificate
+ * (the adapter has no client CA). Else the production path: the adapter verifies the
+ * aggregator's front-proxy certificate (--requestheader-client-ca-file) and takes the user from
+ * X-Remote-User; bench/loadgen presents that certificate and header (wrk cannot) and reads the
+ * object metric; the floor asks for and verifies the same certificate.
+ */
+async function servingSection(art, servingDirs, clientCert = null) {
   const script = join(here, "wrk_report.lua");
+  const tlsGet = clientCert && {
+    cert: readFileSync(clientCert.certFile, "utf8"),
+    key: readFileSync(clientCert.keyFile, "utf8"),
+    headers: clientCert.headers,
+  };
+  const extra = clientCert
+    ? [
+      "--requestheader-client-ca-file",
+      clientCert.caFile,
+      "--requestheader-allowed-names",
+      "front-proxy-client",
+      "--requestheader-username-headers",
+      "X-Remote-User",
+      "--requestheader-group-headers",
+      "X-Remote-Group",
+    ]
+    : [];
+  const generate = (url, o) =>
+    clientCert
+      ? loadgen(clientCert.bin, url, { ...o, tls: clientCert })
+      : wrk(url, { ...o, script });
   for (const size of plan.sizes) {
-    const paths = servingPaths(Math.floor(size / 2) + 1);
+    const all = servingPaths(Math.floor(size / 2) + 1);
+    const paths = clientCert ? { object: all.object } : all;
     for (const runtime of plan.runtimes) {
       const load0 = loadavg()[0];
-      const a = await startAdapter(runtime, art, servingDirs[size]);
+      const a = await startAdapter(runtime, art, servingDirs[size], { extra });
       let floor = null;
       try {
         const responses = {};
         const t0 = performance.now();
         for (const [name, path] of Object.entries(paths)) {
-          const r = await until200(a, path);
+          const r = await until200(a, path, 120000, tlsGet);
           responses[path] = {
             status: r.status,
             headers: servedHeaders(r.headers),
@@ -367,6 +401,7 @@ async function servingSection(art, servingDirs) {
           join(certDir, "apiserver.key"),
           String(floorPort),
           responsesFile,
+          ...(clientCert ? [clientCert.caFile] : []),
         ]);
         floor = await startReadyLine(fcmd, fargs, { logFile: join(work, "floor.log") });
         if (plan.pin) {
@@ -375,19 +410,25 @@ async function servingSection(art, servingDirs) {
         }
         const cpu0 = procStats(a.pid).cpuSeconds;
         for (const [name, path] of Object.entries(paths)) {
-          const row = { runtime, hpas: size, path: name, bytes: responses[path].body.length };
+          const row = {
+            runtime,
+            hpas: size,
+            path: name,
+            ...(clientCert ? { clientCert: true } : {}),
+            bytes: responses[path].body.length,
+          };
           // A warm-up each, then `rounds` alternating runs (the adapter, then the floor on the
           // same bytes): a burst of other work on the machine hits both sides, and the median
           // run of each side is reported.
-          const opt = { connections: plan.connections, script, cpus: plan.pin ? "1" : null };
+          const opt = { connections: plan.connections, cpus: plan.pin ? "1" : null };
           const targets = [["adapter", a.base], ["floor", `https://127.0.0.1:${floorPort}`]];
           const runs = { adapter: [], floor: [] };
           for (const [, base] of targets) {
-            await wrk(base + path, { ...opt, seconds: plan.warmSeconds });
+            await generate(base + path, { ...opt, seconds: plan.warmSeconds });
           }
           for (let round = 0; round < plan.rounds; round++) {
             for (const [who, base] of targets) {
-              const r = await wrk(base + path, { ...opt, seconds: plan.seconds });
+              const r = await generate(base + path, { ...opt, seconds: plan.seconds });
               if (r.errors > 0) {
                 throw new Error(`${who} ${name}: ${r.errors} errors (${r.statusErrors} non-2xx)`);
               }
@@ -409,7 +450,7 @@ async function servingSection(art, servingDirs) {
           // load p99 is mostly queueing, and on this machine the bare floor's own full-load
           // p99 ranges from 2 to over 7 ms.
           for (const [who, base] of targets) {
-            const r = await wrk(base + path, {
+            const r = await generate(base + path, {
               ...opt,
               seconds: plan.pacedSeconds,
               delayMs: PACE_MS,
@@ -432,7 +473,9 @@ async function servingSection(art, servingDirs) {
             row.adapter.pacedP99Ms < BUDGETS.servingP99Ms;
           results.serving.push(row);
           log(
-            `serving ${runtime} ${size} ${name}: ${row.adapter.rps}/s p50 ${row.adapter.p50Ms} ` +
+            `serving ${runtime} ${size} ${name}${
+              clientCert ? " (client cert)" : ""
+            }: ${row.adapter.rps}/s p50 ${row.adapter.p50Ms} ` +
               `p99 ${row.adapter.p99Ms} ms (paced ${row.adapter.pacedRps}/s: p99 ` +
               `${row.adapter.pacedP99Ms} ms) | floor ${row.floor.rps}/s p99 ${row.floor.p99Ms} ms ` +
               `(paced p99 ${row.floor.pacedP99Ms} ms) | x${row.ratio} load ${row.load1}`,
@@ -440,17 +483,20 @@ async function servingSection(art, servingDirs) {
         }
         const after = procStats(a.pid);
         const om = await ownMetrics(a);
-        results.memory.push({
-          runtime,
-          hpas: size,
-          rssMiB: round(settled.rssMiB),
-          rssAfterLoadMiB: round(after.rssMiB),
-          peakMiB: round(after.hwmMiB),
-          readyMs: round(a.readyMs),
-          firstValuesMs: Math.round(firstValuesMs),
-          collectionsError: om.collectionsError,
-          load1Before: round(load0, 2),
-        });
+        // (the client-certificate rows measure the same sets: their memory is not a row)
+        if (!clientCert) {
+          results.memory.push({
+            runtime,
+            hpas: size,
+            rssMiB: round(settled.rssMiB),
+            rssAfterLoadMiB: round(after.rssMiB),
+            peakMiB: round(after.hwmMiB),
+            readyMs: round(a.readyMs),
+            firstValuesMs: Math.round(firstValuesMs),
+            collectionsError: om.collectionsError,
+            load1Before: round(load0, 2),
+          });
+        }
         log(
           `memory ${runtime} ${size}: RSS ${round(settled.rssMiB)} MiB settled, ` +
             `${round(after.rssMiB)} after load (peak ${round(after.hwmMiB)}); ready ` +
@@ -702,6 +748,25 @@ async function clusterSection(art) {
   }
 }
 
+/**
+ * The load generator for the client-certificate rows (built from bench/loadgen), and the
+ * front-proxy PKI it makes: a CA for the adapter's --requestheader-client-ca-file and the
+ * client certificate (CN front-proxy-client) the aggregator would present.
+ */
+function clientCertSetup() {
+  const bin = buildLoadgen(work);
+  const dir = join(work, "front-proxy");
+  const r = spawnSync(bin, ["pki", dir], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`loadgen pki: ${r.stderr.trim()}`);
+  return {
+    bin,
+    caFile: join(dir, "ca.crt"),
+    certFile: join(dir, "client.crt"),
+    keyFile: join(dir, "client.key"),
+    headers: { "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler" },
+  };
+}
+
 // -- main --------------------------------------------------------------------------------------
 
 async function main() {
@@ -719,7 +784,7 @@ async function main() {
   const servingDirs = {};
   let servingFleet = null;
   try {
-    if (plan.sections.includes("serving") || plan.sections.includes("startup")) {
+    if (["serving", "tls", "startup"].some((x) => plan.sections.includes(x))) {
       const fleetPort = await freePort();
       servingFleet = await startReadyLine(process.execPath, [
         fleetScript,
@@ -741,6 +806,10 @@ async function main() {
       load.push(loadavg()[0]);
       if (plan.sections.includes("serving")) await servingSection(art, servingDirs);
       load.push(loadavg()[0]);
+      if (plan.sections.includes("tls")) {
+        await servingSection(art, servingDirs, clientCertSetup());
+        load.push(loadavg()[0]);
+      }
     }
   } finally {
     await servingFleet?.stop();
@@ -773,7 +842,10 @@ async function main() {
       wrk: `wrk -t1 -c${plan.connections}, ${plan.warmSeconds} s warm-up, then ${plan.rounds} ` +
         `alternating runs of ${plan.seconds} s each (median), a paced run of ${plan.pacedSeconds} s ` +
         `(${PACE_MS} ms wait before each request)` +
-        (plan.pin ? "; server on CPU 0, wrk on CPU 1 (taskset)" : "; not pinned"),
+        (plan.pin ? "; server on CPU 0, wrk on CPU 1 (taskset)" : "; not pinned") +
+        (plan.sections.includes("tls")
+          ? "; the client-certificate rows: bench/loadgen the same way"
+          : ""),
       fanout: plan.fanout,
     },
     budgets: BUDGETS,

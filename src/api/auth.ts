@@ -259,9 +259,16 @@ function decodeSegment(s: string): string {
  * is resource `m`, verb `list`; `/apis`, `/openapi/v2` are non-resource paths.
  */
 export function requestAttributes(method: string, url: URL): RequestAttributes {
-  const path = url.pathname.split("/").map(decodeSegment).join("/");
-  const trimmed = url.pathname.replace(/^\/+|\/+$/g, "");
-  const segments = trimmed === "" ? [] : trimmed.split("/").map(decodeSegment);
+  // (every metric read asks this: a path without escapes is taken as it is)
+  const raw = url.pathname;
+  const escaped = raw.includes("%");
+  const path = escaped ? raw.split("/").map(decodeSegment).join("/") : raw;
+  const trimmed = raw.replace(/^\/+|\/+$/g, "");
+  const segments = trimmed === ""
+    ? []
+    : escaped
+    ? trimmed.split("/").map(decodeSegment)
+    : trimmed.split("/");
   const attrs: RequestAttributes = {
     isResourceRequest: false,
     path,
@@ -289,14 +296,7 @@ export function requestAttributes(method: string, url: URL): RequestAttributes {
     attrs.verb = parts[0];
     parts = parts.slice(1);
   } else {
-    attrs.verb = ({
-      POST: "create",
-      GET: "get",
-      HEAD: "get",
-      PUT: "update",
-      PATCH: "patch",
-      DELETE: "delete",
-    } as Record<string, string>)[method.toUpperCase()] ?? "";
+    attrs.verb = VERBS.get(method.toUpperCase()) ?? "";
   }
   if (parts[0] === "namespaces") {
     if (parts.length > 1) {
@@ -318,6 +318,16 @@ export function requestAttributes(method: string, url: URL): RequestAttributes {
   if (!attrs.name && attrs.verb === "delete") attrs.verb = "deletecollection";
   return attrs;
 }
+
+/** The authorization verb of each HTTP method on a resource path (Kubernetes' RequestInfo). */
+const VERBS = new Map([
+  ["POST", "create"],
+  ["GET", "get"],
+  ["HEAD", "get"],
+  ["PUT", "update"],
+  ["PATCH", "patch"],
+  ["DELETE", "delete"],
+]);
 
 /** Whether `path` is covered by always-allow paths (exact, or prefix with a trailing `*`). */
 export function pathAlwaysAllowed(path: string, allowPaths: readonly string[]): boolean {

@@ -1,0 +1,3 @@
+module hpa-metrics-adapter/bench/loadgen
+
+go 1.22
