@@ -66,6 +66,11 @@ export interface KubeClusterSourceOptions {
   /** `source.component` and `reportingComponent` of events (default "hpa-metrics-adapter"). */
   component?: string;
   /**
+   * Events wait in a queue and are written one at a time; beyond this many waiting (default
+   * 1000, client-go's broadcaster queue) new ones are dropped until it drains.
+   */
+  maxQueuedEvents?: number;
+  /**
    * Every this many ms, each cached object is passed to the handlers again as MODIFIED with
    * itself as `old` (client-go's resync), so that work missed or failed is redone. 0 (the
    * default) disables it.
@@ -87,6 +92,20 @@ export interface TokenBucketOptions {
   burst: number;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
+}
+
+/** An event waiting in `KubeClusterSource`'s queue. */
+interface QueuedEvent {
+  kind: Kind;
+  obj: KubeObject;
+  event: ObjectEvent;
+  done: () => void;
+}
+
+/** `Kind namespace/name` (`Kind name` for a cluster-scoped object), for log lines. */
+function describeObject(kind: Kind, obj: KubeObject): string {
+  const ns = obj.metadata.namespace;
+  return `${kind} ${ns ? `${ns}/` : ""}${obj.metadata.name}`;
 }
 
 /** A token bucket: `take()` resolves when a request may be sent. */
@@ -227,6 +246,11 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   /** Open watch requests, aborted by `close()`. */
   private readonly watches = new Set<AbortController>();
   private readonly recentEvents = new Map<string, RecentEvent>();
+  /** Events waiting to be written, oldest first (see `emitEvent`). */
+  private eventQueue: QueuedEvent[] = [];
+  private eventsWriting = false;
+  private eventsDropped = 0;
+  private readonly maxQueuedEvents: number;
   private readonly notInstalledRetryMs: number;
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
@@ -255,6 +279,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     this.backoffMaxMs = options.backoffMaxMs ?? 30_000;
     this.eventDedupeMs = options.eventDedupeMs ?? 10 * 60_000;
     this.component = options.component ?? "hpa-metrics-adapter";
+    this.maxQueuedEvents = Math.max(1, options.maxQueuedEvents ?? 1000);
     this.http = new KubeHttp(this.kubeConfig, options.http);
     if ((options.resyncMs ?? 0) > 0) {
       this.resyncTimer = setInterval(() => this.resync(), options.resyncMs);
@@ -331,6 +356,10 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   /** Stop every informer, watch and timer; pending `ensure` calls resolve. */
   async close(): Promise<void> {
     this.closed = true;
+    // events still waiting are not written (each would fail on the closed client)
+    const waiting = this.eventQueue;
+    this.eventQueue = [];
+    for (const e of waiting) e.done();
     if (this.resyncTimer !== undefined) clearInterval(this.resyncTimer);
     for (const t of this.delays) clearTimeout(t);
     this.delays.clear();
@@ -408,8 +437,54 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
    * Record a core/v1 Event about an object. The same reason and message on the same object
    * within the dedupe window bumps `count` and `lastTimestamp` instead. Failures are logged,
    * not thrown: events are best effort.
+   *
+   * Events are written one at a time, in order, from a queue: an adapter that starts into
+   * thousands of failing HPAs records an event for each, and those must neither hold the
+   * rate limiter for half a minute ahead of status and scale writes nor keep thousands of
+   * requests waiting in memory. When `maxQueuedEvents` wait, new events are dropped (one
+   * warning, and the count once the queue drains). Resolves when the event is written, has
+   * failed or was dropped.
    */
-  async emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
+  emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.eventQueue.length >= this.maxQueuedEvents) {
+      if (this.eventsDropped++ === 0) {
+        this.log(
+          "warn",
+          `${this.maxQueuedEvents} events wait to be written: new events are dropped until ` +
+            `they are (the first: ${event.reason} on ${describeObject(kind, obj)})`,
+        );
+      }
+      return Promise.resolve();
+    }
+    return new Promise<void>((done) => {
+      this.eventQueue.push({ kind, obj, event, done });
+      void this.writeQueuedEvents();
+    });
+  }
+
+  private async writeQueuedEvents(): Promise<void> {
+    if (this.eventsWriting) return;
+    this.eventsWriting = true;
+    try {
+      for (let next = this.eventQueue.shift(); next; next = this.eventQueue.shift()) {
+        try {
+          await this.writeEvent(next.kind, next.obj, next.event);
+        } finally {
+          next.done();
+        }
+      }
+    } finally {
+      this.eventsWriting = false;
+    }
+    if (this.eventsDropped > 0) {
+      const n = this.eventsDropped;
+      this.log("warn", `${n} event${n === 1 ? " was" : "s were"} dropped while the queue was full`);
+      this.eventsDropped = 0;
+    }
+  }
+
+  private async writeEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
     const now = this.now();
     for (const [k, e] of this.recentEvents) {
       if (now - e.last >= this.eventDedupeMs) this.recentEvents.delete(k);
@@ -424,7 +499,7 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
       event.reason,
       event.message,
     ]);
-    const where = `${kind} ${obj.metadata.namespace ? `${namespace}/` : ""}${obj.metadata.name}`;
+    const where = describeObject(kind, obj);
     try {
       const recent = this.recentEvents.get(dedupeKey);
       if (recent) {

@@ -551,6 +551,52 @@ describe("KubeClusterSource", () => {
     });
   });
 
+  it("writes events one at a time from a queue, and drops new ones while it is full", async () => {
+    await withSource(
+      { source: { maxQueuedEvents: 2, http: { requestTimeoutMs: 300 } } },
+      async ({ api, source, logs }) => {
+        const hpaNamed = (name: string): KubeObject => ({
+          apiVersion: "autoscaling/v2",
+          kind: "HorizontalPodAutoscaler",
+          metadata: { name, namespace: "default" },
+        });
+        const warn = { type: "Warning", reason: "CollectFailed", message: "refused" } as const;
+        api.stallNextRequests(1);
+        const written = ["hpa-1", "hpa-2", "hpa-3", "hpa-4"].map((n) =>
+          source.emitEvent("HorizontalPodAutoscaler", hpaNamed(n), warn)
+        );
+        await new Promise((r) => setTimeout(r, 100));
+        const posts = () =>
+          api.requestsTo("POST", /\/events$/).map((r) =>
+            (r.body as { involvedObject: { name: string } }).involvedObject.name
+          );
+        // the first is on its way (the server holds it); the next two wait here, not in flight
+        assert.deepEqual(posts(), ["hpa-1"]);
+        await within("the queued events", Promise.all(written), 3000);
+        assert.deepEqual(posts(), ["hpa-1", "hpa-2", "hpa-3"]);
+        assert.deepEqual(logs, [
+          "warn: 2 events wait to be written: new events are dropped until they are (the " +
+          "first: CollectFailed on HorizontalPodAutoscaler default/hpa-4)",
+          "warn: event CollectFailed on HorizontalPodAutoscaler default/hpa-1 not recorded: " +
+          "POST /api/v1/namespaces/default/events: request timed out after 300ms",
+          "warn: 1 event was dropped while the queue was full",
+        ]);
+        // once drained, events are taken again
+        await source.emitEvent("HorizontalPodAutoscaler", hpaNamed("hpa-5"), warn);
+        assert.deepEqual(posts(), ["hpa-1", "hpa-2", "hpa-3", "hpa-5"]);
+        // close() ends what still waits without writing it
+        api.stallNextRequests(1);
+        const pending = ["hpa-6", "hpa-7"].map((n) =>
+          source.emitEvent("HorizontalPodAutoscaler", hpaNamed(n), warn)
+        );
+        await new Promise((r) => setTimeout(r, 50));
+        await source.close();
+        await within("the events waiting at close", Promise.all(pending), 3000);
+        assert.deepEqual(posts(), ["hpa-1", "hpa-2", "hpa-3", "hpa-5", "hpa-6"]);
+      },
+    );
+  });
+
   it("creates a new event when the one it would bump is gone", async () => {
     await withSource({}, async ({ api, source, clock }) => {
       const hpa: KubeObject = {

@@ -559,6 +559,12 @@ export class FakeKubeApi {
     this.requests.push(record);
     if (this.stalls > 0) {
       this.stalls--;
+      // held without an answer; what was sent is still recorded
+      try {
+        record.body = text === "" ? undefined : JSON.parse(text);
+      } catch {
+        // not JSON: no body to show
+      }
       return;
     }
     try {
