@@ -346,7 +346,7 @@ function servedHeaders(headers) {
  * (the adapter has no client CA). Else the production path: the adapter verifies the
  * aggregator's front-proxy certificate (--requestheader-client-ca-file) and takes the user from
  * X-Remote-User; bench/loadgen presents that certificate and header (wrk cannot) and reads the
- * object metric; the floor asks for and verifies the same certificate.
+ * object metric; the floor asks for, verifies and reads the same certificate (floor.mjs).
  */
 async function servingSection(art, servingDirs, clientCert = null) {
   const script = join(here, "wrk_report.lua");
