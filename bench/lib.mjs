@@ -163,23 +163,29 @@ export function haveWrk() {
 
 /** Run wrk against `url`; resolves with its numbers (latencies in ms). */
 export function wrk(url, { seconds, connections, script, cpus = null, delayMs = null }) {
+  return runGenerator("wrk", [
+    "-t1",
+    `-c${connections}`,
+    `-d${seconds}s`,
+    "--timeout",
+    "5s",
+    "-s",
+    script,
+    url,
+  ], {
+    cpus,
+    env: delayMs === null ? process.env : { ...process.env, WRK_DELAY_MS: String(delayMs) },
+  });
+}
+
+/**
+ * Run a load generator (on `cpus` with taskset when given: off the server's core) and resolve
+ * with the numbers of its BENCHJSON line.
+ */
+function runGenerator(bin, args, { cpus = null, env = process.env } = {}) {
   return new Promise((resolve, reject) => {
-    // on `cpus` (taskset) when given: the load generator off the server's core
-    const [cmd, pre] = cpus === null ? ["wrk", []] : ["taskset", ["-c", cpus, "wrk"]];
-    const p = spawn(cmd, [
-      ...pre,
-      "-t1",
-      `-c${connections}`,
-      `-d${seconds}s`,
-      "--timeout",
-      "5s",
-      "-s",
-      script,
-      url,
-    ], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: delayMs === null ? process.env : { ...process.env, WRK_DELAY_MS: String(delayMs) },
-    });
+    const [cmd, pre] = cpus === null ? [bin, []] : ["taskset", ["-c", cpus, bin]];
+    const p = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"], env });
     children.set(p.pid, p);
     let out = "";
     p.stdout.on("data", (d) => (out += d));
@@ -187,7 +193,9 @@ export function wrk(url, { seconds, connections, script, cpus = null, delayMs = 
     p.on("exit", (code) => {
       children.delete(p.pid);
       const r = benchJson(out);
-      if (code !== 0 || !r) return reject(new Error(`wrk exited ${code}: ${out.slice(-500)}`));
+      if (code !== 0 || !r) {
+        return reject(new Error(`${bin} exited ${code}: ${out.slice(-500)}`));
+      }
       resolve(r);
     });
   });
@@ -235,35 +243,21 @@ export function buildLoadgen(dir) {
  * what wrk does, for the TLS path wrk cannot take. Resolves with wrk's numbers.
  */
 export function loadgen(bin, url, { seconds, connections, cpus = null, delayMs = null, tls }) {
-  return new Promise((resolve, reject) => {
-    const args = [
-      "run",
-      "-url",
-      url,
-      "-c",
-      String(connections),
-      "-d",
-      `${seconds}s`,
-      "-cert",
-      tls.certFile,
-      "-key",
-      tls.keyFile,
-      ...Object.entries(tls.headers).flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
-      ...(delayMs === null ? [] : ["-delay", `${delayMs}ms`]),
-    ];
-    const [cmd, pre] = cpus === null ? [bin, []] : ["taskset", ["-c", cpus, bin]];
-    const p = spawn(cmd, [...pre, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    children.set(p.pid, p);
-    let out = "";
-    p.stdout.on("data", (d) => (out += d));
-    p.stderr.on("data", (d) => (out += d));
-    p.on("exit", (code) => {
-      children.delete(p.pid);
-      const r = benchJson(out);
-      if (code !== 0 || !r) return reject(new Error(`loadgen exited ${code}: ${out.slice(-500)}`));
-      resolve(r);
-    });
-  });
+  return runGenerator(bin, [
+    "run",
+    "-url",
+    url,
+    "-c",
+    String(connections),
+    "-d",
+    `${seconds}s`,
+    "-cert",
+    tls.certFile,
+    "-key",
+    tls.keyFile,
+    ...Object.entries(tls.headers).flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
+    ...(delayMs === null ? [] : ["-delay", `${delayMs}ms`]),
+  ], { cpus });
 }
 
 /** Median of numbers. */
