@@ -469,21 +469,27 @@ const chainChecks = new WeakMap<ParsedBundle, WeakMap<PeerCertificate, string | 
  * `bundle`. Returns an error message, or null when it does.
  */
 function verifyPeer(peer: PeerCertificate, bundle: ParsedBundle, now: number): string | null {
-  const id = `CN=${goQuote(peer.commonName)}`;
   if (!peer.authorized) {
-    return `verifying certificate ${id} failed: ${peer.authorizationError ?? "not verified"}`;
+    return `verifying certificate ${peerId(peer)} failed: ${
+      peer.authorizationError ?? "not verified"
+    }`;
   }
   if (peer.notAfter && peer.notAfter <= now) {
-    return `verifying certificate ${id} failed: x509: certificate has expired`;
+    return `verifying certificate ${peerId(peer)} failed: x509: certificate has expired`;
   }
   let checked = chainChecks.get(bundle);
   if (!checked) chainChecks.set(bundle, checked = new WeakMap());
   let outcome = checked.get(peer);
   if (outcome === undefined) {
-    outcome = chainEndsIn(peer, bundle, id);
+    outcome = chainEndsIn(peer, bundle, peerId(peer));
     checked.set(peer, outcome);
   }
   return outcome;
+}
+
+/** How errors name a client certificate (made only for an error: it was made per request). */
+function peerId(peer: PeerCertificate): string {
+  return `CN=${goQuote(peer.commonName)}`;
 }
 
 /** The chain part of {@linkcode verifyPeer}: null when `peer`'s chain ends in `bundle`. */
@@ -581,20 +587,137 @@ interface ActiveConfig {
   clientCa: ParsedBundle | null;
   requestHeaderCa: ParsedBundle | null;
   bundle: string;
+  /** The front proxy's identity header names, lower-cased (null without a requestheader CA). */
+  identityHeaders: IdentityHeaders | null;
+  /** The fast path's memo of users and decisions; made anew with the config. */
+  fast: FastMemo;
 }
 
 function activate(config: AuthenticationConfig): ActiveConfig {
   const clientCa = parseBundle(config.clientCa, "the client CA bundle");
-  const requestHeaderCa = config.requestHeader
-    ? parseBundle(config.requestHeader.clientCa, "the requestheader CA bundle")
-    : null;
+  const rh = config.requestHeader;
+  const requestHeaderCa = rh ? parseBundle(rh.clientCa, "the requestheader CA bundle") : null;
   const pems = [clientCa?.pem, requestHeaderCa?.pem].filter((p): p is string => !!p);
   const bundle = pems.map((p) => p.trim()).join("\n") + (pems.length ? "\n" : "");
-  return { config, clientCa, requestHeaderCa, bundle };
+  const identityHeaders = rh && requestHeaderCa ? identityHeadersOf(rh) : null;
+  return {
+    config,
+    clientCa,
+    requestHeaderCa,
+    bundle,
+    identityHeaders,
+    fast: {
+      byHeaders: new Map(),
+      lastSent: new WeakMap(),
+      byCertificate: new WeakMap(),
+      decisions: 0,
+    },
+  };
 }
 
 function sameConfig(a: AuthenticationConfig, b: AuthenticationConfig): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The fast path's memo: the aggregator sends the same few users and URLs over and over, and
+// deriving the user, the request attributes and the SubjectAccessReview key cost ~8 us a read
+
+interface IdentityHeaders {
+  /** Exact names (lower case) by length: most headers are passed over on their length. */
+  byLength: Map<number, string[]>;
+  /** Prefixes of extra headers (lower case). */
+  prefixes: string[];
+}
+
+function identityHeadersOf(rh: RequestHeaderConfig): IdentityHeaders {
+  const byLength = new Map<number, string[]>();
+  for (const n of [...rh.usernameHeaders, ...rh.groupHeaders, ...rh.uidHeaders]) {
+    const name = n.trim().toLowerCase();
+    const same = byLength.get(name.length) ?? [];
+    if (!same.includes(name)) same.push(name);
+    byLength.set(name.length, same);
+  }
+  const prefixes = rh.extraHeaderPrefixes.map((p) => p.trim().toLowerCase()).filter((p) => p);
+  return { byLength, prefixes };
+}
+
+/** Whether `name`, in ASCII lower case, starts with `lower` (header names are ASCII tokens). */
+function startsWithLower(name: string, lower: string): boolean {
+  if (name.length < lower.length) return false;
+  for (let i = 0; i < lower.length; i++) {
+    let c = name.charCodeAt(i);
+    if (c >= 65 && c <= 90) c += 32;
+    if (c !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+function isIdentityHeader(name: string, names: IdentityHeaders): boolean {
+  const same = names.byLength.get(name.length);
+  if (same !== undefined) {
+    for (const n of same) if (name === n || startsWithLower(name, n)) return true;
+  }
+  for (const p of names.prefixes) if (startsWithLower(name, p)) return true;
+  return false;
+}
+
+/** A user the fast path knows, with what was decided for its requests. */
+interface FastIdentity {
+  user: UserInfo;
+  /**
+   * By URL (`METHOD url` for other methods than GET): allowed without a review (true), never
+   * on the fast path (false), or the key of the SubjectAccessReview answer that decides.
+   */
+  decisions: Map<string, boolean | string>;
+}
+
+/** The identity headers a connection sent last (names and values as sent) and their user. */
+interface LastIdentity {
+  sent: string[];
+  identity: FastIdentity | null;
+}
+
+interface FastMemo {
+  /** Front-proxy users by their identity headers (null: the headers name no user). */
+  byHeaders: Map<string, FastIdentity | null>;
+  /** The front proxy's last identity headers on each connection (by its certificate). */
+  lastSent: WeakMap<PeerCertificate, LastIdentity>;
+  /** Client-certificate users, by the connection's certificate. */
+  byCertificate: WeakMap<PeerCertificate, FastIdentity>;
+  /** Decisions kept in all identities; past {@linkcode FAST_DECISIONS_LIMIT} all are dropped. */
+  decisions: number;
+}
+
+const FAST_USERS_LIMIT = 1_000;
+const FAST_DECISIONS_LIMIT = 20_000;
+
+/** Whether `raw` carries exactly the identity headers `sent` (same names, values and order). */
+function sentAgain(raw: readonly string[], names: IdentityHeaders, sent: string[]): boolean {
+  let j = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i];
+    if (!isIdentityHeader(name, names)) continue;
+    if (j + 1 >= sent.length || sent[j] !== name || sent[j + 1] !== raw[i + 1]) return false;
+    j += 2;
+  }
+  return j === sent.length;
+}
+
+/** The identity headers of `raw`, as sent, in order. */
+function identityHeadersSent(raw: readonly string[], names: IdentityHeaders): string[] {
+  const sent: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (isIdentityHeader(raw[i], names)) sent.push(raw[i], raw[i + 1]);
+  }
+  return sent;
+}
+
+/** A key of identity headers as sent: names lower-cased; the user is a function of it. */
+function identityKey(sent: string[]): string {
+  let key = "";
+  for (let i = 0; i + 1 < sent.length; i += 2) key += `${sent[i].toLowerCase()}\n${sent[i + 1]}\n`;
+  return key;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -858,44 +981,100 @@ export function createDelegatedAuth(options: DelegatedAuthOptions = {}): Delegat
     }
   }
 
-  /** The certificate-based part of `authenticate`, when it decides alone (else null). */
-  function certificateUser(connection: ConnectionInfo): UserInfo | null {
+  /**
+   * The certificate-based part of `authenticate`, when it decides alone (else null): the
+   * front proxy's user (its certificate checked on every request, its headers looked up in the
+   * memo), else the client certificate's.
+   */
+  function fastIdentity(connection: ConnectionInfo): FastIdentity | null {
     const peer = connection.peerCertificate;
     if (!peer) return null;
+    const memo = active.fast;
     const rh = active.config.requestHeader;
-    if (rh && active.requestHeaderCa) {
+    if (rh && active.requestHeaderCa && active.identityHeaders) {
       if (verifyPeer(peer, active.requestHeaderCa, now()) !== null) return null;
       if (rh.allowedNames.length > 0 && !rh.allowedNames.includes(peer.commonName)) return null;
-      if (connection.rawHeaders.length === 0) return null;
-      const user = userFromHeaders(headerValues(null, connection), rh);
-      if (user) return withAuthenticatedGroup(user);
+      const raw = connection.rawHeaders;
+      if (raw.length === 0) return null;
+      const names = active.identityHeaders;
+      let last = memo.lastSent.get(peer);
+      if (last === undefined || !sentAgain(raw, names, last.sent)) {
+        const sent = identityHeadersSent(raw, names);
+        const key = identityKey(sent);
+        let identity = memo.byHeaders.get(key);
+        if (identity === undefined) {
+          const user = userFromHeaders(headerValues(null, connection), rh);
+          identity = user ? { user: withAuthenticatedGroup(user), decisions: new Map() } : null;
+          if (memo.byHeaders.size >= FAST_USERS_LIMIT) forgetFastPath(memo);
+          memo.byHeaders.set(key, identity);
+        }
+        last = { sent, identity };
+        memo.lastSent.set(peer, last);
+      }
+      const known = last.identity;
+      if (known !== null) return known;
     }
     if (active.clientCa && peer.commonName) {
       if (verifyPeer(peer, active.clientCa, now()) !== null) return null;
-      return withAuthenticatedGroup({
-        name: peer.commonName,
-        groups: [...peer.organizations],
-        extra: {},
-      });
+      let known = memo.byCertificate.get(peer);
+      if (known === undefined) {
+        known = {
+          user: withAuthenticatedGroup({
+            name: peer.commonName,
+            groups: [...peer.organizations],
+            extra: {},
+          }),
+          decisions: new Map(),
+        };
+        memo.byCertificate.set(peer, known);
+      }
+      return known;
     }
     return null;
   }
 
-  function allowsWithoutIo(request: PlainRequest): boolean {
-    if (isLocal()) return true;
-    const user = certificateUser(request.connection);
-    if (user === null) return false;
+  /** Drops every user and decision of the memo (it keeps to its limits this way). */
+  function forgetFastPath(memo: FastMemo): void {
+    memo.byHeaders.clear();
+    memo.lastSent = new WeakMap();
+    memo.byCertificate = new WeakMap();
+    memo.decisions = 0;
+  }
+
+  /** What decides `method url` for `identity`, as {@linkcode FastIdentity.decisions} keeps it. */
+  function fastDecision(identity: FastIdentity, method: string, url: string): boolean | string {
+    const key = method === "GET" ? url : `${method} ${url}`;
+    let decision = identity.decisions.get(key);
+    if (decision !== undefined) return decision;
+    decision = decide(identity.user, method, url);
+    const memo = active.fast;
+    if (memo.decisions >= FAST_DECISIONS_LIMIT) forgetFastPath(memo);
+    memo.decisions++;
+    identity.decisions.set(key, decision);
+    return decision;
+  }
+
+  function decide(user: UserInfo, method: string, target: string): boolean | string {
     let url: URL;
     try {
-      url = new URL(request.url, "https://localhost");
+      url = new URL(target, "https://localhost");
     } catch {
       return false;
     }
-    const attrs = requestAttributes(request.method, url);
+    const attrs = requestAttributes(method, url);
     if (!attrs.isResourceRequest && pathAlwaysAllowed(attrs.path, alwaysAllowPaths)) return true;
     if (user.groups.some((g) => alwaysAllowGroups.includes(g))) return true;
     if (!kubeRequest) return true;
-    return sarCache.get(JSON.stringify(sarSpec(user, attrs)), now())?.allowed === true;
+    return JSON.stringify(sarSpec(user, attrs));
+  }
+
+  function allowsWithoutIo(request: PlainRequest): boolean {
+    if (isLocal()) return true;
+    const identity = fastIdentity(request.connection);
+    if (identity === null) return false;
+    const decision = fastDecision(identity, request.method, request.url);
+    if (typeof decision === "boolean") return decision;
+    return sarCache.get(decision, now())?.allowed === true;
   }
 
   return {

@@ -19,7 +19,12 @@ import {
   type RequestAttributes,
   requestAttributes,
 } from "../../src/api/auth.ts";
-import { type RunningServer, serveHttps } from "../../src/runtime/serve.ts";
+import {
+  type PeerCertificate,
+  type PlainRequest,
+  type RunningServer,
+  serveHttps,
+} from "../../src/runtime/serve.ts";
 import {
   type FakeAuthApi,
   httpsGet,
@@ -535,6 +540,127 @@ describe("the fast path check (allowsWithoutIo, middleware.fast)", () => {
     assert.equal(local.allowsWithoutIo?.(request), true);
     assert.equal(createAuthMiddleware({ auth: local }).fast(request), true);
     assert.equal(createAuthMiddleware({ auth }).fast(request), null);
+  });
+});
+
+describe("the fast path's memo of users and decisions, on one connection", () => {
+  const HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
+  const hpa = ["X-Remote-User", HPA_USER, "X-Remote-Group", "system:serviceaccounts"];
+  const mallory = ["X-Remote-User", "mallory", "X-Remote-Group", "system:serviceaccounts"];
+  let pki: TestPki;
+  let fake: FakeAuthApi;
+  let auth: DelegatedAuth;
+  let peer: PeerCertificate;
+  const clock = 5_000_000;
+
+  /** A request on the connection of `peer` (one object per connection, as serveHttps makes). */
+  const on = (rawHeaders: string[], url = CUSTOM_PATH): PlainRequest => ({
+    method: "GET",
+    url,
+    headers: {},
+    connection: { remoteAddress: "127.0.0.1", encrypted: true, peerCertificate: peer, rawHeaders },
+  });
+  /** The slow path's answer (status) for the same request; it caches the review's answer. */
+  const slow = async (rawHeaders: string[], url = CUSTOM_PATH): Promise<number> => {
+    const headers = new Headers();
+    for (let i = 0; i < rawHeaders.length; i += 2) headers.append(rawHeaders[i], rawHeaders[i + 1]);
+    const request = on(rawHeaders, url);
+    const result = await auth.check(
+      new Request(`https://localhost${url}`, { headers }),
+      request.connection,
+    );
+    return result.response?.status ?? 200;
+  };
+  const fast = (rawHeaders: string[], url = CUSTOM_PATH): boolean =>
+    auth.allowsWithoutIo!(on(rawHeaders, url));
+
+  before(async () => {
+    pki = makeTestPki();
+    fake = await startFakeAuthApi();
+    auth = createDelegatedAuth({
+      ...flagsConfig(pki),
+      kubeRequest: fake.kubeRequest,
+      lookupConfigMap: false,
+      now: () => clock,
+    });
+    await auth.start();
+    peer = {
+      authorized: true,
+      authorizationError: null,
+      commonName: "front-proxy-client",
+      organizations: [],
+      chain: [new Uint8Array(new X509Certificate(pki.frontProxy.cert).raw)],
+      notAfter: clock + 3_600_000,
+    };
+  });
+  after(async () => {
+    auth.stop();
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.sars.length = 0;
+  });
+
+  it("gives users that take turns on one connection each their own decision", async () => {
+    fake.decide = (spec) => ({ allowed: spec.user === HPA_USER });
+    assert.equal(await slow(hpa), 200);
+    assert.equal(await slow(mallory), 403);
+    assert.deepEqual(
+      [fast(hpa), fast(mallory), fast(hpa), fast(mallory), fast(hpa)],
+      [true, false, true, false, true],
+    );
+    assert.equal(fake.sars.length, 2);
+  });
+
+  it("tells apart requests of one user whose groups or extras differ", async () => {
+    fake.decide = (spec) => ({ allowed: spec.extra?.scopes?.[0] === "metrics" });
+    const masters = ["X-Remote-User", "ops", "X-Remote-Group", "system:masters"];
+    const plain = ["X-Remote-User", "ops", "X-Remote-Group", "system:serviceaccounts"];
+    const scoped = (scope: string) => [...plain, "X-Remote-Extra-Scopes", scope];
+    assert.equal(await slow(scoped("metrics")), 200);
+    assert.equal(await slow(scoped("other")), 403);
+    assert.deepEqual(
+      [fast(masters), fast(plain), fast(masters), fast(scoped("metrics")), fast(scoped("other"))],
+      [true, false, true, true, false],
+    );
+    assert.equal(fast(scoped("metrics")), true);
+    // system:masters is allowed without a review; the two scoped users had one each
+    assert.deepEqual(fake.sars.map((s) => s.extra?.scopes), [["metrics"], ["other"]]);
+  });
+
+  it("reads identity header names in any case and no other header as one", async () => {
+    fake.decide = (spec) => ({ allowed: spec.user === HPA_USER });
+    assert.equal(await slow(hpa), 200);
+    const lower = ["x-remote-user", HPA_USER, "x-remote-group", "system:serviceaccounts"];
+    assert.equal(fast(lower), true);
+    assert.equal(fast(["X-Remote-Username", HPA_USER]), false);
+    assert.equal(fast(["Accept", "*/*", ...hpa, "User-Agent", "kube-controller-manager"]), true);
+    // a group sent twice is another user (two groups), not the one reviewed
+    assert.equal(fast([...hpa, "X-Remote-Group", "system:serviceaccounts"]), false);
+    // and one without the group too
+    assert.equal(fast(hpa), true);
+    assert.equal(fast(["X-Remote-User", HPA_USER]), false);
+  });
+
+  it("keeps one decision per URL", async () => {
+    fake.decide = (spec) => ({
+      allowed: spec.user === HPA_USER && spec.resourceAttributes?.namespace === "default",
+    });
+    assert.equal(await slow(hpa, CUSTOM_PATH), 200);
+    assert.equal(await slow(hpa, CUSTOM_PATH.replace("/default/", "/other/")), 403);
+    assert.equal(fast(hpa, CUSTOM_PATH), true);
+    assert.equal(fast(hpa, CUSTOM_PATH.replace("/default/", "/other/")), false);
+    assert.equal(fast(hpa, EXTERNAL_PATH), false); // not reviewed yet
+  });
+
+  it("still decides right after more users than it keeps", async () => {
+    fake.decide = (spec) => ({ allowed: spec.user === HPA_USER });
+    assert.equal(await slow(hpa), 200);
+    assert.equal(await slow(mallory), 403);
+    for (let i = 0; i < 1_100; i++) {
+      assert.equal(fast(["X-Remote-User", `user-${i}`]), false);
+    }
+    assert.deepEqual([fast(hpa), fast(mallory)], [true, false]);
   });
 });
 
