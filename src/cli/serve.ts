@@ -28,6 +28,7 @@ import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { ScheduleController } from "../engine/schedule_controller.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
+import { collectorFetch } from "../runtime/http_fetch.ts";
 import { releaseUnusedMemory } from "../runtime/memory.ts";
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
@@ -224,6 +225,9 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
     closers.push(() => timers.clear());
+    // the collectors' fetch (on Node, one whose responses are not promoted: http_fetch.ts)
+    const collectorHttp = collectorFetch();
+    closers.push(() => collectorHttp.close());
     const engine = new Engine({
       cluster,
       store,
@@ -232,6 +236,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       logger: log,
       setTimer: timers.setTimer,
       clearTimer: timers.clearTimer,
+      fetch: collectorHttp.fetch,
       writer: cluster,
       isLeader,
       now: io.now,
