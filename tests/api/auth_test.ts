@@ -103,6 +103,22 @@ function flagsConfig(pki: TestPki): Pick<DelegatedAuthOptions, "clientCa" | "req
   };
 }
 
+/** Delegated auth on the flags' CAs that asks `fake` for reviews (no ConfigMap), started. */
+async function reviewingAuth(
+  pki: TestPki,
+  fake: FakeAuthApi,
+  now: () => number,
+): Promise<DelegatedAuth> {
+  const auth = createDelegatedAuth({
+    ...flagsConfig(pki),
+    kubeRequest: fake.kubeRequest,
+    lookupConfigMap: false,
+    now,
+  });
+  await auth.start();
+  return auth;
+}
+
 describe("authentication over real TLS connections", () => {
   let pki: TestPki;
   let fake: FakeAuthApi;
@@ -480,13 +496,7 @@ describe("the fast path check (allowsWithoutIo, middleware.fast)", () => {
   before(async () => {
     pki = makeTestPki();
     fake = await startFakeAuthApi();
-    auth = createDelegatedAuth({
-      ...flagsConfig(pki),
-      kubeRequest: fake.kubeRequest,
-      lookupConfigMap: false,
-      now: () => clock,
-    });
-    await auth.start();
+    auth = await reviewingAuth(pki, fake, () => clock);
     const middleware = createAuthMiddleware({ auth });
     const slow = whoAmIApp(auth);
     server = await serveHttps({
@@ -577,13 +587,7 @@ describe("the fast path's memo of users and decisions, on one connection", () =>
   before(async () => {
     pki = makeTestPki();
     fake = await startFakeAuthApi();
-    auth = createDelegatedAuth({
-      ...flagsConfig(pki),
-      kubeRequest: fake.kubeRequest,
-      lookupConfigMap: false,
-      now: () => clock,
-    });
-    await auth.start();
+    auth = await reviewingAuth(pki, fake, () => clock);
     peer = {
       authorized: true,
       authorizationError: null,
