@@ -11,8 +11,9 @@
  * scavenges of 7-13 ms every half second. Deno's fetch promoted 32 MB in the same test and
  * undici on Deno more (49 MB); Bun's fetch is native.
  *
- * What the collectors use of a response is here (status, statusText, headers.get, text, json,
- * arrayBuffer, body as a web stream, cancel); what differs from fetch:
+ * Of a response it has what fetchCapped (http_get.ts), the one reader of the collectors'
+ * fetch, uses: status, statusText, type, headers.get, text, and body as a web stream with
+ * cancel. What differs from fetch:
  * - redirects are never followed (every collector asks for `redirect: "manual"`; a call that
  *   asks to follow goes to the runtime's fetch);
  * - `statusText` is the standard reason phrase of the status (as on Deno);
@@ -104,14 +105,12 @@ function headerRecord(headers: HeadersInit | undefined): Record<string, string> 
 function bodyOf(body: BodyInit | null | undefined): string | Uint8Array | undefined {
   if (body === undefined || body === null) return undefined;
   if (typeof body === "string" || body instanceof Uint8Array) return body;
-  if (body instanceof URLSearchParams) return body.toString();
-  if (body instanceof ArrayBuffer) return new Uint8Array(body);
   throw new TypeError(`unsupported request body ${Object.prototype.toString.call(body)}`);
 }
 
 type HeaderValues = Record<string, string | string[] | undefined>;
 
-/** The response headers, read-only, with the web Headers methods that read. */
+/** The response headers, read-only: what fetchCapped reads of web Headers. */
 class RecordHeaders {
   readonly #headers: HeaderValues;
   constructor(headers: HeaderValues) {
@@ -122,31 +121,6 @@ class RecordHeaders {
     if (v === undefined) return null;
     return Array.isArray(v) ? v.join(", ") : v;
   }
-  has(name: string): boolean {
-    return this.#headers[name.toLowerCase()] !== undefined;
-  }
-  getSetCookie(): string[] {
-    const v = this.#headers["set-cookie"];
-    return v === undefined ? [] : Array.isArray(v) ? [...v] : [v];
-  }
-  forEach(fn: (value: string, name: string, parent: this) => void): void {
-    for (const [name, value] of this.entries()) fn(value, name, this);
-  }
-  *entries(): IterableIterator<[string, string]> {
-    for (const name of Object.keys(this.#headers).sort()) {
-      const value = this.get(name);
-      if (value !== null) yield [name, value];
-    }
-  }
-  *keys(): IterableIterator<string> {
-    for (const [name] of this.entries()) yield name;
-  }
-  *values(): IterableIterator<string> {
-    for (const [, value] of this.entries()) yield value;
-  }
-  [Symbol.iterator](): IterableIterator<[string, string]> {
-    return this.entries();
-  }
 }
 
 /** The part of a fetch Response the collectors read, over undici's response body. */
@@ -156,7 +130,6 @@ class RequestResponse {
   readonly statusText: string;
   readonly headers: RecordHeaders;
   readonly type = "basic";
-  readonly redirected = false;
   readonly #raw: Readable;
   #decoded: Readable | null = null;
   #web: ReadableStream<Uint8Array> | null = null;
@@ -168,14 +141,6 @@ class RequestResponse {
     this.statusText = STATUS_CODES[status] ?? "";
     this.headers = new RecordHeaders(headers);
     this.#raw = body; // (undici listens for errors of a body nobody reads)
-  }
-
-  get ok(): boolean {
-    return this.status >= 200 && this.status <= 299;
-  }
-
-  get bodyUsed(): boolean {
-    return this.#used;
   }
 
   /** The body as sent, decoded when the server compressed it. */
@@ -203,8 +168,8 @@ class RequestResponse {
 
   get body(): ReadableStream<Uint8Array> | null {
     if (this.#web === null) {
-      // pulled from the body's async iterator: reading to the end lets undici reuse the
-      // connection (Readable.toWeb's stream did not)
+      // pulled chunk by chunk from the body (only a body of unknown length or a compressed
+      // one is read this way)
       let chunks: AsyncIterator<Buffer> | null = null;
       const next = (): AsyncIterator<Buffer> => chunks ??= this.#take()[Symbol.asyncIterator]();
       this.#web = new ReadableStream<Uint8Array>({
@@ -221,15 +186,6 @@ class RequestResponse {
     return this.#web;
   }
 
-  async arrayBuffer(): Promise<ArrayBuffer> {
-    const bytes = await this.bytes();
-    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
-  }
-
-  async bytes(): Promise<Uint8Array> {
-    return await this.#bytesOf(this.#take());
-  }
-
   async text(): Promise<string> {
     const stream = this.#take();
     if (stream === this.#raw) {
@@ -242,9 +198,5 @@ class RequestResponse {
     const chunks: Buffer[] = [];
     for await (const chunk of stream) chunks.push(chunk as Buffer);
     return Buffer.concat(chunks);
-  }
-
-  async json(): Promise<unknown> {
-    return JSON.parse(await this.text());
   }
 }

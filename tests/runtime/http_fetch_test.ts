@@ -205,13 +205,9 @@ if (onUndici) {
       const unread = await http.fetch(url("/reset"), { redirect: "manual" });
       assert.equal(unread.status, 200);
       await new Promise((r) => setTimeout(r, 100)); // an uncaught error would end the test run
-      await assert.rejects(
-        fetchCapped(url("/reset"), { ...base, fetch: http.fetch }),
-        (e: Error) => {
-          assert.match(e.message, /^request to .*\/reset failed: |other side closed|terminated/);
-          return true;
-        },
-      );
+      await assert.rejects(fetchCapped(url("/reset"), { ...base, fetch: http.fetch }), {
+        message: "other side closed",
+      });
     });
 
     it("leaves what it does not do itself to the runtime's fetch", async () => {
