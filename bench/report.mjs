@@ -70,10 +70,9 @@ What is measured (everything on loopback, every process stopped by its PID):
 - **Startup**: process start to \`/readyz\` 200, with no HPAs (and with 2,000 for information),
   the certificate already on disk. Budget: < ${b.startupMs} ms for the binary.
 
-Budgets bind the binary, the artifact that ships (\`budget\`: ok or **MISS**). The bun, deno
-and node rows run the same bundle on the development runtimes and are measured for information
-(\`budget\`: within or over): on this machine some limits are past the runtime itself, such as
-a floor's own paced p99 or the RSS with no HPAs.
+Budgets bind the binary, the artifact that ships (\`budget\`: ok or **MISS**), as the startup
+budget always did. The bun, deno and node rows run the same bundle on the development runtimes;
+their \`budget\` column says within or over the same limits.
 
 The machine has 2 cores shared with other work: the 1-minute load average is in every row. A
 row measured under a load average well above 2 is noise, not a result.
