@@ -49,6 +49,10 @@ export interface FileClusterSourceOptions {
   onDebug?: (message: string) => void;
   /** The clock, ms since the epoch (event timestamps). */
   now?: () => number;
+  /** Stamps a file (default node:fs `stat`; tests pass their own). */
+  stat?: (file: string) => Promise<FileStamp>;
+  /** The wall clock that file timestamps are compared with (default `Date.now`). */
+  wallClock?: () => number;
 }
 
 interface Entry {
@@ -61,6 +65,27 @@ interface FileState {
   signature: string;
   entries: Entry[];
   error?: string;
+  /**
+   * The text read, kept only while the file's timestamps were too close to the read for the
+   * signature to show a later write (see RACY_MS): a same-size write in the same timestamp tick
+   * leaves the signature as it was, so such a file is read again and its text compared.
+   */
+  racyText?: string;
+}
+
+/**
+ * How close to a read (ms) a file's mtime or ctime may be for a later write to get the same
+ * timestamps. Linux takes file timestamps from a coarse clock (ticks of 1-10 ms); some file
+ * systems keep 1-2 s. Git calls such index entries "racily clean" and compares content.
+ */
+const RACY_MS = 2000;
+
+/** The stamp of a file that says whether it may have changed. */
+export interface FileStamp {
+  mtimeMs: number;
+  ctimeMs: number;
+  size: number;
+  ino: number;
 }
 
 /** A write applied in memory, kept while the file's own value is the one it replaced. */
@@ -106,6 +131,8 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   private readonly onEvent: (event: RecordedEvent) => void;
   private readonly onDebug: (message: string) => void;
   private readonly now: () => number;
+  private readonly stat: (file: string) => Promise<FileStamp>;
+  private readonly wallClock: () => number;
   private files = new Map<string, FileState>();
   /** Objects as the files define them, by kind and key. */
   private bases = new Map<Kind, Map<string, KubeObject>>();
@@ -132,6 +159,8 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     this.onEvent = options.onEvent ?? (() => {});
     this.onDebug = options.onDebug ?? (() => {});
     this.now = options.now ?? (() => Date.now());
+    this.stat = options.stat ?? ((file) => stat(file));
+    this.wallClock = options.wallClock ?? (() => Date.now());
     for (const k of KINDS) this.current.set(k, new Map());
   }
 
@@ -365,11 +394,19 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     const previous = this.files.get(file);
     let signature: string;
     let text: string;
+    let racy: boolean;
     try {
-      const s = await stat(file);
+      const checkedAt = this.wallClock();
+      const s = await this.stat(file);
       signature = `${s.mtimeMs}:${s.ctimeMs}:${s.size}:${s.ino}`;
-      if (previous && previous.signature === signature) return previous;
+      const same = previous !== undefined && previous.signature === signature;
+      if (same && previous.racyText === undefined) return previous;
       text = await readFile(file, "utf8");
+      racy = checkedAt - Math.max(s.mtimeMs, s.ctimeMs) < RACY_MS;
+      if (same && previous.racyText === text) {
+        if (!racy) delete previous.racyText;
+        return previous;
+      }
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       return {
@@ -379,9 +416,15 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       };
     }
     try {
-      return { signature, entries: this.entriesOf(parseManifests(text, file), file) };
+      const entries = this.entriesOf(parseManifests(text, file), file);
+      return { signature, entries, ...(racy ? { racyText: text } : {}) };
     } catch (e) {
-      return { signature, entries: previous?.entries ?? [], error: errorMessage(e) };
+      return {
+        signature,
+        entries: previous?.entries ?? [],
+        error: errorMessage(e),
+        ...(racy ? { racyText: text } : {}),
+      };
     }
   }
 

@@ -316,6 +316,37 @@ describe("FileClusterSource", () => {
     });
   });
 
+  it("sees a same-size edit whose timestamps did not change while they are close to the read", async () => {
+    // a write in the same tick of the file-system clock leaves mtime, ctime, size and inode as
+    // they were: only the text shows the change
+    const stamp = { mtimeMs: T0, ctimeMs: T0, size: 1, ino: 1 };
+    let wall = T0 + 5;
+    const options = { stat: () => Promise.resolve(stamp), wallClock: () => wall };
+    await withFiles(
+      { "one.yaml": deploymentYaml("web", 2) },
+      options,
+      async ({ source, write }) => {
+        await source.ensure("Deployment");
+        const seen = record(source, ["Deployment"]);
+        await write("one.yaml", deploymentYaml("web", 5));
+        await source.refresh();
+        assert.equal(source.get("Deployment", "default", "web")?.spec.replicas, 5);
+        assert.deepEqual(seen.map(([type, name]) => [type, name]), [
+          ["MODIFIED", "Deployment default/web"],
+        ]);
+
+        // read again once the timestamps are older than any clock tick: the text matches, and
+        // from then on the unchanged stamp is trusted (the file is not read)
+        wall = T0 + 60_000;
+        await source.refresh();
+        await write("one.yaml", deploymentYaml("web", 7));
+        await source.refresh();
+        assert.equal(source.get("Deployment", "default", "web")?.spec.replicas, 5);
+        assert.equal(seen.length, 1);
+      },
+    );
+  });
+
   it("sets spec and status replicas through the scale methods", async () => {
     await withFiles({ "one.yaml": DEPLOYMENTS }, {}, async ({ source, write }) => {
       const seen = record(source, ["Deployment"]);
