@@ -346,13 +346,6 @@ function servedHeaders(headers) {
 }
 
 /**
- * The serving rows. `clientCert` null: wrk reads the three paths with no client certificate
- * (the adapter has no client CA). Else the production path: the adapter verifies the
- * aggregator's front-proxy certificate (--requestheader-client-ca-file) and takes the user from
- * X-Remote-User; bench/loadgen presents that certificate and header (wrk cannot) and reads the
- * object metric; the floor asks for, verifies and reads the same certificate (floor.mjs).
- */
-/**
  * RSS of `pid` once a second for `seconds`: the median (`rssMiB`, what the budget is checked
  * against) and the highest reading; one reading when `seconds` is 0.
  */
@@ -371,6 +364,13 @@ async function rssOverWindow(pid, seconds) {
   };
 }
 
+/**
+ * The serving rows. `clientCert` null: wrk reads the three paths with no client certificate
+ * (the adapter has no client CA). Else the production path: the adapter verifies the
+ * aggregator's front-proxy certificate (--requestheader-client-ca-file) and takes the user from
+ * X-Remote-User; bench/loadgen presents that certificate and header (wrk cannot) and reads the
+ * object metric; the floor asks for, verifies and reads the same certificate (floor.mjs).
+ */
 async function servingSection(art, servingDirs, clientCert = null) {
   const script = join(here, "wrk_report.lua");
   const tlsGet = clientCert && {
@@ -415,9 +415,10 @@ async function servingSection(art, servingDirs, clientCert = null) {
         }
         const firstValuesMs = performance.now() - t0 + a.readyMs;
         await sleep(quick ? 1000 : 3000);
-        const settled = clientCert || size !== 2000
-          ? procStats(a.pid)
-          : await rssOverWindow(a.pid, plan.memoryWindowSeconds);
+        const settled = await rssOverWindow(
+          a.pid,
+          clientCert || size !== 2000 ? 0 : plan.memoryWindowSeconds,
+        );
         const responsesFile = join(work, `responses-${runtime}-${size}.json`);
         writeFileSync(responsesFile, JSON.stringify(responses));
         const floorPort = await freePort();
