@@ -24,6 +24,7 @@ import type { Collector, CollectResult } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
 import { planHpa, planKey, queryKey } from "../core/plan.ts";
 import type { MetricPlan } from "../core/types.ts";
+import { SmallMap } from "../core/small_map.ts";
 import type { MetricStore } from "../store/store.ts";
 import { describedKindFor } from "../store/store.ts";
 import type { ServedAt, StoredPlan } from "../store/types.ts";
@@ -144,14 +145,14 @@ interface PlanEntry {
 interface HpaState {
   key: string;
   obj: KubeObject;
-  plans: Map<string, PlanEntry>;
+  plans: SmallMap<string, PlanEntry>;
 }
 
 interface Job {
   id: string;
   type: string;
   collector: Collector;
-  subscribers: Map<string, PlanEntry>;
+  subscribers: SmallMap<string, PlanEntry>;
   intervalMs: number;
   timer: unknown;
   /** Whether the first collection has started: the period is anchored there. */
@@ -278,7 +279,7 @@ export class Engine {
   /** Slot and query key of every plan declared to the store. */
   #planSlots = new Map<string, { slot: string; query: string }>();
   /** Query keys of the plans per slot (where the store's values may collide), counted. */
-  #slotQueries = new Map<string, Map<string, number>>();
+  #slotQueries = new Map<string, SmallMap<string, number>>();
   /** Slots whose plans have different query keys: their collections may change conflicts. */
   #contested = new Set<string>();
   /** The store's conflict version at the last `#checkConflicts`. */
@@ -460,7 +461,7 @@ export class Engine {
     this.#clearEvent(hpaKey);
     let state = this.#hpas.get(hpaKey);
     if (!state) {
-      state = { key: hpaKey, obj: hpa, plans: new Map() };
+      state = { key: hpaKey, obj: hpa, plans: new SmallMap() };
       this.#hpas.set(hpaKey, state);
     }
     state.obj = hpa;
@@ -607,7 +608,7 @@ export class Engine {
     if (old) this.#unindexSlot(key);
     this.#planSlots.set(key, { slot, query });
     let queries = this.#slotQueries.get(slot);
-    if (!queries) this.#slotQueries.set(slot, queries = new Map());
+    if (!queries) this.#slotQueries.set(slot, queries = new SmallMap());
     queries.set(query, (queries.get(query) ?? 0) + 1);
     if (queries.size > 1) this.#contested.add(slot);
   }
@@ -734,7 +735,7 @@ export class Engine {
         id: collector.queryKey,
         type: entry.plan.collector ?? "",
         collector,
-        subscribers: new Map([[entry.key, entry]]),
+        subscribers: new SmallMap([[entry.key, entry]]),
         intervalMs,
         timer: null,
         anchored: false,

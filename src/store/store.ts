@@ -15,6 +15,7 @@
 import { formatDuration } from "../core/duration.ts";
 import { formatSelector, matchesSelector } from "../core/label_selector.ts";
 import type { Selector } from "../core/label_selector.ts";
+import { SmallMap } from "../core/small_map.ts";
 import type {
   CustomItem,
   CustomLookup,
@@ -82,7 +83,7 @@ type Entry = StoredValue | Map<string, StoredValue>;
 interface Slot {
   kind: "custom" | "external";
   plans: Keys;
-  entries: Map<string, Entry>;
+  entries: SmallMap<string, Entry>;
   /**
    * Bumped when a plan or an entry comes or goes, or a plan starts or stops holding a value
    * in an entry (not when a value is replaced): what the read memos below depend on.
@@ -413,7 +414,7 @@ export class MetricStore {
       slot = {
         kind: at_.kind,
         plans: undefined,
-        entries: new Map(),
+        entries: new SmallMap(),
         version: 0,
         sorted: null,
         externalMemo: null,
