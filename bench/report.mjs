@@ -24,7 +24,7 @@ export function renderReport(report) {
   out.push(`# Benchmarks
 
 \`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
-version (about a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
+version (under a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
 Options: \`--runtimes binary,bun,deno,node\`, \`--only startup,serving,tls,fanout,cluster\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
 working tree into a temp folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs
@@ -37,8 +37,8 @@ What is measured (everything on loopback, every process stopped by its PID):
   50 pods. wrk hammers three reads: an object metric, the pods wildcard (50 items) and an
   external metric, each against the adapter and against the **floor**, a bare \`node:https\`
   server on the same runtime answering the same bytes (status, body, and every header the
-  adapter sent except Date, Content-Length and Connection): a warm-up of each, then rounds
-  (three quick, eight full) of one adapter run and one floor run. "x floor" is the median of
+  adapter sent except Date, Content-Length and Connection): a warm-up of each (quick: before
+  the first path only), then rounds (three quick, eight full) of one adapter run and one floor run. "x floor" is the median of
   the rounds' ratios (each adapter run against the floor run right after it); requests/s and
   latencies are the median run of each side (every run in results.json). Then one paced run
   of each side for latency ("p99 paced": every connection waits 1 ms before each request, a
