@@ -11,7 +11,8 @@
  * order: malformed keys become warnings, and bad values or conflicting collectors become
  * errors of the one metric they belong to.
  */
-import { parseDuration } from "./duration.ts";
+import { DurationError, parseDuration, TOO_LONG } from "./duration.ts";
+import { quote } from "./quote.ts";
 import type { MetricType } from "./types.ts";
 
 /** Every annotation key of the grammar starts with this. */
@@ -145,7 +146,9 @@ export function parseMetricAnnotations(
       case "per-replica":
         if (value === "true") entry.perReplica = true;
         else if (value === "false") entry.perReplica = false;
-        else entry.errors.push(`invalid per-replica "${value}" ${where}: want "true" or "false"`);
+        else {entry.errors.push(
+            `invalid per-replica ${quote(value)} ${where}: want "true" or "false"`,
+          );}
         break;
       default:
         entry.config[configKey] = value;
@@ -174,12 +177,15 @@ function durationValue(
   let seconds: number;
   try {
     seconds = parseDuration(value);
-  } catch {
-    errors.push(`invalid ${name} "${value}" ${where}: want a Go duration like 30s, 1m30s, 2h`);
+  } catch (e) {
+    const why = e instanceof DurationError && e.reason === TOO_LONG
+      ? TOO_LONG
+      : "want a Go duration like 30s, 1m30s, 2h";
+    errors.push(`invalid ${name} ${quote(value)} ${where}: ${why}`);
     return undefined;
   }
   if (seconds < 0) {
-    errors.push(`invalid ${name} "${value}" ${where}: must not be negative`);
+    errors.push(`invalid ${name} ${quote(value)} ${where}: must not be negative`);
     return undefined;
   }
   return seconds;

@@ -1,22 +1,57 @@
 /**
  * Go `time.Duration` strings, as kube-metrics-adapter's flags and annotations use them
- * (`30s`, `1m30s`, `1.5h`, `500ms`). Kept in seconds as a float.
+ * (`30s`, `1m30s`, `1.5h`, `500ms`). Kept in seconds as a float. The one parser of durations:
+ * flags, annotations and collector config all read them here.
  */
+import { quote } from "./quote.ts";
 
-const UNIT_SECONDS: Record<string, number> = {
-  ns: 1e-9,
-  us: 1e-6,
-  "µs": 1e-6,
-  "μs": 1e-6,
-  ms: 1e-3,
-  s: 1,
-  m: 60,
-  h: 3600,
+/** Nanoseconds per unit, as Go's `time` package counts them. */
+const UNIT_NANOS: Readonly<Record<string, bigint>> = {
+  ns: 1n,
+  us: 1_000n,
+  "µs": 1_000n,
+  "μs": 1_000n,
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
 };
 
+/** Go's `time.Duration` is an int64 of nanoseconds: nothing longer exists there. */
+const MAX_NANOS = (1n << 63n) - 1n;
+
+/** The longest duration Go can hold (`2562047h47m16.854775807s`), in seconds. */
+export const MAX_DURATION_SECONDS = Number(MAX_NANOS) / 1e9;
+
+const DURATION_RE = /^([+-]?)((?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/;
+const PART_RE = /(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h)/g;
+
+/** Thrown by {@linkcode parseDuration}; `reason` is the message without the value. */
+export class DurationError extends Error {
+  /** Set the name so logs say what happened. */
+  override name = "DurationError";
+  /** What is wrong, e.g. `longer than Go's maximum 2562047h47m16.854775807s`. */
+  readonly reason: string;
+
+  /** An error with its whole message and its reason. */
+  constructor(message: string, reason: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+/** What a malformed duration is told. */
+const GO_FORM = "use Go's form, e.g. 30s, 1m30s, 1h";
+
+/** What a duration past Go's range is told. */
+export const TOO_LONG = "longer than Go's maximum 2562047h47m16.854775807s";
+
 /**
- * Parse a Go duration string into seconds. Throws on anything Go's `time.ParseDuration`
- * rejects (a bare number other than 0, an unknown unit, an empty string).
+ * Parse a Go duration string into seconds, with Go's `time.ParseDuration` rules and limits:
+ * counted in whole nanoseconds (finer fractions are dropped), at most
+ * `2562047h47m16.854775807s` ({@linkcode MAX_DURATION_SECONDS}) either way. Throws on anything
+ * Go rejects: a bare number other than 0, a missing or unknown unit, an empty string, an
+ * overflow (a value that would read as Infinity here).
  *
  * @example
  * ```ts
@@ -26,13 +61,30 @@ const UNIT_SECONDS: Record<string, number> = {
 export function parseDuration(input: string): number {
   const s = input.trim();
   if (s === "0" || s === "+0" || s === "-0") return 0;
-  const m = /^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(s);
-  if (!m) throw new Error(`invalid duration "${input}" (use Go's form, e.g. 30s, 1m30s, 1h)`);
-  let total = 0;
-  for (const part of m[2].matchAll(/(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {
-    total += Number(part[1]) * UNIT_SECONDS[part[2]];
+  const m = DURATION_RE.exec(s);
+  if (!m) {
+    throw new DurationError(`invalid duration ${quote(input)} (${GO_FORM})`, GO_FORM);
   }
-  return m[1] === "-" ? -total : total;
+  let total = 0n;
+  for (const part of m[2].matchAll(PART_RE)) {
+    const unit = UNIT_NANOS[part[3]];
+    const whole = part[1] === "" ? 0n : BigInt(part[1]);
+    // Go keeps the fraction's digits only as far as they change whole nanoseconds
+    const fraction = part[2] ?? "";
+    let nanos = whole * unit;
+    if (fraction !== "") {
+      const scale = 10n ** BigInt(fraction.length);
+      nanos += (BigInt(fraction) * unit) / scale;
+    }
+    total += nanos;
+    if (total > MAX_NANOS + 1n) break;
+  }
+  const limit = m[1] === "-" ? MAX_NANOS + 1n : MAX_NANOS;
+  if (total > limit) {
+    throw new DurationError(`invalid duration ${quote(input)}: ${TOO_LONG}`, TOO_LONG);
+  }
+  const seconds = Number(total / 1_000_000_000n) + Number(total % 1_000_000_000n) / 1e9;
+  return m[1] === "-" ? -seconds : seconds;
 }
 
 /**

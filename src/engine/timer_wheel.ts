@@ -18,6 +18,9 @@
  * holds ~170 collections).
  */
 
+/** The longest delay runtimes' `setTimeout` takes as it is (a signed 32-bit count of ms). */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
 /** The runtime's timer functions and a monotonic clock (ms), injectable for tests. */
 export interface TimerWheelOptions {
   /** Slot length, ms (default 250). */
@@ -157,9 +160,11 @@ export class TimerWheel {
   #arm(slot: number): void {
     if (this.#armed !== null) this.#clearTimeout(this.#armed);
     this.#armedSlot = slot;
+    // Runtimes fire a delay above 2^31-1 ms at once (Node after 1 ms): a slot farther away
+    // (an interval of 25 days or more) is reached in steps, or it would spin
     this.#armed = this.#setTimeout(
       () => this.#fire(),
-      Math.max(0, slot * this.#slotMs - this.#now()),
+      Math.min(MAX_TIMEOUT_MS, Math.max(0, slot * this.#slotMs - this.#now())),
     );
   }
 

@@ -156,6 +156,24 @@ describe("TimerWheel", () => {
     assert.deepEqual(log, ["short@1030"]);
   });
 
+  it("reaches a slot more than 2^31-1 ms away in runtime timers the runtime can hold", () => {
+    const rt = new FakeRuntime();
+    const delays: number[] = [];
+    const wheel = wheelOn(rt, {
+      setTimeout: (fn, ms) => {
+        delays.push(ms);
+        return rt.setTimeout(fn, ms);
+      },
+    });
+    const log: number[] = [];
+    const thirtyDays = 30 * 24 * 3600 * 1000;
+    wheel.setTimer(() => log.push(rt.now), thirtyDays);
+    assert.deepEqual(delays, [2_147_483_647]);
+    rt.advance(thirtyDays + 100);
+    assert.deepEqual(delays, [2_147_483_647, thirtyDays - 2_147_483_647]);
+    assert.deepEqual(log, [1_000 + thirtyDays]);
+  });
+
   it("keeps firing the other timers when one throws, and reports the error", () => {
     const rt = new FakeRuntime();
     const errors: unknown[] = [];
