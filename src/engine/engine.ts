@@ -509,11 +509,6 @@ export class Engine {
     } catch (e) {
       entry.problem = errorText(e);
     }
-    if (servedAt) {
-      const stored = this.#storedPlan(key, plan, servedAt);
-      this.#store.upsertPlan(stored, now);
-      this.#indexSlot(key, servedAt, stored.queryKey);
-    }
     if (entry.problem === null && plan.error !== null) entry.problem = plan.error;
     entry.incompatible = plan.collector === null || !this.#enabled.has(plan.collector);
     let collector: Collector | null = null;
@@ -530,6 +525,13 @@ export class Engine {
           entry.problem = errorText(e);
         }
       }
+    }
+    if (servedAt) {
+      const stored = this.#storedPlan(key, plan, servedAt);
+      // a plan that can never be collected serves nothing, so it blocks no other HPA's value
+      if (entry.problem !== null || !collector) stored.uncollectable = true;
+      this.#store.upsertPlan(stored, now);
+      this.#indexSlot(key, servedAt, stored.queryKey);
     }
     for (const w of plan.warnings ?? []) {
       this.#log.warn("metric configuration warning", { plan: key, warning: w });

@@ -389,8 +389,10 @@ export class MetricStore {
     const old = this.#plans.get(plan.key);
     const servedKey = servedKeyOf(plan.servedAt);
     if (old && old.servedKey === servedKey && old.plan.queryKey === plan.queryKey) {
+      const wasUncollectable = old.plan.uncollectable === true;
       old.plan = plan;
       if (at !== undefined && old.declaredAt === undefined) old.declaredAt = at;
+      if (wasUncollectable !== (plan.uncollectable === true)) this.#refreshFixedConflicts(old);
       return;
     }
     if (old) this.removePlan(plan.key);
@@ -1009,14 +1011,27 @@ export class MetricStore {
     }
   }
 
+  /**
+   * Recompute the conflicts of `state` and of every plan served at its place (after `state`
+   * became collectable or not: theirs may depend on it).
+   */
+  #refreshFixedConflicts(state: PlanState): void {
+    this.#refreshConflicts(state);
+    if (!state.fixed) return;
+    for (const other of keysOf(this.#served.get(state.servedKey))) {
+      if (other !== state.plan.key) this.#refreshConflicts(this.#plans.get(other)!);
+    }
+  }
+
   /** Recompute which plans this one conflicts with; the relation is kept symmetric. */
   #refreshConflicts(state: PlanState): void {
     const key = state.plan.key;
     const queryKey = state.plan.queryKey;
     let found: Set<string> | undefined;
-    if (state.fixed) {
+    if (state.fixed && state.plan.uncollectable !== true) {
       for (const other of keysOf(this.#served.get(state.servedKey))) {
-        if (other !== key && this.#plans.get(other)!.plan.queryKey !== queryKey) {
+        const o = this.#plans.get(other)!.plan;
+        if (other !== key && o.queryKey !== queryKey && o.uncollectable !== true) {
           (found ??= new Set()).add(other);
         }
       }

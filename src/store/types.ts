@@ -61,6 +61,11 @@ export interface StoredPlan {
   describedKind?: DescribedKind;
   /** Custom metrics: the HPA's metric selector, served as `selector` / `metric.selector`. */
   metricSelectorObject?: LabelSelector | null;
+  /**
+   * The plan has no collector (its config is invalid, its collector is off): it is kept for
+   * the reason in its 404, but conflicts with no other plan.
+   */
+  uncollectable?: boolean;
 }
 
 /** Why nothing could be served, in words for `kubectl describe hpa`. */

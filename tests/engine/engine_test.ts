@@ -936,6 +936,47 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("serves an HPA's value beside an HPA that cannot collect the same metric, and a conflict once both can", async () => {
+    const s = setup();
+    s.backend.answers.set("A", 7);
+    s.backend.answers.set("B", 9);
+    const broken = externalHpa("broken", [{ name: "q", endpoint: "B" }]);
+    broken.metadata.annotations!["metric-config.external.q.json-path/aggregator"] = "median";
+    s.cluster.set("HorizontalPodAutoscaler", broken);
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("odd", [{ name: "q", endpoint: "BAD" }]));
+    await s.engine.start();
+    await settle();
+    assert.deepEqual(external(s, "q"), [7]);
+    assert.deepEqual(s.writer.events.map((e) => [e.name, e.event.message]), [
+      [
+        "default/broken",
+        'failed to create metrics collector for External metric q: invalid aggregator "median" for External metric `q`: want one of avg, max, min, sum',
+      ],
+      [
+        "default/odd",
+        "failed to create metrics collector for External metric q: unusable endpoint for metric q",
+      ],
+    ]);
+    assert.deepEqual(s.store.conflicts(), []);
+    // fixed: two HPAs now collect one name and labels differently
+    s.cluster.set("HorizontalPodAutoscaler", externalHpa("broken", [{ name: "q", endpoint: "B" }]));
+    await settle();
+    assert.deepEqual(
+      s.store.conflicts().map((c) => [c.plan.key, c.message.split(":")[0]]),
+      [
+        ["default/broken/0/External/q", "conflict with HPA default/web"],
+        ["default/web/0/External/q", "conflict with HPA default/broken"],
+      ],
+    );
+    // broken again: the conflict is gone, web is served
+    s.cluster.set("HorizontalPodAutoscaler", broken);
+    await settle();
+    assert.deepEqual(s.store.conflicts(), []);
+    assert.deepEqual(external(s, "q"), [7]);
+    await s.engine.stop();
+  });
+
   it("bounds concurrent collections by --max-concurrent-collections", async () => {
     const s = setup({ flags: { "max-concurrent-collections": 2 } });
     let running = 0;
