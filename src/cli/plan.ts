@@ -2,6 +2,8 @@
  * `plan`: reads HorizontalPodAutoscaler manifests and shows, per metric, which collector would
  * collect it, how often, with which config, or what to add or change. Offline: nothing is
  * queried. Serve's collector flags say which collectors count as enabled; without any, all do.
+ * Each metric goes through exactly what `serve` runs before it collects: the plan, then the
+ * collector's factory with the same flags, so a metric `plan` calls OK is one `serve` starts.
  * Meant for people (table) and for CI (`--output json`, `--strict`).
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
@@ -9,6 +11,7 @@ import {
   COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
   type FlagDef,
+  type FlagValues,
   listFlag,
   numberFlag,
   parseArgs,
@@ -16,9 +19,17 @@ import {
   stringFlag,
 } from "./flags.ts";
 import { readManifests } from "../cluster/manifests.ts";
+import { backendCollectorFactories } from "../collectors/backends.ts";
+import {
+  type CollectorRegistry,
+  createCollectorRegistry,
+  defaultCollectorFactories,
+} from "../collectors/registry.ts";
+import { BackendNotConfiguredError } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
+import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
 
 const PLAN = "Plan";
@@ -63,6 +74,29 @@ export interface PlanRow {
   config: Record<string, string>;
   error: string | null;
   warnings?: string[];
+}
+
+/**
+ * The factory's verdict on a plan `planHpa` found no error in, as `serve` builds its collector:
+ * the error it throws, or null. A backend the flags do not set up counts only when collector
+ * flags were given (`assumeBackends` false).
+ */
+export function collectorError(
+  plan: MetricPlan,
+  options: { registry: CollectorRegistry; flags: FlagValues; assumeBackends: boolean },
+): string | null {
+  if (plan.error !== null || plan.collector === null) return null;
+  const factory = options.registry.lookup(plan.collector, plan.metricType);
+  if (!factory) {
+    return `collector "${plan.collector}" is not available for ${plan.metricType} metrics`;
+  }
+  try {
+    factory.create({ plan, flags: options.flags });
+    return null;
+  } catch (e) {
+    if (e instanceof BackendNotConfiguredError && options.assumeBackends) return null;
+    return shortenValues(e instanceof Error ? e.message : String(e));
+  }
 }
 
 /** The JSON shape of one plan. */
@@ -143,6 +177,15 @@ export const planCommand: Command = {
       enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
     };
 
+    const check = {
+      registry: createCollectorRegistry([
+        ...defaultCollectorFactories(),
+        ...backendCollectorFactories(),
+      ]),
+      flags: parsed.values,
+      assumeBackends: !collectorFlagsGiven,
+    };
+
     const read = await readManifests(files);
     let failed = read.errors.length > 0;
     for (const e of read.errors) io.stderr(`error: ${e}\n`);
@@ -153,7 +196,10 @@ export const planCommand: Command = {
       if (object.kind !== "HorizontalPodAutoscaler") continue;
       hpas++;
       try {
-        for (const plan of planHpa(object, options)) rows.push(planRow(plan));
+        for (const plan of planHpa(object, options)) {
+          plan.error ??= collectorError(plan, check);
+          rows.push(planRow(plan));
+        }
       } catch (e) {
         if (!(e instanceof InvalidHpaError)) throw e;
         failed = true;

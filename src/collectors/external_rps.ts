@@ -24,6 +24,7 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { BackendNotConfiguredError } from "./types.ts";
 
 const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -141,8 +142,9 @@ export const externalRpsFactory: CollectorFactory = {
   metricTypes: ["External"],
   create(options: CollectorFactoryOptions): Collector {
     const { plan, flags } = options;
+    const { hostnames, weight } = parseExternalRpsConfig(plan);
     if (flags["external-rps-metrics"] !== true) {
-      throw new Error(
+      throw new BackendNotConfiguredError(
         `requests-per-second metrics are not enabled (start with --external-rps-metrics)`,
       );
     }
@@ -155,7 +157,6 @@ export const externalRpsFactory: CollectorFactory = {
     if (!METRIC_NAME.test(metricName)) {
       throw new Error(`invalid --external-rps-metric-name "${metricName}"`);
     }
-    const { hostnames, weight } = parseExternalRpsConfig(plan);
     const query = externalRpsQuery({ metricName, hostnames, weight });
     return new ExternalRpsCollector(plan, query, client, backends);
   },

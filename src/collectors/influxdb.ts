@@ -43,6 +43,7 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { BackendNotConfiguredError } from "./types.ts";
 
 /** Timeout of one Flux query, ms (the client's socket timeout; the collection may end sooner). */
 export const INFLUXDB_QUERY_TIMEOUT_MS = 10_000;
@@ -93,7 +94,9 @@ export function parseInfluxDbConfig(
   const flagAddress = flagString(flags, "influxdb-address");
   const address = c["address"] ?? flagAddress;
   if (address === "") {
-    throw new Error(`influxdb metric ${metric} needs --influxdb-address or an address config`);
+    throw new BackendNotConfiguredError(
+      `influxdb metric ${metric} needs --influxdb-address or an address config`,
+    );
   }
   let url: URL;
   try {
@@ -111,7 +114,9 @@ export function parseInfluxDbConfig(
   }
   const org = c["org"] ?? c["org-id"] ?? flagString(flags, "influxdb-org");
   if (org === "") {
-    throw new Error(`influxdb metric ${metric} needs --influxdb-org or an org config`);
+    throw new BackendNotConfiguredError(
+      `influxdb metric ${metric} needs --influxdb-org or an org config`,
+    );
   }
   const normalised = url.href.replace(/\/+$/, "");
   const operatorAddress = flagAddress !== "" && normalisedUrl(flagAddress) === normalised;

@@ -290,11 +290,12 @@ export const nakadiFactory: CollectorFactory = {
   metricTypes: ["External"],
   create(options: CollectorFactoryOptions): Collector {
     const { plan, flags } = options;
+    const config = parseNakadiConfig(plan);
     const backend = oauthBackendFromFlags(flags, {
       type: "nakadi",
       endpointFlag: "nakadi-endpoint",
       metricName: plan.metricName,
     });
-    return new NakadiCollector({ ...backend, config: parseNakadiConfig(plan) });
+    return new NakadiCollector({ ...backend, config });
   },
 };

@@ -6,6 +6,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { abortReasonText, maxResponseBytes, RequestAbortedError } from "./http_get.ts";
+import { BackendNotConfiguredError } from "./types.ts";
 
 /** Gives the bearer token for a request. */
 export interface TokenSource {
@@ -109,7 +110,9 @@ export function oauthBackendFromFlags(
   const { type, endpointFlag } = options;
   const endpoint = flags[endpointFlag];
   if (typeof endpoint !== "string" || endpoint === "") {
-    throw new Error(`${type} metric ${options.metricName} needs --${endpointFlag}`);
+    throw new BackendNotConfiguredError(
+      `${type} metric ${options.metricName} needs --${endpointFlag}`,
+    );
   }
   try {
     const u = new URL(endpoint);

@@ -34,6 +34,7 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { BackendNotConfiguredError } from "./types.ts";
 
 /** The Prometheus servers and limits the flags configure. */
 export interface PrometheusBackends {
@@ -139,7 +140,9 @@ export function defaultPrometheusServer(
 ): { backends: PrometheusBackends; client: PrometheusClient } {
   const backends = prometheusBackendsFromFlags(flags);
   if (!backends.default) {
-    throw new Error(`${options.type} metric ${options.metricName} needs --prometheus-server`);
+    throw new BackendNotConfiguredError(
+      `${options.type} metric ${options.metricName} needs --prometheus-server`,
+    );
   }
   return { backends, client: backends.default };
 }
@@ -391,7 +394,7 @@ function resolveServer(
     return { client, warning: null };
   }
   if (!backends.default) {
-    throw new Error(
+    throw new BackendNotConfiguredError(
       `no Prometheus server for metric ${metric}: start with --prometheus-server or set prometheus-server-alias`,
     );
   }

@@ -32,6 +32,7 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { BackendNotConfiguredError } from "./types.ts";
 
 /** Skipper's per-host request counter. */
 export const SKIPPER_RPS_SERIES = "skipper_serve_host_duration_seconds_count";
@@ -292,7 +293,7 @@ export const skipperFactory: CollectorFactory = {
     }
     const flag = d.kind === "Ingress" ? "skipper-ingress-metrics" : "skipper-routegroup-metrics";
     if (flags[flag] !== true) {
-      throw new Error(
+      throw new BackendNotConfiguredError(
         `skipper metrics of ${d.kind} objects are not enabled (start with --${flag})`,
       );
     }

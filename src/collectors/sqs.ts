@@ -22,6 +22,7 @@
  */
 import type { QueueAttributeName, SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
 import type { MetricPlan } from "../core/types.ts";
+import { BackendNotConfiguredError } from "./types.ts";
 import type {
   CollectContext,
   Collector,
@@ -56,19 +57,20 @@ export function parseSqsConfig(plan: MetricPlan, regions: readonly string[]): Sq
   }
   const region = c["region"] ?? "";
   if (region === "") throw new Error(`missing region for metric ${metric}`);
-  if (!regions.includes(region)) {
-    throw new Error(
-      `region "${region}" of metric ${metric} is not configured: want one of --aws-region (${
-        regions.length ? regions.join(", ") : "none given"
-      })`,
-    );
-  }
-  return {
+  const config = {
     queueName,
     region,
     includeInFlight: boolConfig(plan, "include-in-flight"),
     includeDelayed: boolConfig(plan, "include-delayed"),
   };
+  if (!regions.includes(region)) {
+    throw new BackendNotConfiguredError(
+      `region "${region}" of metric ${metric} is not configured: want one of --aws-region (${
+        regions.length ? regions.join(", ") : "none given"
+      })`,
+    );
+  }
+  return config;
 }
 
 /** Options of {@linkcode createSqsQueueLengthFactory}. */

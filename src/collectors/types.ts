@@ -56,3 +56,15 @@ export interface CollectorFactory {
   /** Throws a clear error if the plan's config is unusable. */
   create(options: CollectorFactoryOptions): Collector;
 }
+
+/**
+ * Thrown by a factory when the plan's config is fine but a backend it needs is not set up by
+ * the flags (no `--prometheus-server`, a region not in `--aws-region`, a collector switch off).
+ * Factories check the config first, so this comes only after every config error. `plan`
+ * without collector flags assumes every backend set up and ignores it; `serve` reports it as
+ * any other error.
+ */
+export class BackendNotConfiguredError extends Error {
+  /** Set the name so logs say what happened. */
+  override name = "BackendNotConfiguredError";
+}

@@ -260,11 +260,12 @@ export const zmonFactory: CollectorFactory = {
   metricTypes: ["External"],
   create(options: CollectorFactoryOptions): Collector {
     const { plan, flags } = options;
+    const config = parseZmonConfig(plan);
     const backend = oauthBackendFromFlags(flags, {
       type: "zmon",
       endpointFlag: "zmon-kariosdb-endpoint",
       metricName: plan.metricName,
     });
-    return new ZmonCollector({ ...backend, config: parseZmonConfig(plan) }, plan.metricName);
+    return new ZmonCollector({ ...backend, config }, plan.metricName);
   },
 };

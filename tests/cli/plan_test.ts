@@ -176,12 +176,152 @@ describe("plan command", () => {
       ...WEB_DEPTH,
       error: "collector `influxdb` is not enabled (start with --influxdb-address)",
     }]);
-    const enabled = captureIO();
+    // enabled, but serve would still refuse it: no organization to query
+    const noOrg = captureIO();
     await planCommand.run(
       ["-f", good, "-o", "json", "--influxdb-address", "http://influx"],
+      noOrg,
+    );
+    assert.deepEqual(JSON.parse(noOrg.out()), [WEB_RPS, {
+      ...WEB_DEPTH,
+      error: "influxdb metric depth needs --influxdb-org or an org config",
+    }]);
+    const enabled = captureIO();
+    await planCommand.run(
+      ["-f", good, "-o", "json", "--influxdb-address", "http://influx", "--influxdb-org", "o"],
       enabled,
     );
     assert.deepEqual(JSON.parse(enabled.out()), [WEB_RPS, WEB_DEPTH]);
+  });
+
+  it("refuses in plan --strict every config that serve's collectors refuse, with their words", async () => {
+    const cases: [string, string, Record<string, string>, string][] = [
+      [
+        "ll-int",
+        "json-path",
+        { endpoint: "http://2852039166/x" },
+        'endpoint "http://2852039166/x" of metric ll-int is a link-local address (allow with --allow-link-local-targets)',
+      ],
+      [
+        "ll-hex",
+        "json-path",
+        { endpoint: "http://0xa9fea9fe/x" },
+        'endpoint "http://0xa9fea9fe/x" of metric ll-hex is a link-local address (allow with --allow-link-local-targets)',
+      ],
+      [
+        "ll-dot",
+        "json-path",
+        { endpoint: "http://169.254.169.254./x" },
+        'endpoint "http://169.254.169.254./x" of metric ll-dot is a link-local address (allow with --allow-link-local-targets)',
+      ],
+      [
+        "ll-map",
+        "json-path",
+        { endpoint: "http://[::ffff:169.254.169.254]/x" },
+        'endpoint "http://[::ffff:169.254.169.254]/x" of metric ll-map is a link-local address (allow with --allow-link-local-targets)',
+      ],
+      [
+        "ll-v6",
+        "json-path",
+        { endpoint: "http://[fe80::1]/x" },
+        'endpoint "http://[fe80::1]/x" of metric ll-v6 is a link-local address (allow with --allow-link-local-targets)',
+      ],
+      [
+        "ll-prom",
+        "prometheus",
+        { "prometheus-server": "http://169.254.169.254" },
+        'prometheus-server "http://169.254.169.254" of metric ll-prom is a link-local address (allow with --allow-link-local-targets)',
+      ],
+      [
+        "file",
+        "prometheus",
+        { "prometheus-server": "file:///etc/passwd" },
+        'invalid prometheus-server "file:///etc/passwd" for metric file: want an http(s) URL',
+      ],
+      [
+        "alias",
+        "prometheus",
+        { "prometheus-server-alias": "nope" },
+        'unknown prometheus-server-alias "nope" for metric alias (no --additional-prometheus-server given)',
+      ],
+      [
+        "syntax",
+        "json-path",
+        { "json-key": "$[" },
+        'invalid json-key "$[": unterminated "[" at position 1 for metric syntax',
+      ],
+      [
+        "eval",
+        "json-path",
+        { "json-eval": "process.exit(3)" },
+        'invalid json-eval "process.exit(3)": unexpected "." at position 7 for metric eval',
+      ],
+      [
+        "timeout",
+        "json-path",
+        { "connect-timeout": "-5s" },
+        'invalid connect-timeout "-5s" for metric timeout',
+      ],
+      [
+        "url",
+        "json-path",
+        { endpoint: "http://[::1" },
+        'invalid endpoint "http://[::1" for metric url',
+      ],
+    ];
+    const docs = cases.map(([name, collector, config]) => {
+      const base: Record<string, string> = collector === "json-path"
+        ? { endpoint: "http://127.0.0.1:9/x", "json-key": "$.v" }
+        : { query: "up" };
+      const merged = { ...base, ...config };
+      if (merged["json-eval"]) delete merged["json-key"];
+      return JSON.stringify({
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: {
+          name: `h-${name}`,
+          namespace: "faults",
+          annotations: Object.fromEntries(
+            Object.entries(merged).map((
+              [k, v],
+            ) => [`metric-config.external.${name}.${collector}/${k}`, v]),
+          ),
+        },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+          maxReplicas: 3,
+          metrics: [{
+            type: "External",
+            external: {
+              metric: { name, selector: { matchLabels: { type: collector } } },
+              target: { type: "Value", value: "1" },
+            },
+          }],
+        },
+      });
+    });
+    const own = await mkdtemp(join(tmpdir(), "plan-refused-"));
+    const file = join(own, "serve-refuses.yaml");
+    await writeFile(file, docs.join("\n---\n"));
+    const io = captureIO();
+    const args = ["-f", file, "-o", "json", "--strict", "--prometheus-server=http://prom:9090"];
+    try {
+      assert.equal(await planCommand.run(args, io), 1);
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
+    assert.deepEqual(
+      JSON.parse(io.out()).map((
+        r: { metricName: string; error: string },
+      ) => [r.metricName, r.error]),
+      cases.map(([name, , , error]) => [name, error]),
+    );
+  });
+
+  it("leaves out a backend the flags do not set up only when no collector flag is given", async () => {
+    const io = captureIO();
+    assert.equal(await planCommand.run(["-f", good, "-o", "json", "--strict"], io), 0);
+    assert.deepEqual(JSON.parse(io.out()), [WEB_RPS, WEB_DEPTH]);
   });
 
   it("takes the default interval from --default-collection-interval", async () => {
