@@ -14,6 +14,7 @@
  * Resource and ContainerResource metrics are served by metrics-server and produce no plan.
  */
 import { parseHpa } from "./hpa.ts";
+import { shortenValues } from "./quote.ts";
 import type { Hpa, HpaLabelSelector, HpaMetricTarget, HpaObjectReference } from "./hpa.ts";
 import {
   annotationKey,
@@ -530,9 +531,9 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
       perReplica: entry.annotations?.perReplica ?? false,
       minPodReadyAgeSeconds: entry.annotations?.minPodReadyAgeSeconds ?? 0,
       config: sortedRecord(config),
-      error: errors.length > 0 ? errors.join("; ") : null,
+      error: errors.length > 0 ? shortenValues(errors.join("; ")) : null,
     };
-    if (choice.warnings.length > 0) plan.warnings = [...choice.warnings];
+    if (choice.warnings.length > 0) plan.warnings = choice.warnings.map(shortenValues);
     plans.push(plan);
   });
 
@@ -545,7 +546,8 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
     );
   }
   if (hpaWarnings.length > 0) {
-    for (const plan of plans) plan.warnings = [...(plan.warnings ?? []), ...hpaWarnings];
+    const shortened = hpaWarnings.map(shortenValues);
+    for (const plan of plans) plan.warnings = [...(plan.warnings ?? []), ...shortened];
   }
   return plans;
 }

@@ -22,6 +22,7 @@ import { enabledCollectors } from "../cli/flags.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { Collector, CollectResult } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
+import { shortenValues } from "../core/quote.ts";
 import { planHpa, planKey, queryKey } from "../core/plan.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { SmallMap } from "../core/small_map.ts";
@@ -167,13 +168,14 @@ interface Job {
   ready: Promise<void>;
   /** Whether `ready` resolved. */
   kindsReady: boolean;
-  last: { samples: CollectResult["samples"]; at: number } | null;
+  last: { samples: CollectResult["samples"]; at: number; warnings?: string[] } | null;
   lastError: string | null;
   lastWarnings: string;
 }
 
+/** An error's message, with long values (an HPA author's) shortened. */
 function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
+  return shortenValues(e instanceof Error ? e.message : String(e));
 }
 
 function hpaKeyOf(obj: KubeObject): string {
@@ -765,7 +767,9 @@ export class Engine {
     job.subscribers.set(entry.key, entry);
     entry.job = job;
     // A plan joining a running query gets its latest result at once.
-    if (job.last) this.#recordSuccess(entry.key, job.last.samples, job.last.at);
+    if (job.last) {
+      this.#recordSuccess(entry.key, job.last.samples, job.last.at, job.last.warnings);
+    }
     if (job.lastError) this.#store.recordFailure(entry.key, job.lastError, this.#now());
     if (intervalMs < job.intervalMs) {
       job.intervalMs = intervalMs;
@@ -1025,9 +1029,9 @@ export class Engine {
     if (result) {
       try {
         for (const key of job.subscribers.keys()) {
-          this.#store.recordSuccess(key, result.samples, at);
+          this.#store.recordSuccess(key, result.samples, at, result.warnings);
         }
-        job.last = { samples: result.samples, at };
+        job.last = { samples: result.samples, at, warnings: result.warnings };
       } catch (e) {
         error = errorText(e);
         result = null;
@@ -1058,9 +1062,14 @@ export class Engine {
     });
   }
 
-  #recordSuccess(key: string, samples: CollectResult["samples"], at: number): void {
+  #recordSuccess(
+    key: string,
+    samples: CollectResult["samples"],
+    at: number,
+    warnings: CollectResult["warnings"],
+  ): void {
     try {
-      this.#store.recordSuccess(key, samples, at);
+      this.#store.recordSuccess(key, samples, at, warnings);
     } catch (e) {
       this.#store.recordFailure(key, errorText(e), at);
     }

@@ -148,6 +148,8 @@ interface PlanState {
   lastSuccessAt?: number;
   lastError?: string;
   lastErrorAt?: number;
+  /** What the last successful collection could not get (a pod that did not answer). */
+  lastWarnings?: readonly string[];
   /** Entry keys this plan holds values under. */
   written: Keys;
   /** Keys of the plans this one conflicts with (undefined: none). */
@@ -473,7 +475,12 @@ export class MetricStore {
    * pod) on every sample; Object plans serve under their object; External samples may carry
    * their own series labels. Unknown plan keys are ignored (the plan was removed meanwhile).
    */
-  recordSuccess(key: string, samples: Sample[], at: number): void {
+  recordSuccess(
+    key: string,
+    samples: Sample[],
+    at: number,
+    warnings?: readonly string[],
+  ): void {
     const state = this.#plans.get(key);
     if (!state) return;
     const at_ = state.plan.servedAt;
@@ -532,6 +539,7 @@ export class MetricStore {
     }
     slot.writes++;
     state.lastSuccessAt = at;
+    state.lastWarnings = warnings !== undefined && warnings.length > 0 ? warnings : undefined;
     state.lastError = undefined;
     state.lastErrorAt = undefined;
     this.#refreshConflicts(state);
@@ -976,7 +984,7 @@ export class MetricStore {
       : `series matching the selector`;
     return `the last collection at ${
       formatTimestamp(state.lastSuccessAt)
-    } returned no value for ${what}`;
+    } returned no value for ${what}${whyMissing(state.lastWarnings, objectName)}`;
   }
 
   #indexObject(at: Extract<ServedAt, { kind: "custom" }>, name: string, slotKey: string): void {
@@ -1078,4 +1086,23 @@ export class MetricStore {
     }
     this.#conflictVersion++;
   }
+}
+
+/**
+ * Why a collection returned no value for an object: its warnings that name the object (`pod
+ * ns/web-2 ...`), else all of them, after a colon; empty without warnings.
+ */
+function whyMissing(warnings: readonly string[] | undefined, objectName: string | null): string {
+  if (warnings === undefined) return "";
+  const named = objectName === null ? [] : warnings.filter((w) => namesObject(w, objectName));
+  return `: ${(named.length > 0 ? named : warnings).join("; ")}`;
+}
+
+/** Whether a warning names `ns/<name>` (followed by a space, a colon or its end). */
+function namesObject(warning: string, name: string): boolean {
+  for (let at = warning.indexOf(`/${name}`); at >= 0; at = warning.indexOf(`/${name}`, at + 1)) {
+    const next = warning.charAt(at + name.length + 1);
+    if (next === "" || next === " " || next === ":") return true;
+  }
+  return false;
 }

@@ -197,6 +197,33 @@ describe("MetricStore reads", () => {
     assert.equal(store.stats().customValues, 1);
   });
 
+  it("says why a pod got no value: the collection's warning that names it, else all of them", () => {
+    const store = new MetricStore();
+    const plan = podsPlan("web");
+    store.upsertPlan(plan, T0);
+    store.recordSuccess(plan.key, [{ objectName: "web-b", value: 5, timestamp: T0 }], T0, [
+      'failed to get metric rps from pod default/web-a: unsuccessful response "500 Internal Server Error" from http://10.0.0.1:9090/metrics',
+      "pod default/web-ab has no pod IP",
+    ]);
+    assert.equal(
+      reason(store.lookupCustom(pods("web-a"), T0 + SEC)),
+      "the last collection at 2024-01-02T03:04:05Z returned no value for pods/web-a: " +
+        'failed to get metric rps from pod default/web-a: unsuccessful response "500 Internal Server Error" from http://10.0.0.1:9090/metrics',
+    );
+    assert.equal(
+      reason(store.lookupCustom(pods("web-c"), T0 + SEC)),
+      "the last collection at 2024-01-02T03:04:05Z returned no value for pods/web-c: " +
+        'failed to get metric rps from pod default/web-a: unsuccessful response "500 Internal Server Error" from http://10.0.0.1:9090/metrics; ' +
+        "pod default/web-ab has no pod IP",
+    );
+    // a clean collection forgets the warnings
+    store.recordSuccess(plan.key, [{ objectName: "web-b", value: 5, timestamp: T0 }], T0);
+    assert.equal(
+      reason(store.lookupCustom(pods("web-a"), T0 + SEC)),
+      "the last collection at 2024-01-02T03:04:05Z returned no value for pods/web-a",
+    );
+  });
+
   it("keeps namespaces apart: a value is never served to another namespace", () => {
     const store = new MetricStore();
     const plan = podsPlan("web", "q", "team-a");
