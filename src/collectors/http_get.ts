@@ -241,6 +241,15 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/**
+ * Why a request failed, short: the first line and sentence of the error's message (a runtime
+ * may append hints such as Bun's "For more information, pass `verbose: true` ...").
+ */
+function shortReason(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  return message.split("\n")[0].split(/\.\s/)[0].replace(/\.$/, "") || "unknown error";
+}
+
 /** Options of {@linkcode fetchCapped}. */
 export interface FetchCappedOptions {
   fetch: typeof fetch;
@@ -272,9 +281,10 @@ export interface CappedResponse {
 
 /**
  * Send one request and read its body (of any status) up to `maxBytes`. Throws, with a message
- * naming the URL, on a network error or the deadline (`request to <url> failed: <why>`), an
- * abort of `signal` ({@linkcode RequestAbortedError}, same words), a body larger than
- * `maxBytes` ({@linkcode ResponseTooLargeError}, `response from <url> exceeds <n> bytes`), a
+ * naming the URL, on a network error (also one while reading the body, and a body that does
+ * not decode) or the deadline (`request to <url> failed: <why>`, the why cut to its first
+ * sentence), an abort of `signal` ({@linkcode RequestAbortedError}, same words), a body
+ * larger than `maxBytes` ({@linkcode ResponseTooLargeError}, `response from <url> exceeds <n> bytes`), a
  * redirect (`refused to follow redirect "<status>" from <url> to "<location>"`: a redirect
  * would carry the request past the link-local check, and headers with it) and a link-local
  * target under `linkLocal` ({@linkcode checkLinkLocalTarget}). Any other status is the
@@ -302,7 +312,7 @@ export async function fetchCapped(
     if (deadline.signal.aborted) {
       return new Error(`request to ${url} failed: ${abortReasonText(deadline.signal)}`);
     }
-    return new Error(`request to ${url} failed: ${(e as Error).message}`);
+    return new Error(`request to ${url} failed: ${shortReason(e)}`);
   };
   try {
     // (an address in the URL is checked at once; only a name waits for its lookup)
@@ -357,8 +367,7 @@ export async function fetchCapped(
       try {
         return { ...head, text: await res.text() };
       } catch (e) {
-        if (deadline.signal.aborted) throw failed(e);
-        throw e;
+        throw failed(e);
       }
     }
     const chunks: Uint8Array[] = [];
@@ -377,8 +386,8 @@ export async function fetchCapped(
           chunks.push(value);
         }
       } catch (e) {
-        if (deadline.signal.aborted) throw failed(e);
-        throw e;
+        if (e instanceof ResponseTooLargeError && !deadline.signal.aborted) throw e;
+        throw failed(e);
       }
     }
     const all = new Uint8Array(size);

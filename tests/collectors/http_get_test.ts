@@ -270,6 +270,51 @@ describe("fetchCapped", () => {
     assert.deepEqual(lookup.asked, ["metadata.test", "ok.test"]);
   });
 
+  it("names the URL when the connection closes in the body, read whole or as a stream", async () => {
+    const srv = await startServer("127.0.0.2", 0, (req, res) => {
+      // headers and part of the body, then the connection is gone
+      res.writeHead(200, req.url === "/length" ? { "content-length": 100_000 } : {});
+      res.write("x".repeat(5000));
+      setTimeout(() => req.socket.destroy(), 50);
+    });
+    try {
+      for (const p of ["/length", "/chunked"]) {
+        const url = `http://127.0.0.2:${srv.port}${p}`;
+        // the runtime's own fetch: its words, cut short (Bun's end in a hint about `verbose`)
+        await assert.rejects(fetchCapped(url, { ...base, fetch }), (e: Error) => {
+          assert.ok(e.message.startsWith(`request to ${url} failed: `), e.message);
+          assert.ok(!e.message.includes("verbose"), e.message);
+          return true;
+        });
+      }
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("cuts a body read error to its first sentence", async () => {
+    const hint =
+      "ECONNRESET: The socket connection was closed unexpectedly. For more information, pass `verbose: true` in the second argument to fetch()";
+    for (const length of [true, false]) {
+      const failing = (): Promise<Response> =>
+        Promise.resolve(
+          new Response(
+            new ReadableStream({
+              start(controller): void {
+                controller.enqueue(new TextEncoder().encode("{"));
+                controller.error(new TypeError(hint));
+              },
+            }),
+            { headers: length ? { "content-length": "100" } : {} },
+          ),
+        );
+      await assert.rejects(fetchCapped("http://127.0.0.2:1/q", { ...base, fetch: failing }), {
+        message:
+          "request to http://127.0.0.2:1/q failed: ECONNRESET: The socket connection was closed unexpectedly",
+      });
+    }
+  });
+
   it("gives up on a resolver that never answers at the deadline", async () => {
     const hang: HostLookup = () => new Promise(() => {});
     await assert.rejects(
