@@ -491,7 +491,15 @@ export function parseJsonBody(body: string, url: string): unknown {
   }
 }
 
-/** Parse a JSON body and extract the metric value; errors name the URL. */
+/**
+ * Parse a JSON body and extract the metric value; errors name the URL (`json-key "$.v" gave
+ * NaN, not a finite number, in the answer from <url>`).
+ */
 export function extractJson(body: string, url: string, options: JsonExtractionOptions): number {
-  return extractJsonValue(parseJsonBody(body, url), options);
+  const parsed = parseJsonBody(body, url);
+  try {
+    return extractJsonValue(parsed, options);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}, in the answer from ${url}`);
+  }
 }

@@ -147,6 +147,18 @@ export function defaultPrometheusServer(
   return { backends, client: backends.default };
 }
 
+/** A server URL for a message: without credentials, should the URL carry any. */
+function serverText(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = "";
+    u.password = "";
+    return u.href.replace(/\/$/, "");
+  } catch {
+    return url;
+  }
+}
+
 function formatNumber(v: number): string {
   return Number.isNaN(v) ? "NaN" : v === Infinity ? "+Inf" : v === -Infinity ? "-Inf" : String(v);
 }
@@ -161,15 +173,15 @@ function seriesText(labels: Record<string, string>): string {
 /**
  * The one number a query result stands for: a scalar's value, or the sum of every series of an
  * instant vector. Throws, naming the query, for an empty vector, a NaN or infinite value (of
- * any series), a matrix or a string.
+ * any series), a matrix or a string (and the server, when given).
  *
  * @example
  * ```ts
  * prometheusValue({ resultType: "scalar", value: 3, timestamp: 0 }, "vector(3)"); // 3
  * ```
  */
-export function prometheusValue(result: QueryResult, query: string): number {
-  const q = `query "${query}"`;
+export function prometheusValue(result: QueryResult, query: string, server?: string): number {
+  const q = `query "${query}"${server === undefined ? "" : ` at ${serverText(server)}`}`;
   switch (result.resultType) {
     case "scalar":
       if (!Number.isFinite(result.value)) {
@@ -234,7 +246,7 @@ export async function queryPrometheus(
   }
   let value: number;
   try {
-    value = prometheusValue(result, query);
+    value = prometheusValue(result, query, client.url);
   } catch (e) {
     throw new Error(`prometheus ${(e as Error).message} for metric ${metricName}`);
   }

@@ -182,7 +182,7 @@ describe("external requests-per-second collector", () => {
     });
     await rejectsMatching(
       c.collect(context()),
-      /^prometheus query "scalar\(sum\(rate\(skipper_serve_host_duration_seconds_count\{host=~"a_org"\}\[1m\]\)\) \* 1\.0000\)" returned NaN for metric queue-length$/,
+      /^prometheus query "scalar\(sum\(rate\(skipper_serve_host_duration_seconds_count\{host=~"a_org"\}\[1m\]\)\) \* 1\.0000\)" at http:\/\/127\.0\.0\.1:\d+ returned NaN for metric queue-length$/,
     );
   });
 

@@ -252,7 +252,8 @@ describe("http json-path collector and secrets", () => {
       "a string where the number should be",
       "application/json",
       JSON.stringify({ n: SECRET }),
-      () => 'json-key "$.n" found a string where a number was expected',
+      (url) =>
+        `json-key "$.n" found a string where a number was expected, in the answer from ${url}`,
     ],
   ];
   for (const [name, type, body, message] of bodies) {

@@ -203,7 +203,7 @@ describe("prometheus-server named by an annotation", () => {
     });
     assert.equal(
       await message(annotated.collect(context())),
-      'prometheus query "up" returned NaN in series {} for metric queue-length',
+      `prometheus query "up" at ${fake.url} returned NaN in series {} for metric queue-length`,
     );
     fake.reply = () => ({
       status: 200,

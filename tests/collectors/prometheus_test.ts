@@ -143,32 +143,32 @@ describe("prometheus collector against a real Prometheus", () => {
     [
       "an empty vector is an error naming the query",
       "test_missing",
-      /^prometheus query "test_missing" returned an empty vector for metric queue-length$/,
+      /^prometheus query "test_missing" at http:\/\/127\.0\.0\.1:\d+ returned an empty vector for metric queue-length$/,
     ],
     [
       "a NaN scalar is an error naming the query",
       "0/0",
-      /^prometheus query "0\/0" returned NaN for metric queue-length$/,
+      /^prometheus query "0\/0" at http:\/\/127\.0\.0\.1:\d+ returned NaN for metric queue-length$/,
     ],
     [
       "a NaN series is an error naming the query and series",
       "vector(0)/0",
-      /^prometheus query "vector\(0\)\/0" returned NaN in series \{\} for metric queue-length$/,
+      /^prometheus query "vector\(0\)\/0" at http:\/\/127\.0\.0\.1:\d+ returned NaN in series \{\} for metric queue-length$/,
     ],
     [
       "an infinite value is an error",
       "1/0",
-      /^prometheus query "1\/0" returned \+Inf for metric queue-length$/,
+      /^prometheus query "1\/0" at http:\/\/127\.0\.0\.1:\d+ returned \+Inf for metric queue-length$/,
     ],
     [
       "a matrix is an error naming the query",
       "test_single[5s]",
-      /^prometheus query "test_single\[5s\]" returned a range vector \(matrix\); want an instant vector or a scalar for metric queue-length$/,
+      /^prometheus query "test_single\[5s\]" at http:\/\/127\.0\.0\.1:\d+ returned a range vector \(matrix\); want an instant vector or a scalar for metric queue-length$/,
     ],
     [
       "a string is an error",
       '"hello"',
-      /^prometheus query ""hello"" returned a string; want an instant vector or a scalar for metric queue-length$/,
+      /^prometheus query ""hello"" at http:\/\/127\.0\.0\.1:\d+ returned a string; want an instant vector or a scalar for metric queue-length$/,
     ],
     [
       "bad PromQL gives Prometheus' error type and text",
