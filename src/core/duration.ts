@@ -92,25 +92,31 @@ export function parseDuration(input: string): number {
  */
 export function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds)) throw new Error(`invalid duration ${seconds}`);
-  if (seconds === 0) return "0s";
   const sign = seconds < 0 ? "-" : "";
-  let rest = Math.abs(seconds);
-  if (rest < 1) {
-    const ms = Math.round(rest * 1e6) / 1e3;
-    return ms >= 1 ? `${sign}${ms}ms` : `${sign}${Math.round(rest * 1e9)}ns`;
+  // whole nanoseconds, as Go counts; a double holds Go's extremes only roughly
+  // (the whole seconds apart: multiplying the whole value by 1e9 would round it again)
+  const abs = Math.abs(seconds);
+  const whole = Math.trunc(abs);
+  const ns = BigInt(whole) * 1_000_000_000n + BigInt(Math.round((abs - whole) * 1e9));
+  if (ns === 0n) return "0s";
+  if (ns > MAX_NANOS) return `${sign}2562047h47m16.85477580${sign ? 8 : 7}s`;
+  if (ns < 1_000_000_000n) {
+    // as Go: below a second in the largest unit under it
+    if (ns < 1_000n) return `${sign}${ns}ns`;
+    if (ns < 1_000_000n) return `${sign}${decimal(ns, 1_000n)}µs`;
+    return `${sign}${decimal(ns, 1_000_000n)}ms`;
   }
-  let out = "";
-  const h = Math.floor(rest / 3600);
-  if (h > 0) {
-    out += `${h}h`;
-    rest -= h * 3600;
-  }
-  const m = Math.floor(rest / 60);
-  if (m > 0 || h > 0) {
-    out += `${m}m`;
-    rest -= m * 60;
-  }
-  const s = Math.round(rest * 1e9) / 1e9;
-  out += `${s}s`;
-  return sign + out;
+  const h = ns / 3_600_000_000_000n;
+  const m = (ns / 60_000_000_000n) % 60n;
+  const s = decimal(ns % 60_000_000_000n, 1_000_000_000n);
+  return h > 0n ? `${sign}${h}h${m}m${s}s` : m > 0n ? `${sign}${m}m${s}s` : `${sign}${s}s`;
+}
+
+/** `value / unit` written in decimal without trailing zeros (`1500000n, 1000000n` -> `1.5`). */
+function decimal(value: bigint, unit: bigint): string {
+  const whole = value / unit;
+  const fraction = value % unit;
+  if (fraction === 0n) return String(whole);
+  const digits = String(unit).length - 1;
+  return `${whole}.${String(fraction).padStart(digits, "0").replace(/0+$/, "")}`;
 }

@@ -723,11 +723,19 @@ function toMetricValue(v: unknown, what: string, aggregator: AggregatorName | un
       );
     }
     const values = numbersOf(v, what);
+    let result: number;
     try {
-      return aggregate(aggregator, values);
+      result = aggregate(aggregator, values);
     } catch (err) {
       throw new Error(`${what}: ${(err as Error).message}`);
     }
+    // finite values can still add up past the largest double
+    if (!Number.isFinite(result)) {
+      throw new Error(
+        `${what} gave ${result} (${aggregator} of ${values.length} values), not a finite number`,
+      );
+    }
+    return result;
   }
   const n = asNumber(v);
   if (n === null) {

@@ -78,4 +78,18 @@ describe("formatDuration", () => {
     assert.equal(formatDuration(3600), "1h0m0s");
     assert.equal(formatDuration(2562047 * 3600), "2562047h0m0s");
   });
+
+  it("writes every nanosecond, in the unit Go picks below a second, never with an exponent", () => {
+    assert.equal(formatDuration(0.234375001), "234.375001ms");
+    assert.equal(formatDuration(0.0000015), "1.5µs");
+    assert.equal(formatDuration(-5e-324), "0s");
+    assert.equal(formatDuration(parseDuration("0.8h5ns")), "48m0.000000005s");
+    assert.equal(formatDuration(-90.5), "-1m30.5s");
+  });
+
+  it("writes Go's extremes as Go does, so that they parse back", () => {
+    assert.equal(formatDuration(MAX_DURATION_SECONDS), "2562047h47m16.854775807s");
+    assert.equal(formatDuration(-MAX_DURATION_SECONDS), "-2562047h47m16.854775808s");
+    assert.equal(parseDuration(formatDuration(MAX_DURATION_SECONDS)), MAX_DURATION_SECONDS);
+  });
 });

@@ -90,6 +90,13 @@ describe("extractJsonValue with json-key", () => {
     assert.equal(extractJsonValue({ v: ["1", "2"] }, { jsonKey: "$.v", aggregator: "sum" }), 3);
   });
 
+  it("refuses a sum of finite values that overflows to Infinity", () => {
+    assert.throws(
+      () => extractJsonValue({ v: [1e308, 1e308] }, { jsonKey: "$.v", aggregator: "sum" }),
+      { message: 'json-key "$.v" gave Infinity (sum of 2 values), not a finite number' },
+    );
+  });
+
   const errors: [JsonExtractionOptions, string][] = [
     [{ jsonKey: "$.missing" }, 'json-key "$.missing" matched nothing'],
     [
