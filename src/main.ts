@@ -3,13 +3,37 @@
  * (tsx or the bundle), Deno and Bun, and as the compiled binary.
  */
 import process from "node:process";
+import type { Writable } from "node:stream";
 import { runCommandLine } from "./cli/commands.ts";
+
+// Writes not yet handed to the OS, and the exit code once the command has returned. We leave
+// only when both streams are flushed: a write's callback is the one signal that means "flushed"
+// on all three runtimes (Bun calls an empty write's callback at once, with up to megabytes
+// still queued, and reports writableLength 0; Node and Deno call it after earlier writes).
+let pendingWrites = 0;
+let exitCode: number | undefined;
+
+/** Exits with the command's code (given once, when it returns) as soon as nothing is pending. */
+function exitWhenFlushed(code?: number): void {
+  if (code !== undefined) exitCode = code;
+  if (pendingWrites === 0 && exitCode !== undefined) process.exit(exitCode);
+}
+
+function write(stream: Writable, text: string): void {
+  pendingWrites++;
+  // An error (EPIPE: the reader went away) also ends the write: nothing more can be delivered.
+  stream.write(text, () => {
+    pendingWrites--;
+    exitWhenFlushed();
+  });
+}
 
 // A promise that failed with nobody waiting (a library's background reconnect, say) is logged,
 // never fatal: the adapter keeps serving what it has.
 process.on("unhandledRejection", (reason) => {
   const text = reason instanceof Error ? (reason.stack ?? reason.message) : String(reason);
-  process.stderr.write(
+  write(
+    process.stderr,
     `${new Date().toISOString()} ERROR unhandled rejection (ignored): ${text}\n`,
   );
 });
@@ -26,13 +50,13 @@ const stopped = new Promise<void>((resolve) => {
 });
 
 const code = await runCommandLine(process.argv.slice(2), {
-  stdout: (text) => void process.stdout.write(text),
-  stderr: (text) => void process.stderr.write(text),
+  stdout: (text) => write(process.stdout, text),
+  stderr: (text) => write(process.stderr, text),
   env: process.env,
   now: () => Date.now(),
   stopped,
 });
 // Commands that serve return only after a stop; the others return at once. Either way we are
-// done: flush stdout (a pipe is asynchronous under Node) and leave, whatever timers remain.
+// done: leave once every write is flushed (pipes are asynchronous), whatever timers remain.
 process.exitCode = code;
-process.stdout.write("", () => process.exit(code));
+exitWhenFlushed(code);
