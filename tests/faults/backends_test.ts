@@ -36,8 +36,12 @@ import {
 const NAMESPACE = "faults";
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
-/** The adapter's default `--max-response-bytes`. */
-const MAX_RESPONSE_BYTES = 10 * MiB;
+/**
+ * `--max-response-bytes` of the adapter under test: 1 MiB, as in the run that found the gzip
+ * bomb. A bomb then inflates 256 times the cap unless decompression stops at the cap; what the
+ * capped reads themselves cost stays small next to the 32 MiB bound.
+ */
+const MAX_RESPONSE_BYTES = MiB;
 /** What the slow backends wait before answering: well past the metrics' 1s request-timeout. */
 const SLOW_MS = 4_000;
 /** The bad metrics whose bodies are large: added last, their RSS cost measured alone. */
@@ -361,6 +365,8 @@ describe(`an adapter with misbehaving backends (${currentRuntime()})`, () => {
       manifests,
       certDir: join(dir, "certs"),
       flags: [
+        "--max-response-bytes",
+        String(MAX_RESPONSE_BYTES),
         "--collection-timeout",
         "2s",
         "--prometheus-query-timeout",
