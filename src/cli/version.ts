@@ -1,15 +1,16 @@
 /** `version`: prints the adapter's version and the runtime it runs on. */
+import { runtimeVersion } from "../runtime/version.ts";
 import type { Command } from "./command.ts";
 
 /** The adapter's version (kept equal to package.json's by a test). */
 export const VERSION = "0.1.0";
 
-/** Name and version of the JavaScript runtime this process runs on. */
+/**
+ * Name and version of the JavaScript runtime this process runs on (`node 20.20.0`); runtime/
+ * finds out, as nothing else may.
+ */
 export function runtimeName(): string {
-  const g = globalThis as { Deno?: { version: { deno: string } }; Bun?: { version: string } };
-  if (g.Deno) return `deno ${g.Deno.version.deno}`;
-  if (g.Bun) return `bun ${g.Bun.version}`;
-  return `node ${process.versions.node}`;
+  return runtimeVersion();
 }
 
 /** The `version` command. */
