@@ -24,9 +24,10 @@ import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
 import { backendCollectorFactories } from "../collectors/backends.ts";
 import { prometheusBackendsFromFlags } from "../collectors/prometheus.ts";
 import { createCollectorRegistry, defaultCollectorFactories } from "../collectors/registry.ts";
+import { scheduleEvaluatorFor } from "../collectors/scaling_schedule.ts";
+import { ScheduleController } from "../controllers/scaling_schedule.ts";
 import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
-import { ScheduleController } from "../engine/schedule_controller.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
 import { collectorFetch } from "../runtime/http_fetch.ts";
 import { releaseUnusedMemory } from "../runtime/memory.ts";
@@ -321,7 +322,9 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       const controller = new ScheduleController({
         cluster,
         writer: cluster,
-        flags,
+        tolerance: numberFlag(flags, "horizontal-pod-autoscaler-tolerance"),
+        // The collectors' evaluator (same flags): each schedule's windows are computed once.
+        evaluator: scheduleEvaluatorFor(flags),
         now: io.now,
         logger: log,
         isLeader,

@@ -478,3 +478,111 @@ export function scheduleActive(
     at >= w.rampStart && at < w.rampEnd
   );
 }
+
+/**
+ * The status to write on a schedule object whose schedules are `active` now, or null when
+ * `status.active` says so already (the other status fields are kept).
+ *
+ * @example
+ * ```ts
+ * scheduleStatusUpdate({ active: false }, true); // { active: true }
+ * scheduleStatusUpdate({ active: true }, true); // null
+ * ```
+ */
+export function scheduleStatusUpdate(
+  status: Readonly<Record<string, unknown>> | undefined,
+  active: boolean,
+): Record<string, unknown> | null {
+  if ((status?.active === true) === active) return null;
+  return { ...(status ?? {}), active };
+}
+
+/** One schedule metric of an HPA (an Object metric on a schedule object), evaluated. */
+export interface ScheduleMetric {
+  kind: "ScalingSchedule" | "ClusterScalingSchedule";
+  name: string;
+  /** The schedule's value now. */
+  value: number;
+  /** The metric's `target.averageValue`, parsed. */
+  averageValue: number;
+}
+
+/** Inputs of {@linkcode planAdjustment}. */
+export interface AdjustmentInput {
+  /** The scale target's current `spec.replicas`. */
+  currentReplicas: number;
+  maxReplicas: number;
+  /** The HPA controller's tolerance (0.1 is its default). */
+  tolerance: number;
+  metrics: readonly ScheduleMetric[];
+}
+
+/** What the adjuster does: scale to `replicas` because of `metric`. */
+export interface Adjustment {
+  replicas: number;
+  metric: ScheduleMetric;
+  /** value / (averageValue x currentReplicas), as the HPA controller computes it. */
+  usageRatio: number;
+}
+
+/**
+ * Whether {@linkcode planAdjustment} may scale an HPA's target, judged without reading its
+ * scale: the schedules must ask for at least two replicas (it never scales down, nor up from
+ * none), and more than the HPA's `status.currentReplicas` when that is known.
+ *
+ * @example
+ * ```ts
+ * const metrics = [{ kind: "ScalingSchedule" as const, name: "peak", value: 105, averageValue: 10 }];
+ * mayNeedAdjustment(metrics, { maxReplicas: 20, statusReplicas: 10 }); // true (11 wanted)
+ * mayNeedAdjustment(metrics, { maxReplicas: 20, statusReplicas: 11 }); // false
+ * ```
+ */
+export function mayNeedAdjustment(
+  metrics: readonly ScheduleMetric[],
+  hpa: { maxReplicas: number; statusReplicas?: number },
+): boolean {
+  let wanted = 0;
+  for (const m of metrics) {
+    if (m.averageValue > 0 && m.value > 0) {
+      wanted = Math.max(wanted, Math.ceil(m.value / m.averageValue));
+    }
+  }
+  wanted = Math.min(wanted, hpa.maxReplicas);
+  if (!(wanted >= 2)) return false;
+  return hpa.statusReplicas === undefined || hpa.statusReplicas < wanted;
+}
+
+/**
+ * The adjuster's rule. Among the schedule metrics, the one asking for the most replicas,
+ * ceil(value / averageValue), wins. If that is more than the current replicas (capped at
+ * maxReplicas) while the usage ratio value / (averageValue x current) is at most 1 +
+ * tolerance, the HPA controller would not scale, so the adjuster does. Otherwise null.
+ *
+ * @example
+ * ```ts
+ * planAdjustment({ currentReplicas: 10, maxReplicas: 20, tolerance: 0.1, metrics: [
+ *   { kind: "ScalingSchedule", name: "peak", value: 105, averageValue: 10 },
+ * ] }); // { replicas: 11, usageRatio: 1.05, metric: ... }
+ * ```
+ */
+export function planAdjustment(input: AdjustmentInput): Adjustment | null {
+  const current = input.currentReplicas;
+  if (!(current > 0)) return null;
+  let best: ScheduleMetric | null = null;
+  let bestReplicas = 0;
+  for (const m of input.metrics) {
+    if (!(m.averageValue > 0) || !(m.value > 0)) continue;
+    const wanted = Math.ceil(m.value / m.averageValue);
+    if (wanted > bestReplicas) {
+      bestReplicas = wanted;
+      best = m;
+    }
+  }
+  if (!best) return null;
+  const replicas = Math.min(bestReplicas, input.maxReplicas);
+  if (replicas <= current) return null;
+  const usageRatio = best.value / (best.averageValue * current);
+  // Rounding must not turn 110 / (10 x 10) = 1.1 into "outside a 0.1 tolerance".
+  if (usageRatio - 1 > input.tolerance + 1e-9) return null;
+  return { replicas, metric: best, usageRatio };
+}

@@ -1,12 +1,16 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
+  mayNeedAdjustment,
   parseScalingSchedule,
+  planAdjustment,
   type ScalingScheduleSpec,
   type Schedule,
   scheduleActive,
   type ScheduleDay,
+  type ScheduleMetric,
   type ScheduleOptions,
+  scheduleStatusUpdate,
   scheduleValue,
   scheduleWindows,
 } from "../../src/core/scaling_schedule.ts";
@@ -630,4 +634,76 @@ describe("parseScalingSchedule", () => {
   for (const [name, input, message] of errors) {
     it(`rejects ${name}`, () => assert.throws(() => parseScalingSchedule(input), { message }));
   }
+});
+
+describe("scheduleStatusUpdate", () => {
+  const cases: [string, Record<string, unknown> | undefined, boolean, unknown][] = [
+    ["writes active: true on an object without status", undefined, true, { active: true }],
+    ["writes nothing when inactive and no status says otherwise", undefined, false, null],
+    ["writes nothing when active already", { active: true }, true, null],
+    ["writes active: false when the window ended", { active: true }, false, { active: false }],
+    ["keeps the other status fields", { active: false, x: 1 }, true, { active: true, x: 1 }],
+    ["takes a non-boolean active for false", { active: "true" }, true, { active: true }],
+  ];
+  for (const [name, status, active, want] of cases) {
+    it(name, () => assert.deepEqual(scheduleStatusUpdate(status, active), want));
+  }
+});
+
+const peak = (value: number, averageValue: number): ScheduleMetric => ({
+  kind: "ScalingSchedule",
+  name: "peak",
+  value,
+  averageValue,
+});
+
+describe("mayNeedAdjustment", () => {
+  const cases: [string, ScheduleMetric[], number, number | undefined, boolean][] = [
+    ["reads the scale when the HPA's status is unknown", [peak(105, 10)], 20, undefined, true],
+    ["reads the scale when the status has fewer replicas", [peak(105, 10)], 20, 10, true],
+    ["skips when the status has the replicas wanted", [peak(105, 10)], 20, 11, false],
+    ["skips when the status has maxReplicas", [peak(105, 10)], 10, 10, false],
+    ["skips a wish of one replica", [peak(10, 10)], 20, undefined, false],
+    ["skips schedules at 0", [peak(0, 10)], 20, undefined, false],
+    ["skips a zero averageValue", [peak(105, 0)], 20, undefined, false],
+    ["skips when there are no schedule metrics", [], 20, undefined, false],
+    ["takes the metric asking for most", [peak(10, 10), peak(30, 10)], 20, 2, true],
+  ];
+  for (const [name, metrics, maxReplicas, statusReplicas, want] of cases) {
+    it(name, () => assert.equal(mayNeedAdjustment(metrics, { maxReplicas, statusReplicas }), want));
+  }
+});
+
+describe("planAdjustment", () => {
+  const cases: [string, number, number, ScheduleMetric[], number | null][] = [
+    ["scales up inside the tolerance", 10, 20, [peak(105, 10)], 11],
+    ["scales up at exactly 1 + tolerance", 10, 20, [peak(110, 10)], 11],
+    ["leaves it to the HPA outside the tolerance", 10, 20, [peak(120, 10)], null],
+    ["does nothing when the schedule wants fewer", 10, 20, [peak(90, 10)], null],
+    ["does nothing when replicas already match", 11, 20, [peak(105, 10)], null],
+    ["caps at maxReplicas", 10, 10, [peak(105, 10)], null],
+    ["caps at maxReplicas above current", 20, 21, [peak(210, 10)], 21],
+    ["does nothing for zero current replicas", 0, 20, [peak(105, 10)], null],
+    ["takes the schedule asking for most replicas", 10, 20, [peak(50, 10), peak(104, 10)], 11],
+    ["accepts fractional averageValue", 10, 20, [peak(5.2, 0.5)], 11],
+  ];
+  for (const [name, current, max, metrics, want] of cases) {
+    it(name, () => {
+      const got = planAdjustment({
+        currentReplicas: current,
+        maxReplicas: max,
+        tolerance: 0.1,
+        metrics,
+      });
+      assert.equal(got?.replicas ?? null, want);
+    });
+  }
+
+  it("names the winning metric and the usage ratio", () => {
+    const metrics = [peak(50, 10), { ...peak(105, 10), name: "launch" }];
+    assert.deepEqual(
+      planAdjustment({ currentReplicas: 10, maxReplicas: 20, tolerance: 0.1, metrics }),
+      { replicas: 11, metric: metrics[1], usageRatio: 1.05 },
+    );
+  });
 });

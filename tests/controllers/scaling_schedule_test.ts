@@ -1,20 +1,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/cluster/types.ts";
-import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
+import { ScheduleEvaluator } from "../../src/collectors/scaling_schedule.ts";
 import {
   adjustmentMessage,
-  planAdjustment,
+  SCHEDULE_CONTROLLER_DEFAULTS,
   ScheduleController,
-} from "../../src/engine/schedule_controller.ts";
-import type { ScheduleMetric } from "../../src/engine/schedule_controller.ts";
-import { ManualTimers, MemoryCluster, RecordingWriter, settle } from "./support.ts";
-
-const FLAGS = {
-  ...flagDefaults(SERVE_FLAGS),
-  "scaling-schedule": true,
-  "scaling-schedule-default-time-zone": "UTC",
-};
+  type ScheduleControllerOptions,
+} from "../../src/controllers/scaling_schedule.ts";
+import { ManualTimers, MemoryCluster, RecordingWriter, settle } from "../engine/support.ts";
 
 function schedule(value: number, date = "2024-03-04T10:30:00Z"): KubeObject {
   return {
@@ -48,7 +42,7 @@ function hpa(options: { averageValue: string; maxReplicas: number }): KubeObject
   };
 }
 
-function setup() {
+function setup(options: Partial<ScheduleControllerOptions> = {}) {
   const cluster = new MemoryCluster();
   const timers = new ManualTimers();
   const writer = new RecordingWriter(cluster);
@@ -56,45 +50,53 @@ function setup() {
   const controller = new ScheduleController({
     cluster,
     writer,
-    flags: FLAGS,
     now: timers.clock,
     setTimer: timers.setTimer,
     clearTimer: timers.clearTimer,
     isLeader: () => leader.value,
+    ...options,
   });
   return { cluster, timers, writer, leader, controller };
 }
 
-describe("planAdjustment", () => {
-  const peak = (value: number, averageValue: number): ScheduleMetric => ({
-    kind: "ScalingSchedule",
-    name: "peak",
-    value,
-    averageValue,
+/** A Deployment "web" with 10 replicas and the HPA on it, for the adjuster. */
+function adjusterSetup(
+  value: number,
+  averageValue: string,
+  maxReplicas: number,
+  options: Partial<ScheduleControllerOptions> = {},
+) {
+  const s = setup(options);
+  s.timers.now = Date.parse("2024-03-04T11:00:00Z");
+  s.cluster.set("ScalingSchedule", schedule(value));
+  s.cluster.set("Deployment", {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: "shop" },
+    spec: { replicas: 10 },
   });
-  const cases: [string, number, number, ScheduleMetric[], number | null][] = [
-    ["scales up inside the tolerance", 10, 20, [peak(105, 10)], 11],
-    ["scales up at exactly 1 + tolerance", 10, 20, [peak(110, 10)], 11],
-    ["leaves it to the HPA outside the tolerance", 10, 20, [peak(120, 10)], null],
-    ["does nothing when the schedule wants fewer", 10, 20, [peak(90, 10)], null],
-    ["does nothing when replicas already match", 11, 20, [peak(105, 10)], null],
-    ["caps at maxReplicas", 10, 10, [peak(105, 10)], null],
-    ["caps at maxReplicas above current", 20, 21, [peak(210, 10)], 21],
-    ["does nothing for zero current replicas", 0, 20, [peak(105, 10)], null],
-    ["takes the schedule asking for most replicas", 10, 20, [peak(50, 10), peak(104, 10)], 11],
-    ["accepts fractional averageValue", 10, 20, [peak(5.2, 0.5)], 11],
-  ];
-  for (const [name, current, max, metrics, want] of cases) {
-    it(name, () => {
-      const got = planAdjustment({
-        currentReplicas: current,
-        maxReplicas: max,
-        tolerance: 0.1,
-        metrics,
-      });
-      assert.equal(got?.replicas ?? null, want);
+  s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue, maxReplicas }));
+  return s;
+}
+
+/** A schedule without its own ramp window: the controller's default applies. */
+function scheduleWithoutWindow(): KubeObject {
+  const obj = schedule(100);
+  return { ...obj, spec: { schedules: obj.spec.schedules } };
+}
+
+describe("SCHEDULE_CONTROLLER_DEFAULTS", () => {
+  it("are kube-metrics-adapter's", () => {
+    assert.deepEqual(SCHEDULE_CONTROLLER_DEFAULTS, {
+      tolerance: 0.1,
+      schedule: {
+        defaultTimeZone: "Europe/Berlin",
+        defaultScalingWindowSeconds: 600,
+        rampSteps: 10,
+      },
+      intervalMs: 10_000,
     });
-  }
+  });
 });
 
 describe("adjustmentMessage", () => {
@@ -154,16 +156,7 @@ describe("ScheduleController", () => {
   ];
   for (const [name, value, averageValue, max, want] of adjusterCases) {
     it(`adjuster: ${name}`, async () => {
-      const s = setup();
-      s.timers.now = Date.parse("2024-03-04T11:00:00Z");
-      s.cluster.set("ScalingSchedule", schedule(value));
-      s.cluster.set("Deployment", {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "web", namespace: "shop" },
-        spec: { replicas: 10 },
-      });
-      s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue, maxReplicas: max }));
+      const s = adjusterSetup(value, averageValue, max);
       await s.controller.runOnce();
       assert.deepEqual(
         s.writer.scales,
@@ -257,4 +250,60 @@ describe("ScheduleController", () => {
     await s.controller.runOnce();
     assert.deepEqual([s.writer.statusUpdates, s.writer.scales, s.writer.events], [[], [], []]);
   });
+
+  it("adjuster: scales outside the default tolerance when its tolerance option allows", async () => {
+    // 120 / (10 x 10) = 1.2: outside 0.1, inside 0.2.
+    const s = adjusterSetup(120, "10", 20, { tolerance: 0.2 });
+    await s.controller.runOnce();
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 12 }]);
+    assert.deepEqual(
+      s.writer.events.map((e) => e.event.message),
+      [
+        "scaled Deployment shop/web from 10 to 12 replicas for ScalingSchedule shop/peak: desired 12 is within the HPA tolerance 0.2",
+      ],
+    );
+  });
+
+  it("rejects a tolerance below 0 or not finite", () => {
+    for (const [tolerance, text] of [[-0.1, "-0.1"], [NaN, "NaN"], [Infinity, "Infinity"]]) {
+      assert.throws(
+        () => setup({ tolerance: tolerance as number }),
+        { message: `invalid tolerance ${text}: want a finite number of at least 0` },
+      );
+    }
+  });
+
+  // The schedule starts at 10:30; its ramp begins one default window earlier.
+  const windowCases: [string, Partial<ScheduleControllerOptions>, string][] = [
+    ["the default ramp window of 600 s", {}, "10:20"],
+    [
+      "the ramp window of its schedule option",
+      { schedule: { defaultScalingWindowSeconds: 300 } },
+      "10:25",
+    ],
+    [
+      "the evaluator it is given, over its schedule option",
+      {
+        schedule: { defaultScalingWindowSeconds: 1200 },
+        evaluator: new ScheduleEvaluator({
+          ...SCHEDULE_CONTROLLER_DEFAULTS.schedule,
+          defaultScalingWindowSeconds: 120,
+        }),
+      },
+      "10:28",
+    ],
+  ];
+  for (const [name, options, rampStart] of windowCases) {
+    it(`marks a schedule active from ${rampStart} with ${name}`, async () => {
+      const s = setup(options);
+      s.cluster.set("ScalingSchedule", scheduleWithoutWindow());
+      const before = Date.parse(`2024-03-04T${rampStart}:00Z`) - 1;
+      s.timers.now = before;
+      await s.controller.runOnce();
+      assert.equal(s.writer.statusUpdates.length, 0);
+      s.timers.now = before + 1;
+      await s.controller.runOnce();
+      assert.deepEqual(s.writer.statusUpdates.map((u) => u.status), [{ active: true }]);
+    });
+  }
 });

@@ -1,5 +1,5 @@
 /**
- * The ScalingSchedule controller (`--scaling-schedule`):
+ * The ScalingSchedule controller, a leader-elected writer:
  *
  * - keeps `status.active` of every ScalingSchedule and ClusterScalingSchedule true while any of
  *   its schedules is in its window (ramps included), writing only on change;
@@ -7,18 +7,23 @@
  *   more that the HPA controller would not act (inside its tolerance), it scales the target
  *   itself to ceil(value / averageValue), capped at maxReplicas, and says so in an event.
  *
- * Runs every 10 s and on schedule changes; only the leader writes.
+ * What to write and whether to scale are decided by pure functions of core/scaling_schedule.ts
+ * ({@linkcode scheduleStatusUpdate}, {@linkcode mayNeedAdjustment}, {@linkcode planAdjustment});
+ * this file reads the cluster view and writes. Runs every 10 s and on schedule changes; only
+ * the leader writes.
  */
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
-import type { FlagValues } from "../cli/flags.ts";
-import {
-  type ScheduleEvaluator,
-  scheduleEvaluatorFor,
-  scheduleLabel,
-} from "../collectors/scaling_schedule.ts";
+import { ScheduleEvaluator, scheduleLabel } from "../collectors/scaling_schedule.ts";
 import { parseQuantity } from "../core/quantity.ts";
-import type { Logger } from "./logger.ts";
-import { silentLogger } from "./logger.ts";
+import {
+  mayNeedAdjustment,
+  planAdjustment,
+  type ScheduleMetric,
+  type ScheduleOptions,
+  scheduleStatusUpdate,
+} from "../core/scaling_schedule.ts";
+import type { Logger } from "../engine/logger.ts";
+import { silentLogger } from "../engine/logger.ts";
 
 /** Event reason of an adjustment. */
 export const ADJUSTED_EVENT_REASON = "ScalingAdjusted";
@@ -26,75 +31,34 @@ export const ADJUSTED_EVENT_REASON = "ScalingAdjusted";
 const SCHEDULE_KINDS: readonly Kind[] = ["ScalingSchedule", "ClusterScalingSchedule"];
 const SCALE_KINDS: readonly string[] = ["Deployment", "StatefulSet", "Rollout"];
 
-/** One schedule metric of an HPA, evaluated. */
-export interface ScheduleMetric {
-  kind: "ScalingSchedule" | "ClusterScalingSchedule";
-  name: string;
-  /** The schedule's value now. */
-  value: number;
-  /** The metric's `target.averageValue`, parsed. */
-  averageValue: number;
-}
+/** The defaults of {@linkcode ScheduleControllerOptions} (kube-metrics-adapter's). */
+export const SCHEDULE_CONTROLLER_DEFAULTS: {
+  readonly tolerance: number;
+  readonly schedule: Readonly<ScheduleOptions>;
+  readonly intervalMs: number;
+} = {
+  tolerance: 0.1,
+  schedule: { defaultTimeZone: "Europe/Berlin", defaultScalingWindowSeconds: 600, rampSteps: 10 },
+  intervalMs: 10_000,
+};
 
-/** Inputs of {@linkcode planAdjustment}. */
-export interface AdjustmentInput {
-  /** The scale target's current `spec.replicas`. */
-  currentReplicas: number;
-  maxReplicas: number;
-  /** `--horizontal-pod-autoscaler-tolerance`. */
-  tolerance: number;
-  metrics: readonly ScheduleMetric[];
-}
-
-/** What the adjuster does: scale to `replicas` because of `metric`. */
-export interface Adjustment {
-  replicas: number;
-  metric: ScheduleMetric;
-  /** value / (averageValue x currentReplicas), as the HPA controller computes it. */
-  usageRatio: number;
-}
-
-/**
- * The adjuster's rule. Among the schedule metrics, the one asking for the most replicas,
- * ceil(value / averageValue), wins. If that is more than the current replicas (capped at
- * maxReplicas) while the usage ratio value / (averageValue x current) is at most 1 +
- * tolerance, the HPA controller would not scale, so the adjuster does. Otherwise null.
- *
- * @example
- * ```ts
- * planAdjustment({ currentReplicas: 10, maxReplicas: 20, tolerance: 0.1, metrics: [
- *   { kind: "ScalingSchedule", name: "peak", value: 105, averageValue: 10 },
- * ] }); // { replicas: 11, usageRatio: 1.05, metric: ... }
- * ```
- */
-export function planAdjustment(input: AdjustmentInput): Adjustment | null {
-  const current = input.currentReplicas;
-  if (!(current > 0)) return null;
-  let best: ScheduleMetric | null = null;
-  let bestReplicas = 0;
-  for (const m of input.metrics) {
-    if (!(m.averageValue > 0) || !(m.value > 0)) continue;
-    const wanted = Math.ceil(m.value / m.averageValue);
-    if (wanted > bestReplicas) {
-      bestReplicas = wanted;
-      best = m;
-    }
-  }
-  if (!best) return null;
-  const replicas = Math.min(bestReplicas, input.maxReplicas);
-  if (replicas <= current) return null;
-  const usageRatio = best.value / (best.averageValue * current);
-  // Rounding must not turn 110 / (10 x 10) = 1.1 into "outside a 0.1 tolerance".
-  if (usageRatio - 1 > input.tolerance + 1e-9) return null;
-  return { replicas, metric: best, usageRatio };
-}
-
-/** Options of {@linkcode ScheduleController}. */
+/** Options of {@linkcode ScheduleController}; the defaults are {@linkcode SCHEDULE_CONTROLLER_DEFAULTS}. */
 export interface ScheduleControllerOptions {
   cluster: ClusterView;
   /** Status updates, scale and events go here; without it nothing is written. */
   writer?: ClusterWriter;
-  flags: FlagValues;
+  /** The HPA controller's tolerance: the adjuster acts only on changes inside it (0.1). */
+  tolerance?: number;
+  /**
+   * How schedules are evaluated: default time zone, default ramp window and ramp steps
+   * (Europe/Berlin, 600 s, 10). Not used when `evaluator` is given.
+   */
+  schedule?: Partial<ScheduleOptions>;
+  /**
+   * The evaluator the schedule collectors use, so that each schedule's windows are computed
+   * once for both; by default one of the controller's own, with `schedule`.
+   */
+  evaluator?: ScheduleEvaluator;
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (handle: unknown) => void;
@@ -144,10 +108,20 @@ export class ScheduleController {
       ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
     this.#log = options.logger ?? silentLogger();
     this.#isLeader = options.isLeader ?? (() => true);
-    this.#intervalMs = options.intervalMs ?? 10_000;
-    this.#schedules = scheduleEvaluatorFor(options.flags);
-    const tol = options.flags["horizontal-pod-autoscaler-tolerance"];
-    this.#tolerance = typeof tol === "number" && tol >= 0 ? tol : 0.1;
+    this.#intervalMs = options.intervalMs ?? SCHEDULE_CONTROLLER_DEFAULTS.intervalMs;
+    const schedule = options.schedule ?? {};
+    const defaults = SCHEDULE_CONTROLLER_DEFAULTS.schedule;
+    this.#schedules = options.evaluator ?? new ScheduleEvaluator({
+      defaultTimeZone: schedule.defaultTimeZone ?? defaults.defaultTimeZone,
+      defaultScalingWindowSeconds: schedule.defaultScalingWindowSeconds ??
+        defaults.defaultScalingWindowSeconds,
+      rampSteps: schedule.rampSteps ?? defaults.rampSteps,
+    });
+    const tolerance = options.tolerance ?? SCHEDULE_CONTROLLER_DEFAULTS.tolerance;
+    if (!(tolerance >= 0) || !Number.isFinite(tolerance)) {
+      throw new RangeError(`invalid tolerance ${tolerance}: want a finite number of at least 0`);
+    }
+    this.#tolerance = tolerance;
   }
 
   /** Watch schedules and HPAs, run once, then every interval and on every schedule change. */
@@ -228,9 +202,9 @@ export class ScheduleController {
           this.#problem(key, `cannot evaluate ${label}`, { error: errorText(e) });
           continue;
         }
-        const shown = obj.status?.active === true;
+        const status = scheduleStatusUpdate(obj.status, active);
         const pending = this.#pending.get(key);
-        if (shown === active) {
+        if (status === null) {
           this.#pending.delete(key);
           continue;
         }
@@ -244,7 +218,7 @@ export class ScheduleController {
             kind,
             kind === "ScalingSchedule" ? obj.metadata.namespace : undefined,
             obj.metadata.name,
-            { ...(obj.status ?? {}), active },
+            status,
           );
           this.#pending.set(key, { active, resourceVersion: obj.metadata.resourceVersion });
           this.#log.info(`marked ${label} as ${active ? "active" : "inactive"}`);
@@ -306,17 +280,13 @@ export class ScheduleController {
       if (!ref || !SCALE_KINDS.includes(ref.kind)) continue;
       const maxReplicas = Number(hpa.spec?.maxReplicas);
       // Cheap pre-check on the HPA's status before reading the scale subresource.
-      const wantedMax = Math.min(
-        maxReplicas,
-        Math.max(
-          ...metrics.map((m) => m.averageValue > 0 ? Math.ceil(m.value / m.averageValue) : 0),
-        ),
-      );
-      // planAdjustment scales from at least one replica to more, never down: a wish of one
-      // replica or none (every schedule at 0) needs no read of the scale subresource.
-      if (!(wantedMax >= 2)) continue;
       const statusReplicas = hpa.status?.currentReplicas;
-      if (typeof statusReplicas === "number" && statusReplicas >= wantedMax) continue;
+      if (
+        !mayNeedAdjustment(metrics, {
+          maxReplicas,
+          statusReplicas: Number.isFinite(statusReplicas) ? statusReplicas : undefined,
+        })
+      ) continue;
       const targetName = `${ref.kind} ${ns}/${ref.name}`;
       try {
         const scale = await writer.getScale(ref.kind as Kind, ns, ref.name);
