@@ -1,15 +1,12 @@
 /**
  * HTTP for every collector that speaks to a backend over fetch: one request under a deadline
  * combined with the collection's AbortSignal, a cap on the bytes read, and errors that name the
- * URL. Also the helpers of the json-path collectors (Go-duration timeout keys, JSON extraction).
+ * URL. Also the JSON helpers of the json-path collectors.
  */
 import { lookup as dnsLookup } from "node:dns/promises";
-import { parseDuration } from "../core/duration.ts";
-import { extractJsonValue, validateJsonExtraction } from "../core/json_extract.ts";
+import { ipv4Octets, ipv6Words, isLinkLocalAddress, isLinkLocalHost } from "../core/link_local.ts";
+import { extractJsonValue } from "../core/json_extract.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
-
-/** Default `request-timeout` and `connect-timeout` of kube-metrics-adapter, seconds. */
-export const DEFAULT_HTTP_TIMEOUT_SECONDS = 15;
 
 /** Default cap on a backend response, bytes (the default of `--max-response-bytes`). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
@@ -89,67 +86,8 @@ export function requestDeadline(signal: AbortSignal, timeoutSeconds: number): De
   };
 }
 
-function ipv4Octets(host: string): number[] | null {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (!m) return null;
-  const o = m.slice(1).map(Number);
-  return o.every((n) => n <= 255) ? o : null;
-}
-
-/** The eight 16-bit words of an IPv6 address (`::`, a dotted IPv4 tail, a `%zone`), or null. */
-function ipv6Words(address: string): number[] | null {
-  let h = address.toLowerCase().replace(/%.*$/, "");
-  if (!h.includes(":") || !/^[0-9a-f:.]+$/.test(h)) return null;
-  const lastColon = h.lastIndexOf(":");
-  const tail = h.slice(lastColon + 1);
-  if (tail.includes(".")) {
-    const o = ipv4Octets(tail);
-    if (!o) return null;
-    h = `${h.slice(0, lastColon + 1)}${((o[0] << 8) | o[1]).toString(16)}:${
-      ((o[2] << 8) | o[3]).toString(16)
-    }`;
-  }
-  const words = (part: string): number[] | null => {
-    if (part === "") return [];
-    const out = part.split(":").map((w) => /^[0-9a-f]{1,4}$/.test(w) ? parseInt(w, 16) : NaN);
-    return out.some(Number.isNaN) ? null : out;
-  };
-  const halves = h.split("::");
-  if (halves.length > 2) return null;
-  const head = words(halves[0]);
-  const rest = halves.length === 2 ? words(halves[1]) : [];
-  if (!head || !rest) return null;
-  if (halves.length === 1) return head.length === 8 ? head : null;
-  const fill = 8 - head.length - rest.length;
-  return fill < 1 ? null : [...head, ...new Array<number>(fill).fill(0), ...rest];
-}
-
-/**
- * Whether an IP address is link-local: 169.254.0.0/16, fe80::/10, or an IPv6 form that carries
- * a 169.254 address (IPv4-mapped `::ffff:169.254.x.y`, IPv4-translated, IPv4-compatible,
- * NAT64 `64:ff9b::/96`). False for anything that is not an IP address (a host name).
- */
-export function isLinkLocalAddress(address: string): boolean {
-  const v4 = ipv4Octets(address);
-  if (v4) return v4[0] === 169 && v4[1] === 254;
-  const w = ipv6Words(address);
-  if (!w) return false;
-  if ((w[0] & 0xffc0) === 0xfe80) return true;
-  const zero = (from: number, to: number): boolean => w.slice(from, to).every((x) => x === 0);
-  const embedsV4 = (zero(0, 5) && (w[5] === 0xffff || w[5] === 0)) ||
-    (zero(0, 4) && w[4] === 0xffff && w[5] === 0) ||
-    (w[0] === 0x64 && w[1] === 0xff9b && zero(2, 6));
-  return embedsV4 && w[6] === 0xa9fe;
-}
-
-/**
- * Whether a URL host (as `new URL().hostname` gives it: IPv6 in brackets) is a link-local
- * address literal: see {@linkcode isLinkLocalAddress}. A host name is not: resolve it with
- * {@linkcode checkLinkLocalTarget}.
- */
-export function isLinkLocalHost(hostname: string): boolean {
-  return isLinkLocalAddress(hostname.replace(/^\[|\]$/g, "").toLowerCase());
-}
+/** Re-exported from core, where the address maths lives. */
+export { isLinkLocalAddress, isLinkLocalHost };
 
 /** Resolves a host name to all its addresses. */
 export type HostLookup = (hostname: string) => Promise<string[]>;
@@ -431,47 +369,6 @@ export function unsuccessfulResponse(
   return `unsuccessful response "${res.status}${
     res.statusText ? " " + res.statusText : ""
   }" from ${url}`;
-}
-
-/** Read a Go-duration config key in seconds (default when absent); rejects negative values. */
-export function durationConfig(
-  config: Record<string, string>,
-  key: string,
-  options: { metricName: string; defaultSeconds: number },
-): number {
-  const raw = config[key];
-  if (raw === undefined || raw === "") return options.defaultSeconds;
-  let seconds: number;
-  try {
-    seconds = parseDuration(raw);
-  } catch {
-    throw new Error(`invalid ${key} "${raw}" for metric ${options.metricName}`);
-  }
-  if (seconds < 0) throw new Error(`invalid ${key} "${raw}" for metric ${options.metricName}`);
-  return seconds === 0 ? options.defaultSeconds : seconds;
-}
-
-/**
- * The request deadline of a json-path metric: `request-timeout` (Go duration, default 15s).
- * `connect-timeout` is checked too, but fetch() has no separate connect phase: the request
- * deadline bounds it (Node's fetch also gives up connecting after 10s).
- */
-export function requestTimeoutConfig(config: Record<string, string>, metricName: string): number {
-  const options = { metricName, defaultSeconds: DEFAULT_HTTP_TIMEOUT_SECONDS };
-  durationConfig(config, "connect-timeout", options);
-  return durationConfig(config, "request-timeout", options);
-}
-
-/** The `json-key` / `json-eval` / `aggregator` keys of a json-path metric; errors name it. */
-export function jsonExtractionConfig(
-  config: Record<string, string>,
-  metricName: string,
-): JsonExtractionOptions {
-  try {
-    return validateJsonExtraction(config);
-  } catch (e) {
-    throw new Error(`${(e as Error).message} for metric ${metricName}`);
-  }
 }
 
 /** A stable string of a config map (sorted keys), for query keys. */

@@ -8,18 +8,11 @@
  * deadline (`timeoutMs`) is the request timeout times the rounds of requests its pods need.
  */
 import type { ClusterView, Kind, KubeObject } from "../cluster/types.ts";
-import type { JsonExtractionOptions } from "../core/json_extract.ts";
+import { jsonPathDescriptor, type PodJsonPathConfig } from "../core/configs/json_path.ts";
 import { fromLabelSelector, matchesSelector } from "../core/label_selector.ts";
 import type { LabelSelector, MetricPlan, ObjectReference } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
-import {
-  extractJson,
-  httpGetText,
-  jsonExtractionConfig,
-  maxResponseBytes,
-  requestTimeoutConfig,
-  stableConfig,
-} from "./http_get.ts";
+import { extractJson, httpGetText, maxResponseBytes, stableConfig } from "./http_get.ts";
 import type {
   CollectContext,
   Collector,
@@ -27,6 +20,7 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { planConfig } from "./types.ts";
 
 /** Workload kinds whose pods can be found (their `spec.selector`). */
 export const POD_TARGET_KINDS: readonly Kind[] = ["Deployment", "StatefulSet", "Rollout"];
@@ -148,41 +142,6 @@ export async function mapBounded<T, R>(
 function numberOption(flags: Record<string, unknown>, name: string, dflt: number): number {
   const v = flags[name];
   return typeof v === "number" && v > 0 ? v : dflt;
-}
-
-interface PodJsonPathConfig {
-  scheme: string;
-  port: number;
-  path: string;
-  rawQuery: string;
-  extraction: JsonExtractionOptions;
-  requestTimeoutSeconds: number;
-}
-
-function parseConfig(plan: MetricPlan): PodJsonPathConfig {
-  const c = plan.config;
-  const metric = plan.metricName;
-  const extraction = jsonExtractionConfig(c, metric);
-  const scheme = c["scheme"] ?? "http";
-  if (scheme !== "http" && scheme !== "https") {
-    throw new Error(`invalid scheme "${scheme}" for metric ${metric} (want http or https)`);
-  }
-  const rawPort = c["port"];
-  if (rawPort === undefined || rawPort === "") {
-    throw new Error(`missing config "port" for metric ${metric}`);
-  }
-  if (!/^\d+$/.test(rawPort) || Number(rawPort) < 1 || Number(rawPort) > 65535) {
-    throw new Error(`invalid port "${rawPort}" for metric ${metric}`);
-  }
-  const requestTimeoutSeconds = requestTimeoutConfig(c, metric);
-  return {
-    scheme,
-    port: Number(rawPort),
-    path: c["path"] ?? "",
-    rawQuery: c["raw-query"] ?? "",
-    extraction,
-    requestTimeoutSeconds,
-  };
 }
 
 /** A pod request cut short (or never made) because the collection was aborted. */
@@ -325,6 +284,7 @@ export const podJsonPathFactory: CollectorFactory = {
         })`,
       );
     }
-    return new PodJsonPathCollector(plan, parseConfig(plan), options.flags);
+    const config = planConfig(jsonPathDescriptor, plan, {}) as PodJsonPathConfig;
+    return new PodJsonPathCollector(plan, config, options.flags);
   },
 };

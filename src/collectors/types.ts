@@ -3,6 +3,12 @@
  * plan into samples; it does I/O only through what it is handed.
  */
 import type { ClusterView, Kind } from "../cluster/types.ts";
+import {
+  type CollectorDescriptor,
+  type ConfigContext,
+  parseCollectorConfig,
+  planOrigin,
+} from "../core/collector_config.ts";
 import type { MetricPlan, MetricType } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
 
@@ -67,4 +73,18 @@ export interface CollectorFactory {
 export class BackendNotConfiguredError extends Error {
   /** Set the name so logs say what happened. */
   override name = "BackendNotConfiguredError";
+}
+
+/**
+ * A plan's config read with its collector's schema, as `plan` read it: the typed config, or
+ * an Error with every problem (only a plan that `planHpa` did not check can fail here).
+ */
+export function planConfig<C>(
+  descriptor: CollectorDescriptor<C>,
+  plan: MetricPlan,
+  context: ConfigContext,
+): C {
+  const r = parseCollectorConfig(descriptor, plan.config, planOrigin(plan), context);
+  if (!r.ok) throw new Error(r.errors.join("; "));
+  return r.config;
 }

@@ -660,15 +660,31 @@ export function validateJsonExtraction(config: Record<string, string>): JsonExtr
 
 function checkJsonKey(path: string): void {
   try {
-    if (path.length > MAX_EXPRESSION_LENGTH) {
-      throw new Error(`longer than ${MAX_EXPRESSION_LENGTH} characters`);
-    }
-    if (!path.startsWith("$")) throw new Error('a JSONPath starts with "$"');
-    const end = scanPath(path, 0, true, 0);
-    if (end !== path.length) throw new Error(`unexpected "${path[end]}" at position ${end}`);
+    checkJsonKeySyntax(path);
   } catch (err) {
     throw new Error(`invalid json-key "${path}": ${(err as Error).message}`);
   }
+}
+
+/**
+ * Check a JSONPath's syntax; throws an Error saying only what is wrong (`unterminated "[" at
+ * position 1`), for messages that quote the path themselves.
+ */
+export function checkJsonKeySyntax(path: string): void {
+  if (path.length > MAX_EXPRESSION_LENGTH) {
+    throw new Error(`longer than ${MAX_EXPRESSION_LENGTH} characters`);
+  }
+  if (!path.startsWith("$")) throw new Error('a JSONPath starts with "$"');
+  const end = scanPath(path, 0, true, 0);
+  if (end !== path.length) throw new Error(`unexpected "${path[end]}" at position ${end}`);
+}
+
+/**
+ * Check a json-eval expression's syntax; throws an Error saying only what is wrong (`unknown
+ * function "require" at position 0`).
+ */
+export function checkJsonEvalSyntax(expression: string): void {
+  compileExpression(expression, 0);
 }
 
 /**

@@ -14,6 +14,8 @@
  * Resource and ContainerResource metrics are served by metrics-server and produce no plan.
  */
 import { parseHpa } from "./hpa.ts";
+import { collectorDescriptor, EXTERNAL_ALIASES, EXTERNAL_COLLECTORS } from "./collectors.ts";
+import { type ConfigContext, metricWhat, parseCollectorConfig } from "./collector_config.ts";
 import { shortenValues } from "./quote.ts";
 import type { Hpa, HpaLabelSelector, HpaMetricTarget, HpaObjectReference } from "./hpa.ts";
 import {
@@ -32,39 +34,13 @@ import type {
   ObjectReference,
 } from "./types.ts";
 
-/** Options of `planHpa`. */
-export interface PlanOptions {
+/** Options of `planHpa`; the config context is what the collectors will be created with. */
+export interface PlanOptions extends ConfigContext {
   /** Interval of metrics without an `interval` annotation (`--default-collection-interval`); 60. */
   defaultIntervalSeconds?: number;
   /** Collector types that are enabled; undefined means all of them. */
   enabledCollectors?: ReadonlySet<string>;
 }
-
-/** External collector types, sorted (what `matchLabels.type` may say). */
-export const EXTERNAL_COLLECTORS: readonly string[] = [
-  "influxdb",
-  "json-path",
-  "nakadi",
-  "prometheus",
-  "requests-per-second",
-  "sqs-queue-length",
-  "zmon",
-];
-
-/** Names that select an External collector: the types and their legacy spellings. */
-const EXTERNAL_ALIASES: Readonly<Record<string, string>> = {
-  "influxdb": "influxdb",
-  "flux-query": "influxdb",
-  "json-path": "json-path",
-  "http": "json-path",
-  "nakadi": "nakadi",
-  "prometheus": "prometheus",
-  "prometheus-query": "prometheus",
-  "requests-per-second": "requests-per-second",
-  "sqs-queue-length": "sqs-queue-length",
-  "zmon": "zmon",
-  "zmon-check": "zmon",
-};
 
 const OBJECT_KIND_COLLECTORS: Readonly<Record<string, string>> = {
   ScalingSchedule: "scaling-schedule",
@@ -75,29 +51,9 @@ const SKIPPER_KINDS = new Set(["Ingress", "RouteGroup"]);
 const RPS_METRIC = "requests-per-second";
 
 function enableHint(collector: string, kind: string | undefined): string {
-  switch (collector) {
-    case "prometheus":
-      return "--prometheus-server";
-    case "skipper":
-      return kind === "RouteGroup"
-        ? "--prometheus-server and --skipper-routegroup-metrics"
-        : "--prometheus-server and --skipper-ingress-metrics";
-    case "requests-per-second":
-      return "--prometheus-server and --external-rps-metrics";
-    case "influxdb":
-      return "--influxdb-address";
-    case "sqs-queue-length":
-      return "--aws-external-metrics";
-    case "zmon":
-      return "--zmon-kariosdb-endpoint";
-    case "nakadi":
-      return "--nakadi-endpoint";
-    case "scaling-schedule":
-    case "cluster-scaling-schedule":
-      return "--scaling-schedule";
-    default:
-      return "its flags";
-  }
+  const by = collectorDescriptor(collector)?.enabledBy;
+  if (by === undefined) return "its flags";
+  return typeof by === "string" ? by : by(kind);
 }
 
 /** The parts of a metric entry the collector choice looks at. */
@@ -269,9 +225,7 @@ function choosePods(e: Entry): Choice {
   };
 }
 
-const AGGREGATORS = ["avg", "max", "min", "sum"];
 const HOSTNAME_RE = /^[a-zA-Z0-9.-]+$/;
-const GO_DURATION_RE = /^[+-]?((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$|^0$/;
 
 /**
  * Cheap, pure checks of a collector's required config. Mutates `config` only to resolve the
@@ -286,28 +240,6 @@ function checkConfig(
   const errors: string[] = [];
   const what = `${e.metricType} metric \`${e.metricName}\``;
   const anno = (key: string): string => `${annotationPrefix(e, annotationCollector)}/${key}`;
-  const jsonPathChecks = (): void => {
-    const hasKey = config["json-key"] !== undefined && config["json-key"] !== "";
-    const hasEval = config["json-eval"] !== undefined && config["json-eval"] !== "";
-    if (!hasKey && !hasEval) {
-      errors.push(`${what} needs annotation ${anno("json-key")} (or json-eval)`);
-    }
-    if (hasKey && hasEval) {
-      errors.push(
-        `${what} sets both json-key and json-eval; keep one (they are mutually exclusive)`,
-      );
-    }
-    const agg = config.aggregator;
-    if (agg !== undefined && !AGGREGATORS.includes(agg)) {
-      errors.push(`invalid aggregator "${agg}" for ${what}: want one of ${AGGREGATORS.join(", ")}`);
-    }
-    for (const key of ["request-timeout", "connect-timeout"]) {
-      const v = config[key];
-      if (v !== undefined && !GO_DURATION_RE.test(v.trim())) {
-        errors.push(`invalid ${key} "${v}" for ${what}: want a Go duration like 2s or 500ms`);
-      }
-    }
-  };
   const queryChecks = (): void => {
     if (config.query !== undefined) return;
     const queryName = config["query-name"];
@@ -325,28 +257,6 @@ function checkConfig(
     errors.push(`${what} needs annotation ${anno("query")}`);
   };
   switch (collector) {
-    case "json-path":
-      jsonPathChecks();
-      if (e.metricType === "Pods") {
-        const port = config.port;
-        if (port === undefined) errors.push(`${what} needs annotation ${anno("port")}`);
-        else if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) {
-          errors.push(`invalid port "${port}" for ${what}: want a number from 1 to 65535`);
-        }
-        const scheme = config.scheme;
-        if (scheme !== undefined && scheme !== "http" && scheme !== "https") {
-          errors.push(`invalid scheme "${scheme}" for ${what}: want http or https`);
-        }
-      } else {
-        const endpoint = config.endpoint;
-        if (endpoint === undefined) errors.push(`${what} needs annotation ${anno("endpoint")}`);
-        else if (!/^https?:\/\/[^/\s]+/.test(endpoint)) {
-          errors.push(
-            `invalid endpoint "${endpoint}" for ${what}: want an http:// or https:// URL`,
-          );
-        }
-      }
-      break;
     case "prometheus":
     case "influxdb":
       queryChecks();
@@ -508,6 +418,16 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
       if (!conflict) errors.push(choice.error);
     } else if (choice.collector !== null) {
       errors.push(...checkConfig(choice.collector, entry, config, choice.annotationCollector));
+      const descriptor = collectorDescriptor(choice.collector);
+      if (descriptor !== undefined) {
+        const parsed = parseCollectorConfig(descriptor, config, {
+          what: metricWhat(metricType, metricName, ref),
+          annotationPrefix: annotationPrefix(entry, choice.annotationCollector),
+          annotated: new Set(Object.keys(entry.annotations?.config ?? {})),
+          metricType,
+        }, options);
+        if (!parsed.ok) errors.push(...parsed.errors);
+      }
       if (!isEnabled(choice.collector, options)) {
         errors.push(
           `collector \`${choice.collector}\` is not enabled (start with ${

@@ -111,8 +111,7 @@ describe("http json-path collector", () => {
         () =>
           httpJsonPathFactory.create({ plan: plan({ endpoint, "json-key": "$.n" }), flags: {} }),
         {
-          message:
-            `endpoint "${endpoint}" of metric queue-length is a link-local address (allow with --allow-link-local-targets)`,
+          message: `invalid endpoint "${endpoint}" for External metric `queue-length` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): a link-local address (allow with --allow-link-local-targets)`,
         },
       );
       const c = httpJsonPathFactory.create({
@@ -125,14 +124,17 @@ describe("http json-path collector", () => {
 
   it("rejects a missing or malformed endpoint", () => {
     const cases: [Record<string, string>, string][] = [
-      [{ "json-key": "$.n" }, 'missing config "endpoint" for metric queue-length'],
+      [
+        { "json-key": "$.n" },
+        "External metric `queue-length` of HPA default/worker needs matchLabels.endpoint or annotation metric-config.external.queue-length.json-path/endpoint",
+      ],
       [
         { endpoint: "not a url", "json-key": "$.n" },
-        'invalid endpoint "not a url" for metric queue-length',
+        'invalid endpoint "not a url" for External metric `queue-length` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): want an http:// or https:// URL',
       ],
       [
         { endpoint: "file:///etc/passwd", "json-key": "$.n" },
-        'invalid endpoint "file:///etc/passwd" for metric queue-length (want http or https)',
+        'invalid endpoint "file:///etc/passwd" for External metric `queue-length` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): want an http:// or https:// URL',
       ],
     ];
     for (const [config, message] of cases) {

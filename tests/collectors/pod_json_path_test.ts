@@ -233,15 +233,21 @@ describe("pod json-path collector", () => {
 
   it("rejects unusable configs at creation", () => {
     const cases: [Record<string, string>, string][] = [
-      [{ "json-key": "$.v" }, 'missing config "port" for metric rps'],
-      [{ "json-key": "$.v", port: "http" }, 'invalid port "http" for metric rps'],
+      [
+        { "json-key": "$.v" },
+        "Pods metric `rps` of HPA default/web needs annotation metric-config.pods.rps.json-path/port",
+      ],
+      [
+        { "json-key": "$.v", port: "http" },
+        'invalid port "http" for Pods metric `rps` of HPA default/web (annotation metric-config.pods.rps.json-path/port): want a number from 1 to 65535',
+      ],
       [
         { "json-key": "$.v", port: "80", scheme: "ftp" },
-        'invalid scheme "ftp" for metric rps (want http or https)',
+        'invalid scheme "ftp" for Pods metric `rps` of HPA default/web (annotation metric-config.pods.rps.json-path/scheme): want http or https',
       ],
       [
         { "json-key": "$.v", port: "80", "request-timeout": "5" },
-        'invalid request-timeout "5" for metric rps',
+        'invalid request-timeout "5" for Pods metric `rps` of HPA default/web (annotation metric-config.pods.rps.json-path/request-timeout): want a Go duration like 2s or 500ms',
       ],
     ];
     for (const [config, message] of cases) {

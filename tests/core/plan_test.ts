@@ -410,11 +410,16 @@ describe("planHpa config checks", () => {
   const cases: Array<[string, Obj, Record<string, string>, string]> = [
     ["Pods json-path without port", pods("rps"), {
       "metric-config.pods.rps.json-path/json-key": "$.rps",
-    }, "Pods metric `rps` needs annotation metric-config.pods.rps.json-path/port"],
-    ["Pods json-path with a bad port", pods("rps"), {
-      ...JSON_PATH_PODS,
-      "metric-config.pods.rps.json-path/port": "http",
-    }, 'invalid port "http" for Pods metric `rps`: want a number from 1 to 65535'],
+    }, "Pods metric `rps` of HPA shop/web needs annotation metric-config.pods.rps.json-path/port"],
+    [
+      "Pods json-path with a bad port",
+      pods("rps"),
+      {
+        ...JSON_PATH_PODS,
+        "metric-config.pods.rps.json-path/port": "http",
+      },
+      'invalid port "http" for Pods metric `rps` of HPA shop/web (annotation metric-config.pods.rps.json-path/port): want a number from 1 to 65535',
+    ],
     [
       "json-key and json-eval together",
       pods("rps"),
@@ -422,7 +427,7 @@ describe("planHpa config checks", () => {
         ...JSON_PATH_PODS,
         "metric-config.pods.rps.json-path/json-eval": "$.a",
       },
-      "Pods metric `rps` sets both json-key and json-eval; keep one (they are mutually exclusive)",
+      "Pods metric `rps` of HPA shop/web sets both json-key and json-eval; keep one (they are mutually exclusive)",
     ],
     [
       "neither json-key nor json-eval",
@@ -430,23 +435,43 @@ describe("planHpa config checks", () => {
       {
         "metric-config.pods.rps.json-path/port": "80",
       },
-      "Pods metric `rps` needs annotation metric-config.pods.rps.json-path/json-key (or json-eval)",
+      "Pods metric `rps` of HPA shop/web needs annotation metric-config.pods.rps.json-path/json-key (or json-eval)",
     ],
-    ["bad aggregator", pods("rps"), {
-      ...JSON_PATH_PODS,
-      "metric-config.pods.rps.json-path/aggregator": "median",
-    }, 'invalid aggregator "median" for Pods metric `rps`: want one of avg, max, min, sum'],
-    ["bad scheme", pods("rps"), {
-      ...JSON_PATH_PODS,
-      "metric-config.pods.rps.json-path/scheme": "ftp",
-    }, 'invalid scheme "ftp" for Pods metric `rps`: want http or https'],
-    ["bad request-timeout", pods("rps"), {
-      ...JSON_PATH_PODS,
-      "metric-config.pods.rps.json-path/request-timeout": "2",
-    }, 'invalid request-timeout "2" for Pods metric `rps`: want a Go duration like 2s or 500ms'],
-    ["External json-path without endpoint", external("q", { type: "json-path" }), {
-      "metric-config.external.q.json-path/json-key": "$.v",
-    }, "External metric `q` needs annotation metric-config.external.q.json-path/endpoint"],
+    [
+      "bad aggregator",
+      pods("rps"),
+      {
+        ...JSON_PATH_PODS,
+        "metric-config.pods.rps.json-path/aggregator": "median",
+      },
+      'invalid aggregator "median" for Pods metric `rps` of HPA shop/web (annotation metric-config.pods.rps.json-path/aggregator): want one of avg, min, max, sum, count, last, diff',
+    ],
+    [
+      "bad scheme",
+      pods("rps"),
+      {
+        ...JSON_PATH_PODS,
+        "metric-config.pods.rps.json-path/scheme": "ftp",
+      },
+      'invalid scheme "ftp" for Pods metric `rps` of HPA shop/web (annotation metric-config.pods.rps.json-path/scheme): want http or https',
+    ],
+    [
+      "bad request-timeout",
+      pods("rps"),
+      {
+        ...JSON_PATH_PODS,
+        "metric-config.pods.rps.json-path/request-timeout": "2",
+      },
+      'invalid request-timeout "2" for Pods metric `rps` of HPA shop/web (annotation metric-config.pods.rps.json-path/request-timeout): want a Go duration like 2s or 500ms',
+    ],
+    [
+      "External json-path without endpoint",
+      external("q", { type: "json-path" }),
+      {
+        "metric-config.external.q.json-path/json-key": "$.v",
+      },
+      "External metric `q` of HPA shop/web needs matchLabels.endpoint or annotation metric-config.external.q.json-path/endpoint",
+    ],
     [
       "External json-path with a non-http endpoint",
       external("q", { type: "json-path" }),
@@ -454,7 +479,7 @@ describe("planHpa config checks", () => {
         "metric-config.external.q.json-path/json-key": "$.v",
         "metric-config.external.q.json-path/endpoint": "svc:8080/stats",
       },
-      'invalid endpoint "svc:8080/stats" for External metric `q`: want an http:// or https:// URL',
+      'invalid endpoint "svc:8080/stats" for External metric `q` of HPA shop/web (annotation metric-config.external.q.json-path/endpoint): want an http:// or https:// URL',
     ],
     [
       "External prometheus without query",

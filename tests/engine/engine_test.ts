@@ -951,7 +951,7 @@ describe("Engine", () => {
     assert.deepEqual(s.writer.events.map((e) => [e.name, e.event.message]), [
       [
         "default/broken",
-        'failed to create metrics collector for External metric q: invalid aggregator "median" for External metric `q`: want one of avg, max, min, sum',
+        'failed to create metrics collector for External metric q: invalid aggregator "median" for External metric `q` of HPA default/broken (annotation metric-config.external.q.json-path/aggregator): want one of avg, min, max, sum, count, last, diff',
       ],
       [
         "default/odd",

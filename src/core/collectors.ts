@@ -1,0 +1,66 @@
+/**
+ * Every collector type of this release, by descriptor (see collector_config.ts), and what
+ * `plan` and the command line derive from them: the External types and their legacy names,
+ * the kinds whose Object metrics a type serves, what enables each. Adding a backend adds one
+ * descriptor here, its config file under configs/, and its collector with one registry line.
+ */
+import { z } from "zod";
+import type { CollectorDescriptor, ConfigSchema } from "./collector_config.ts";
+import { jsonPathDescriptor } from "./configs/json_path.ts";
+import type { MetricType } from "./types.ts";
+
+/** A config read by the collector itself (its schema takes every key as it is). */
+const passthrough: ConfigSchema<Record<string, string>> = z.record(z.string(), z.string());
+
+function described(
+  type: string,
+  metricTypes: readonly MetricType[],
+  enabledBy: CollectorDescriptor["enabledBy"],
+  aliases: readonly string[] = [],
+): CollectorDescriptor<Record<string, string>> {
+  return { type, aliases, metricTypes, enabledBy, schema: () => passthrough };
+}
+
+/** The descriptors, sorted by type. */
+export const COLLECTOR_DESCRIPTORS: readonly CollectorDescriptor[] = [
+  described("cluster-scaling-schedule", ["Object"], "--scaling-schedule"),
+  described("influxdb", ["External"], "--influxdb-address", ["flux-query"]),
+  jsonPathDescriptor,
+  described("nakadi", ["External"], "--nakadi-endpoint"),
+  described("prometheus", ["Object", "External"], "--prometheus-server", ["prometheus-query"]),
+  described(
+    "requests-per-second",
+    ["External"],
+    "--prometheus-server and --external-rps-metrics",
+  ),
+  described("scaling-schedule", ["Object"], "--scaling-schedule"),
+  {
+    ...described("skipper", ["Object"], ""),
+    enabledBy: (kind) =>
+      kind === "RouteGroup"
+        ? "--prometheus-server and --skipper-routegroup-metrics"
+        : "--prometheus-server and --skipper-ingress-metrics",
+  },
+  described("sqs-queue-length", ["External"], "--aws-external-metrics"),
+  described("zmon", ["External"], "--zmon-kariosdb-endpoint", ["zmon-check"]),
+] as readonly CollectorDescriptor[];
+
+const BY_TYPE: ReadonlyMap<string, CollectorDescriptor> = new Map(
+  COLLECTOR_DESCRIPTORS.map((d) => [d.type, d]),
+);
+
+/** The descriptor of a collector type, or undefined. */
+export function collectorDescriptor(type: string): CollectorDescriptor | undefined {
+  return BY_TYPE.get(type);
+}
+
+/** External collector types, sorted (what `matchLabels.type` may say). */
+export const EXTERNAL_COLLECTORS: readonly string[] = COLLECTOR_DESCRIPTORS
+  .filter((d) => d.metricTypes.includes("External")).map((d) => d.type);
+
+/** Names that select an External collector: the types and their legacy spellings. */
+export const EXTERNAL_ALIASES: Readonly<Record<string, string>> = Object.fromEntries(
+  COLLECTOR_DESCRIPTORS.filter((d) => d.metricTypes.includes("External")).flatMap((d) =>
+    [d.type, ...(d.aliases ?? [])].map((name) => [name, d.type])
+  ),
+);
