@@ -111,7 +111,8 @@ describe("http json-path collector", () => {
         () =>
           httpJsonPathFactory.create({ plan: plan({ endpoint, "json-key": "$.n" }), flags: {} }),
         {
-          message: `invalid endpoint "${endpoint}" for External metric `queue-length` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): a link-local address (allow with --allow-link-local-targets)`,
+          message:
+            `invalid endpoint "${endpoint}" for External metric \`queue-length\` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): a link-local address (allow with --allow-link-local-targets)`,
         },
       );
       const c = httpJsonPathFactory.create({
