@@ -19,12 +19,8 @@ import {
   stringFlag,
 } from "./flags.ts";
 import { readManifests } from "../cluster/manifests.ts";
-import { backendCollectorFactories } from "../collectors/backends.ts";
-import {
-  type CollectorRegistry,
-  createCollectorRegistry,
-  defaultCollectorFactories,
-} from "../collectors/registry.ts";
+import type { CollectorRegistry } from "../collectors/registry.ts";
+import { collectorRegistry } from "./collectors.ts";
 import { BackendNotConfiguredError } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
@@ -178,10 +174,7 @@ export const planCommand: Command = {
     };
 
     const check = {
-      registry: createCollectorRegistry([
-        ...defaultCollectorFactories(),
-        ...backendCollectorFactories(),
-      ]),
+      registry: collectorRegistry(parsed.values),
       flags: parsed.values,
       assumeBackends: !collectorFlagsGiven,
     };

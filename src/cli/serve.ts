@@ -21,9 +21,8 @@ import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
 import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
-import { backendCollectorFactories } from "../collectors/backends.ts";
 import { prometheusBackendsFromFlags } from "../collectors/prometheus.ts";
-import { createCollectorRegistry, defaultCollectorFactories } from "../collectors/registry.ts";
+import { collectorRegistry } from "./collectors.ts";
 import { scheduleEvaluatorFor } from "../collectors/scaling_schedule.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
 import { Engine } from "../engine/engine.ts";
@@ -219,10 +218,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     prometheusBackendsFromFlags(flags);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
     const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
-    const registry = createCollectorRegistry([
-      ...defaultCollectorFactories(),
-      ...backendCollectorFactories(),
-    ]);
+    const registry = collectorRegistry(flags);
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
     closers.push(() => timers.clear());

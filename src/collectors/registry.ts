@@ -1,12 +1,10 @@
 /**
  * The collector registry: factories by collector type (and metric type, since `json-path` is
- * both a Pods and an External collector). Adding a backend adds one factory to the default set.
+ * both a Pods and an External collector). The factories of a release are listed, with their
+ * options, in src/cli/collectors.ts.
  */
 import type { MetricType } from "../core/types.ts";
 import type { CollectorFactory } from "./types.ts";
-import { httpJsonPathFactory } from "./http_json_path.ts";
-import { podJsonPathFactory } from "./pod_json_path.ts";
-import { clusterScalingScheduleFactory, scalingScheduleFactory } from "./scaling_schedule.ts";
 
 /** Factories looked up by `plan.collector` and `plan.metricType`. */
 export interface CollectorRegistry {
@@ -23,7 +21,7 @@ const ALL_TYPES: readonly MetricType[] = ["Pods", "Object", "External"];
  *
  * @example
  * ```ts
- * const registry = createCollectorRegistry(defaultCollectorFactories());
+ * const registry = createCollectorRegistry([podJsonPathFactory, httpJsonPathFactory]);
  * registry.lookup("json-path", "Pods"); // the pod json-path factory
  * ```
  */
@@ -43,14 +41,4 @@ export function createCollectorRegistry(factories: readonly CollectorFactory[]):
     lookup: (collector, metricType) => byKey.get(`${collector}\u0000${metricType}`),
     types: () => [...types],
   };
-}
-
-/** The collectors of this release: pod and HTTP json-path, (Cluster)ScalingSchedule. */
-export function defaultCollectorFactories(): CollectorFactory[] {
-  return [
-    podJsonPathFactory,
-    httpJsonPathFactory,
-    scalingScheduleFactory,
-    clusterScalingScheduleFactory,
-  ];
 }

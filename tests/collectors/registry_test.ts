@@ -1,9 +1,9 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import {
-  createCollectorRegistry,
-  defaultCollectorFactories,
-} from "../../src/collectors/registry.ts";
+import { createCollectorRegistry } from "../../src/collectors/registry.ts";
+import { collectorFactories } from "../../src/cli/collectors.ts";
+import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
+import { COLLECTOR_DESCRIPTORS } from "../../src/core/collectors.ts";
 import { httpJsonPathFactory } from "../../src/collectors/http_json_path.ts";
 import { podJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
 import {
@@ -13,7 +13,12 @@ import {
 import type { MetricType } from "../../src/core/types.ts";
 
 describe("collector registry", () => {
-  const registry = createCollectorRegistry(defaultCollectorFactories());
+  const registry = createCollectorRegistry([
+    podJsonPathFactory,
+    httpJsonPathFactory,
+    scalingScheduleFactory,
+    clusterScalingScheduleFactory,
+  ]);
   const cases: [string, MetricType, unknown][] = [
     ["json-path", "Pods", podJsonPathFactory],
     ["json-path", "External", httpJsonPathFactory],
@@ -28,7 +33,18 @@ describe("collector registry", () => {
     });
   }
 
-  it("lists the default types", () => {
+  it("has a factory for each metric type of each descriptor in core, and no factory without one", () => {
+    const factories = collectorFactories(flagDefaults(SERVE_FLAGS));
+    const served = factories.flatMap((f) =>
+      (f.metricTypes ?? ["Pods", "Object", "External"]).map((t) => `${f.type} ${t}`)
+    ).sort();
+    const described = COLLECTOR_DESCRIPTORS.flatMap((d) =>
+      d.metricTypes.map((t) => `${d.type} ${t}`)
+    ).sort();
+    assert.deepEqual(served, described);
+  });
+
+  it("lists the types it holds", () => {
     assert.deepEqual(registry.types(), [
       "cluster-scaling-schedule",
       "json-path",
