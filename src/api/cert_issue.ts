@@ -11,7 +11,7 @@
 import forge from "node-forge";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
-import { type CertificateAndKey, DAY_MS } from "./certs.ts";
+import { type CertificateAndKey, DAY_MS } from "./pem.ts";
 
 /** Options of {@linkcode createCertificate}. */
 export interface CertificateOptions {

@@ -3,43 +3,17 @@
  * self-signed certificate for localhost into `--cert-dir` (`apiserver.crt`, `apiserver.key`)
  * and reuse it while it is valid, as the Go generic API server does.
  *
- * Issuing is in cert_issue.ts (node-forge), loaded only when a certificate must be made.
- * Parsing and checks use `node:crypto` `X509Certificate`.
+ * Issuing is in cert_issue.ts (node-forge), loaded only when a certificate must be made; PEM
+ * parsing is in pem.ts. Checks use `node:crypto` `X509Certificate`.
  */
 import { createPublicKey, randomBytes, X509Certificate } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { isIP } from "node:net";
 import { join } from "node:path";
+import { type CertificateAndKey, DAY_MS, splitPemCertificates } from "./pem.ts";
 
-/** A certificate (PEM, leaf first) and its private key (PEM). */
-export interface CertificateAndKey {
-  cert: string;
-  key: string;
-}
-
-/** One day in ms. */
-export const DAY_MS = 86_400_000;
-
-/** Split a PEM bundle into its certificates (PEM blocks); other blocks are skipped. */
-export function splitPemCertificates(pem: string): string[] {
-  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-}
-
-/**
- * Parse a PEM CA bundle. Throws when it holds no certificate or a block does not parse;
- * `source` names the bundle in the message.
- */
-export function parseCertificateBundle(pem: string, source: string): X509Certificate[] {
-  const blocks = splitPemCertificates(pem);
-  if (blocks.length === 0) throw new Error(`no certificate found in ${source}`);
-  return blocks.map((block, i) => {
-    try {
-      return new X509Certificate(block);
-    } catch (err) {
-      throw new Error(`invalid certificate #${i + 1} in ${source}: ${(err as Error).message}`);
-    }
-  });
-}
+// (tests/e2e, tests/cluster and tests/fakes import the pair's type from here)
+export type { CertificateAndKey } from "./pem.ts";
 
 /**
  * Check that `pair` is usable for serving: the certificate parses, the key is its key, and it

@@ -5,17 +5,15 @@
  */
 import { hostname as osHostname } from "node:os";
 import { existsSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../api/app.ts";
-import {
-  authOptionsFromFlags,
-  createAuthMiddleware,
-  createDelegatedAuth,
-  type KubeRequest,
-} from "../api/auth.ts";
+import { createDelegatedAuth, type DelegatedAuthOptions } from "../api/auth.ts";
+import { createAuthMiddleware } from "../api/auth_middleware.ts";
 import { ensureSelfSignedCertificate, loadCertificateFiles } from "../api/certs.ts";
+import type { KubeRequest } from "../api/kube_request.ts";
+import { parseCertificateBundle } from "../api/pem.ts";
 import { createAdapterMetrics, createMetricsApp } from "../api/own_metrics.ts";
 import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
@@ -122,6 +120,61 @@ async function authKubeRequest(
       );
     }
     return fn(req.method, req.path, req.body);
+  };
+}
+
+/**
+ * The delegated auth options of the serve flags, with the CA files read and checked (errors
+ * name the flag). The caller adds `kubeRequest`, `now` and `log`; options whose flag is unset
+ * are left to the defaults of api/auth.ts.
+ */
+export async function authOptionsFromFlags(flags: FlagValues): Promise<DelegatedAuthOptions> {
+  const read = async (flag: string): Promise<string | null> => {
+    const path = flags[flag];
+    if (typeof path !== "string" || path === "") return null;
+    try {
+      return await readFile(path, "utf8");
+    } catch (err) {
+      throw new Error(`cannot read --${flag} "${path}": ${(err as Error).message}`);
+    }
+  };
+  const list = (flag: string): string[] => {
+    const v = flags[flag];
+    return Array.isArray(v) ? v : typeof v === "string" && v ? [v] : [];
+  };
+  const num = (flag: string): number | undefined => {
+    const v = flags[flag];
+    return typeof v === "number" ? v : undefined;
+  };
+  const clientCa = await read("client-ca-file");
+  const requestHeaderCa = await read("requestheader-client-ca-file");
+  if (clientCa !== null) {
+    parseCertificateBundle(clientCa, `--client-ca-file "${flags["client-ca-file"]}"`);
+  }
+  if (requestHeaderCa !== null) {
+    parseCertificateBundle(
+      requestHeaderCa,
+      `--requestheader-client-ca-file "${flags["requestheader-client-ca-file"]}"`,
+    );
+  }
+  return {
+    clientCa,
+    requestHeader: requestHeaderCa === null ? null : {
+      clientCa: requestHeaderCa,
+      allowedNames: list("requestheader-allowed-names"),
+      usernameHeaders: list("requestheader-username-headers"),
+      uidHeaders: list("requestheader-uid-headers"),
+      groupHeaders: list("requestheader-group-headers"),
+      extraHeaderPrefixes: list("requestheader-extra-headers-prefix"),
+    },
+    lookupConfigMap: flags["authentication-skip-lookup"] !== true,
+    tolerateLookupFailure: flags["authentication-tolerate-lookup-failure"] === true,
+    tokenCacheTtlSeconds: num("authentication-token-webhook-cache-ttl"),
+    alwaysAllowPaths: flags["authorization-always-allow-paths"] === undefined
+      ? undefined
+      : list("authorization-always-allow-paths"),
+    allowCacheTtlSeconds: num("authorization-webhook-cache-authorized-ttl"),
+    denyCacheTtlSeconds: num("authorization-webhook-cache-unauthorized-ttl"),
   };
 }
 

@@ -10,10 +10,9 @@ import {
   checkServingCertificate,
   ensureSelfSignedCertificate,
   loadCertificateFiles,
-  parseCertificateBundle,
   selfSignedHosts,
-  splitPemCertificates,
 } from "../../src/api/certs.ts";
+import { parseCertificateBundle, splitPemCertificates } from "../../src/api/pem.ts";
 import { serveHttps } from "../../src/runtime/serve.ts";
 import { httpsGet, makeTestPki } from "../fakes/auth_api.ts";
 
