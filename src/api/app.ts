@@ -1,81 +1,55 @@
 /**
- * The Hono app of the aggregated API server: `custom.metrics.k8s.io` (v1beta1, v1beta2) and
- * `external.metrics.k8s.io` (v1beta1) read from the store, with the discovery documents,
- * `/version`, `/openapi/v2` and the health endpoints. It knows no runtime, no TLS and no
+ * The Hono app of the aggregated API server: routing. `custom.metrics.k8s.io` (v1beta1,
+ * v1beta2, custom_metrics.ts) and `external.metrics.k8s.io` (v1beta1, external_metrics.ts) read
+ * from the store, with the discovery documents and `/version` (discovery.ts), `/openapi/v2`
+ * (openapi.ts) and the health endpoints (health.ts). It knows no runtime, no TLS and no
  * authentication: `src/runtime/` serves it, and an `authorize` middleware can be plugged in
- * (health paths never pass through it).
+ * (health paths never pass through it). Metric reads the middleware's `fast` check allows are
+ * answered on the server's fast path, from URLs parsed once.
  *
  * Bodies use the exact JSON of k8s.io/metrics (field names, order and omissions as Go writes
- * them); errors are `metav1.Status`. A read that matches nothing answers 404 with the reason,
- * which the HPA controller shows in `kubectl describe hpa`.
+ * them); errors are `metav1.Status` (status.ts). A read that matches nothing answers 404 with
+ * the reason, which the HPA controller shows in `kubectl describe hpa`.
  *
  * @module
  */
 
 import { Hono } from "hono";
 import type { MiddlewareHandler } from "hono";
-import type { KubeObject } from "../cluster/types.ts";
-import {
-  formatSelector,
-  matchesSelector,
-  parseSelector,
-  type Selector,
-} from "../core/label_selector.ts";
-import { formatQuantity } from "../core/quantity.ts";
-import type { LabelSelector } from "../core/types.ts";
-import {
-  customLookupKey,
-  type CustomLookupOptions,
-  formatTimestamp,
-  type MetricStore,
-} from "../store/store.ts";
-import type { CustomItem, CustomLookup, ExternalItem, ExternalLookup } from "../store/types.ts";
 import type { PlainRequest, PlainResponse } from "../runtime/serve.ts";
+import { customMetrics, type CustomRead, customRead } from "./custom_metrics.ts";
+import {
+  apiGroup,
+  CUSTOM_GROUP,
+  EXTERNAL_GROUP,
+  groupVersions,
+  resourceList,
+  type VersionInfo,
+  versionJson,
+} from "./discovery.ts";
+import { externalMetrics, type ExternalRead, externalRead } from "./external_metrics.ts";
+import { health, type HealthCheck, oneCheck } from "./health.ts";
+import { listCache, type MetricSource, type ReadCaches } from "./metric_read.ts";
+import { openApiDocument } from "./openapi.ts";
 import type { RequestObservation } from "./own_metrics.ts";
-import { STATUS_HEADERS, statusPlain, statusResponse } from "./status.ts";
-
-/** The custom metrics API group. */
-export const CUSTOM_GROUP = "custom.metrics.k8s.io";
-/** The external metrics API group. */
-export const EXTERNAL_GROUP = "external.metrics.k8s.io";
-const CUSTOM_VERSIONS = ["v1beta2", "v1beta1"] as const;
-const EXTERNAL_VERSIONS = ["v1beta1"] as const;
-
-/** Where pods come from, for `labelSelector` on pods (served from a watch cache, no LIST). */
-export interface PodLister {
-  /** The pods of a namespace. */
-  listPods(namespace: string): KubeObject[];
-  /** One pod by name; when given, wildcard reads look up only the pods that have values. */
-  getPod?(namespace: string, name: string): KubeObject | undefined;
-  /**
-   * A counter that changes whenever a pod of the namespace does; when given, the servable pods
-   * matching a `labelSelector` are worked out once and reused until it changes.
-   */
-  version?(namespace: string): number;
-}
-
-/** What `/version` reports (`version.Info`). */
-export interface VersionInfo {
-  /** e.g. `v0.1.0`. */
-  gitVersion: string;
-  gitCommit?: string;
-  gitTreeState?: string;
-  buildDate?: string;
-  /** The runtime, e.g. `node 20.20.0` (Go servers write their Go version here). */
-  goVersion?: string;
-  compiler?: string;
-  platform?: string;
-}
+import { podSetCache } from "./pods.ts";
+import {
+  json,
+  plainJson,
+  plainReady,
+  type ReadyBody,
+  readyBody,
+  text,
+  toResponse,
+} from "./responses.ts";
+import { selectorCache } from "./selectors.ts";
+import { plainNotFound, statusPlain, statusResponse } from "./status.ts";
 
 /** Options of {@linkcode createApp}. */
-export interface ApiOptions {
-  store: MetricStore;
-  pods: PodLister;
-  /** The clock, ms since the epoch; every read is checked against the TTL at this time. */
-  now(): number;
-  /** Serve `custom.metrics.k8s.io` (`--enable-custom-metrics-api`). Default true. */
+export interface ApiOptions extends MetricSource {
+  /** Serve `custom.metrics.k8s.io`. Default true. */
   enableCustom?: boolean;
-  /** Serve `external.metrics.k8s.io` (`--enable-external-metrics-api`). Default true. */
+  /** Serve `external.metrics.k8s.io`. Default true. */
   enableExternal?: boolean;
   /** Initial sync done and serving; until then `/readyz` fails and metric reads answer 503. */
   ready(): boolean;
@@ -98,408 +72,21 @@ export type FastAuthorize = (request: PlainRequest) => true | null;
 /** An app that also answers metric reads without Request/Response objects (see serve.ts). */
 export type ApiApp = Hono & { fastFetch(request: PlainRequest): PlainResponse | null };
 
-function json(body: unknown, status = 200): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...STATUS_HEADERS } });
-}
-
-function plainJson(body: string, status = 200): PlainResponse {
-  return { status, headers: STATUS_HEADERS, body };
-}
-
-const utf8 = new TextEncoder();
-
-/** A 200 JSON answer whose bytes are kept with it (made once, written many times). */
-interface ReadyBody {
-  body: string;
-  bytes: Uint8Array;
-}
-
-function readyBody(body: string): ReadyBody {
-  return { body, bytes: utf8.encode(body) };
-}
-
-function plainReady(ready: ReadyBody): PlainResponse {
-  return { status: 200, headers: STATUS_HEADERS, body: ready.body, bytes: ready.bytes };
-}
-
-/** Ready bodies of single-item lists, kept with the item they were made from. */
-const itemBodies = new WeakMap<object, Map<string, ReadyBody>>();
-
-function itemBody(item: object, key: string, make: () => string): ReadyBody {
-  let bodies = itemBodies.get(item);
-  if (!bodies) itemBodies.set(item, bodies = new Map());
-  let ready = bodies.get(key);
-  if (!ready) bodies.set(key, ready = readyBody(make()));
-  return ready;
-}
-
-function toResponse(plain: PlainResponse): Response {
-  return new Response(plain.body, { status: plain.status, headers: { ...plain.headers } });
-}
-
-function plainNotFound(): PlainResponse {
-  return statusPlain("NotFound", "the server could not find the requested resource");
-}
-
-function text(body: string, status = 200): Response {
-  return new Response(body, {
-    status,
-    headers: { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" },
-  });
-}
-
-// -- bodies -------------------------------------------------------------------------------
-
-/** `v1.ObjectReference` with Go's field order and omissions. */
-function describedObject(item: CustomItem): Record<string, string> {
-  const ref: Record<string, string> = {};
-  if (item.describedKind) ref.kind = item.describedKind.kind;
-  // a Namespace is cluster-scoped; the store keys its values by the namespace itself
-  if (item.namespace && item.groupResource !== "namespaces") ref.namespace = item.namespace;
-  ref.name = item.objectName;
-  if (item.describedKind) ref.apiVersion = item.describedKind.apiVersion;
-  return ref;
-}
-
-/** `metav1.LabelSelector` JSON: both parts omitted when empty. */
-function selectorJson(ls: LabelSelector): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (ls.matchLabels && Object.keys(ls.matchLabels).length > 0) {
-    out.matchLabels = Object.fromEntries(
-      Object.keys(ls.matchLabels).sort().map((k) => [k, ls.matchLabels![k]]),
-    );
-  }
-  if (ls.matchExpressions && ls.matchExpressions.length > 0) {
-    out.matchExpressions = ls.matchExpressions.map((e) => ({
-      key: e.key,
-      operator: e.operator,
-      ...(e.values && e.values.length > 0 ? { values: e.values } : {}),
-    }));
-  }
-  return out;
-}
-
-/** The request's metric selector as a `metav1.LabelSelector` (null when empty). */
-function labelSelectorOf(sel: Selector): LabelSelector | null {
-  if (sel.length === 0) return null;
-  const matchLabels: Record<string, string> = {};
-  const matchExpressions: NonNullable<LabelSelector["matchExpressions"]> = [];
-  for (const r of sel) {
-    switch (r.operator) {
-      case "=":
-      case "==":
-        matchLabels[r.key] = r.values[0];
-        break;
-      case "in":
-        matchExpressions.push({ key: r.key, operator: "In", values: [...r.values] });
-        break;
-      case "!=":
-      case "notin":
-        matchExpressions.push({ key: r.key, operator: "NotIn", values: [...r.values] });
-        break;
-      case "exists":
-        matchExpressions.push({ key: r.key, operator: "Exists" });
-        break;
-      case "!":
-        matchExpressions.push({ key: r.key, operator: "DoesNotExist" });
-        break;
-      default:
-        // gt/lt have no LabelSelector form; the HPA never sends them
-        break;
-    }
-  }
-  return {
-    ...(Object.keys(matchLabels).length ? { matchLabels } : {}),
-    ...(matchExpressions.length ? { matchExpressions } : {}),
-  };
-}
-
-function customItemJson(
-  item: CustomItem,
-  version: string,
-  requestSelector: LabelSelector | null,
-): Record<string, unknown> {
-  const sel = item.metricSelectorObject ?? requestSelector;
-  if (version === "v1beta1") {
-    return {
-      describedObject: describedObject(item),
-      metricName: item.metricName,
-      timestamp: formatTimestamp(item.timestamp),
-      ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
-      value: formatQuantity(item.value),
-      selector: sel ? selectorJson(sel) : null,
-    };
-  }
-  return {
-    describedObject: describedObject(item),
-    metric: { name: item.metricName, ...(sel ? { selector: selectorJson(sel) } : {}) },
-    timestamp: formatTimestamp(item.timestamp),
-    ...(item.windowSeconds !== undefined ? { windowSeconds: Math.round(item.windowSeconds) } : {}),
-    value: formatQuantity(item.value),
-  };
-}
-
-/** The JSON of one custom item, made once per stored value when it depends on nothing else. */
-function customItemText(
-  item: CustomItem,
-  version: string,
-  requestSelector: LabelSelector | null,
-): string {
-  if (item.metricSelectorObject === null && requestSelector !== null) {
-    return JSON.stringify(customItemJson(item, version, requestSelector));
-  }
-  const memo = item.memo ??= {};
-  return memo[version] ??= JSON.stringify(customItemJson(item, version, null));
-}
-
-function externalItemText(item: ExternalItem): string {
-  const memo = item.memo ??= {};
-  return memo.external ??= JSON.stringify(externalItemJson(item));
-}
-
-/** `{"kind":...,"apiVersion":...,"metadata":{},"items":[...]}` as JSON.stringify writes it. */
-function listText(kind: string, apiVersion: string, items: string[]): string {
-  return `{"kind":"${kind}","apiVersion":"${apiVersion}","metadata":{},"items":[${
-    items.join(",")
-  }]}`;
-}
-
-function externalItemJson(item: ExternalItem): Record<string, unknown> {
-  return {
-    metricName: item.metricName,
-    metricLabels: Object.fromEntries(
-      Object.keys(item.metricLabels).sort().map((k) => [k, item.metricLabels[k]]),
-    ),
-    timestamp: formatTimestamp(item.timestamp),
-    ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
-    value: formatQuantity(item.value),
-  };
-}
-
-// -- pods ---------------------------------------------------------------------------------
-
-/** Ready (condition Ready=True) and not being deleted. */
-export function isServablePod(pod: KubeObject): boolean {
-  if (pod.metadata.deletionTimestamp) return false;
-  const conditions: unknown = pod.status?.conditions;
-  if (!Array.isArray(conditions)) return false;
-  for (const c of conditions) {
-    if (
-      c && typeof c === "object" && (c as { type?: unknown }).type === "Ready" &&
-      (c as { status?: unknown }).status === "True"
-    ) return true;
-  }
-  return false;
-}
+type MetricRead = CustomRead | ExternalRead;
 
 /**
- * `matchesSelector(sel, labels)` as one function made once per selector: equality-only
- * selectors (what the HPA controller sends for pods) compare labels directly.
+ * What a GET under /apis/ asks: a metric read; a read whose URL is wrong (answered once the
+ * adapter is ready, as before parsing); the resource list of a group version; or an answer
+ * that depends on the URL alone.
  */
-function selectorMatcher(sel: Selector): (labels: Record<string, string>) => boolean {
-  if (sel.length === 0) return () => true;
-  const equality = sel.every((r) =>
-    (r.operator === "=" || r.operator === "==" || r.operator === "in") && r.values.length === 1
-  );
-  if (!equality) return (labels) => matchesSelector(sel, labels);
-  const keys = sel.map((r) => r.key);
-  const values = sel.map((r) => r.values[0]);
-  return (labels) => {
-    for (let i = 0; i < keys.length; i++) {
-      if (!Object.hasOwn(labels, keys[i]) || labels[keys[i]] !== values[i]) return false;
-    }
-    return true;
-  };
-}
+type ApisAsk =
+  | MetricRead
+  | { error: PlainResponse }
+  | { resources: string; version: string }
+  | PlainResponse;
 
-// -- discovery ----------------------------------------------------------------------------
-
-function groupVersions(group: string): readonly string[] {
-  return group === CUSTOM_GROUP ? CUSTOM_VERSIONS : EXTERNAL_VERSIONS;
-}
-
-function apiGroup(group: string): Record<string, unknown> {
-  const versions = groupVersions(group).map((v) => ({ groupVersion: `${group}/${v}`, version: v }));
-  return { name: group, versions, preferredVersion: versions[0] };
-}
-
-function resourceList(group: string, version: string, store: MetricStore): unknown {
-  const resources: Record<string, unknown>[] = [];
-  const kind = group === CUSTOM_GROUP ? "MetricValueList" : "ExternalMetricValueList";
-  // A fixed entry keeps the list non-empty (clients warn about empty groups) and gives
-  // `kubectl api-resources` a line for the group; the per-metric entries follow the upstream
-  // custom-metrics-apiserver (`pods/rps`; external: the metric name).
-  resources.push({
-    name: group === CUSTOM_GROUP ? "custommetrics" : "externalmetrics",
-    singularName: "",
-    namespaced: true,
-    kind,
-    verbs: ["get"],
-  });
-  const seen = new Set<string>(resources.map((r) => r.name as string));
-  for (const m of store.servedMetrics()) {
-    if ((m.kind === "custom") !== (group === CUSTOM_GROUP)) continue;
-    const name = m.kind === "custom" ? `${m.groupResource}/${m.metricName}` : m.metricName;
-    if (seen.has(name)) continue;
-    seen.add(name);
-    resources.push({
-      name,
-      singularName: "",
-      namespaced: m.kind === "custom" ? m.namespaced ?? true : true,
-      kind,
-      verbs: ["get"],
-    });
-  }
-  return {
-    kind: "APIResourceList",
-    apiVersion: "v1",
-    groupVersion: `${group}/${version}`,
-    resources,
-  };
-}
-
-function openApiDocument(version: VersionInfo, groups: string[]): unknown {
-  const paths: Record<string, unknown> = {};
-  const param = (name: string, where: "path" | "query") => ({
-    name,
-    in: where,
-    required: where === "path",
-    type: "string",
-    ...(where === "query" ? {} : { uniqueItems: true }),
-  });
-  const op = (id: string, ref: string, params: unknown[]) => ({
-    get: {
-      operationId: id,
-      produces: ["application/json"],
-      schemes: ["https"],
-      parameters: params,
-      responses: {
-        "200": { description: "OK", schema: { $ref: `#/definitions/${ref}` } },
-        "404": { description: "Not Found", schema: { $ref: "#/definitions/Status" } },
-      },
-    },
-  });
-  const q = [param("labelSelector", "query"), param("metricLabelSelector", "query")];
-  if (groups.includes(CUSTOM_GROUP)) {
-    for (const v of CUSTOM_VERSIONS) {
-      const base = `/apis/${CUSTOM_GROUP}/${v}`;
-      const id = `CustomMetrics${v[0].toUpperCase()}${v.slice(1)}`;
-      paths[`${base}/namespaces/{namespace}/{resource}/{name}/{metric}`] = op(
-        `listNamespaced${id}`,
-        "MetricValueList",
-        [
-          param("namespace", "path"),
-          param("resource", "path"),
-          param("name", "path"),
-          param("metric", "path"),
-          ...q,
-        ],
-      );
-      paths[`${base}/{resource}/{name}/{metric}`] = op(`list${id}`, "MetricValueList", [
-        param("resource", "path"),
-        param("name", "path"),
-        param("metric", "path"),
-        ...q,
-      ]);
-      paths[`${base}/namespaces/{namespace}/metrics/{metric}`] = op(
-        `read${id}ForNamespace`,
-        "MetricValueList",
-        [param("namespace", "path"), param("metric", "path"), ...q],
-      );
-    }
-  }
-  if (groups.includes(EXTERNAL_GROUP)) {
-    paths[`/apis/${EXTERNAL_GROUP}/v1beta1/namespaces/{namespace}/{metric}`] = op(
-      "listNamespacedExternalMetricsV1beta1",
-      "ExternalMetricValueList",
-      [param("namespace", "path"), param("metric", "path"), param("labelSelector", "query")],
-    );
-  }
-  const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
-    type: "object",
-    ...(required.length ? { required } : {}),
-    properties,
-  });
-  const str = { type: "string" };
-  const list = (item: string) =>
-    obj({
-      kind: str,
-      apiVersion: str,
-      metadata: { type: "object" },
-      items: { type: "array", items: { $ref: `#/definitions/${item}` } },
-    }, ["items"]);
-  return {
-    swagger: "2.0",
-    info: { title: "hpa-metrics-adapter", version: version.gitVersion },
-    paths,
-    definitions: {
-      MetricValueList: list("MetricValue"),
-      MetricValue: obj({
-        describedObject: { type: "object" },
-        metric: obj({ name: str, selector: { type: "object" } }),
-        metricName: str,
-        selector: { type: "object" },
-        timestamp: { type: "string", format: "date-time" },
-        windowSeconds: { type: "integer", format: "int64" },
-        window: { type: "integer", format: "int64" },
-        value: str,
-      }, ["describedObject", "timestamp", "value"]),
-      ExternalMetricValueList: list("ExternalMetricValue"),
-      ExternalMetricValue: obj({
-        metricName: str,
-        metricLabels: { type: "object", additionalProperties: str },
-        timestamp: { type: "string", format: "date-time" },
-        window: { type: "integer", format: "int64" },
-        value: str,
-      }, ["metricName", "metricLabels", "timestamp", "value"]),
-      Status: obj({
-        kind: str,
-        apiVersion: str,
-        metadata: { type: "object" },
-        status: str,
-        message: str,
-        reason: str,
-        code: { type: "integer", format: "int32" },
-      }),
-    },
-  };
-}
-
-// -- health -------------------------------------------------------------------------------
-
-interface HealthCheck {
-  name: string;
-  check(): string | null;
-}
-
-/** As k8s.io/apiserver's healthz handler: `ok`, or with `?verbose` one line per check. */
-function health(name: string, checks: HealthCheck[], url: URL): Response {
-  const excluded = new Set(url.searchParams.getAll("exclude"));
-  const verbose = url.searchParams.has("verbose");
-  let out = "";
-  let failed = false;
-  for (const c of checks) {
-    if (excluded.has(c.name)) {
-      out += `[+]${c.name} excluded: ok\n`;
-      continue;
-    }
-    const err = c.check();
-    if (err === null) out += `[+]${c.name} ok\n`;
-    else {
-      failed = true;
-      out += `[-]${c.name} failed: reason withheld\n`;
-    }
-  }
-  if (failed) return text(`${out}${name} check failed\n`, 500);
-  return text(verbose ? `${out}${name} check passed\n` : "ok");
-}
-
-function oneCheck(c: HealthCheck): Response {
-  const err = c.check();
-  return err === null ? text("ok") : text(`internal server error: ${err}\n`, 500);
-}
-
-// -- the app ------------------------------------------------------------------------------
+/** Parsed URLs of metric reads remembered before the cache starts over. */
+const READ_CACHE_LIMIT = 4096;
 
 /** Split a raw path into decoded segments (so `%2A` is `*`); null if undecodable. */
 function segments(pathname: string): string[] | null {
@@ -511,134 +98,6 @@ function segments(pathname: string): string[] | null {
   } catch {
     return null;
   }
-}
-
-/** The value of query parameter `name` as Hono's `c.req.query(name)` reads it (first one wins). */
-function queryParam(search: string, name: string): string | undefined {
-  if (search.length <= 1) return undefined;
-  for (const part of search.slice(1).split("&")) {
-    const eq = part.indexOf("=");
-    const key = decodeQuery(eq < 0 ? part : part.slice(0, eq));
-    if (key === name) return eq < 0 ? "" : decodeQuery(part.slice(eq + 1));
-  }
-  return undefined;
-}
-
-function decodeQuery(s: string): string {
-  if (!/[%+]/.test(s)) return s;
-  const spaced = s.replace(/\+/g, " ");
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    // keep what does not decode, as Hono does
-    return spaced.replace(/(?:%[0-9A-Fa-f]{2})+/g, (m) => {
-      try {
-        return decodeURIComponent(m);
-      } catch {
-        return m;
-      }
-    });
-  }
-}
-
-/** A parsed selector parameter, or the error text of a bad one. */
-type ParsedSelector =
-  | {
-    sel: Selector;
-    canonical: string;
-    labelSelector: LabelSelector | null;
-    matches: (labels: Record<string, string>) => boolean;
-  }
-  | { error: string };
-
-/** Distinct queries remembered before the cache starts over. */
-const SELECTOR_CACHE_LIMIT = 8192;
-
-/**
- * Reads and parses a selector parameter of a query once per distinct query (the HPA
- * controller repeats its queries every sync period).
- */
-function selectorCache(): (search: string, name: string) => ParsedSelector {
-  // parameter name -> query string -> parsed (no key string built per read)
-  const byName = new Map<string, Map<string, ParsedSelector>>();
-  let size = 0;
-  return (search, name) => {
-    let cache = byName.get(name);
-    if (cache === undefined) byName.set(name, cache = new Map());
-    let hit = cache.get(search);
-    if (hit === undefined) {
-      const raw = queryParam(search, name) ?? "";
-      try {
-        const sel = parseSelector(raw);
-        hit = {
-          sel,
-          canonical: formatSelector(sel),
-          labelSelector: labelSelectorOf(sel),
-          matches: selectorMatcher(sel),
-        };
-      } catch (err) {
-        hit = { error: (err as Error).message };
-      }
-      if (++size > SELECTOR_CACHE_LIMIT) {
-        for (const c of byName.values()) c.clear();
-        size = 1;
-      }
-      cache.set(search, hit);
-    }
-    return hit;
-  };
-}
-
-/** Lists of several items remembered with their body, before the cache starts over. */
-const LIST_CACHE_LIMIT = 1024;
-
-/**
- * List bodies of reads with several items (a pods wildcard): the body is reused while the
- * read returns the very same item objects (the store hands out new ones when a value changes).
- */
-function listCache(): (key: string, items: readonly object[], make: () => string) => ReadyBody {
-  const cache = new Map<string, { items: readonly object[]; ready: ReadyBody }>();
-  return (key, items, make) => {
-    const hit = cache.get(key);
-    if (
-      hit !== undefined && (hit.items === items ||
-        (hit.items.length === items.length && hit.items.every((item, i) => item === items[i])))
-    ) return hit.ready;
-    const ready = readyBody(make());
-    if (hit === undefined && cache.size >= LIST_CACHE_LIMIT) cache.clear();
-    cache.set(key, { items, ready });
-    return ready;
-  };
-}
-
-/** Pod sets of (namespace, labelSelector) remembered, before the cache starts over. */
-const POD_SET_CACHE_LIMIT = 1024;
-
-/**
- * The names of the servable pods matching a `labelSelector` in a namespace, kept while the pod
- * lister's version of the namespace stays the same (pods only change on watch events).
- */
-function podSetCache(): (
-  namespace: string,
-  labelSelector: Exclude<ParsedSelector, { error: string }>,
-  pods: PodLister & { version(namespace: string): number },
-) => ReadonlySet<string> {
-  const cache = new Map<string, { version: number; names: ReadonlySet<string> }>();
-  return (namespace, labelSelector, pods) => {
-    const key = `${namespace}\u0000${labelSelector.canonical}`;
-    const version = pods.version(namespace);
-    const hit = cache.get(key);
-    if (hit !== undefined && hit.version === version) return hit.names;
-    const names = new Set<string>();
-    for (const pod of pods.listPods(namespace)) {
-      if (isServablePod(pod) && labelSelector.matches(pod.metadata.labels ?? {})) {
-        names.add(pod.metadata.name);
-      }
-    }
-    if (hit === undefined && cache.size >= POD_SET_CACHE_LIMIT) cache.clear();
-    cache.set(key, { version, names });
-    return names;
-  };
 }
 
 // Paths and queries the fast path takes as they come: anything a URL parser would rewrite
@@ -737,18 +196,7 @@ export function createApp(options: ApiOptions): ApiApp {
     });
   }
 
-  app.get("/version", () =>
-    json({
-      major: version.gitVersion.replace(/^v/, "").split(".")[0] ?? "",
-      minor: version.gitVersion.replace(/^v/, "").split(".")[1] ?? "",
-      gitVersion: version.gitVersion,
-      gitCommit: version.gitCommit ?? "",
-      gitTreeState: version.gitTreeState ?? "",
-      buildDate: version.buildDate ?? "",
-      goVersion: version.goVersion ?? "",
-      compiler: version.compiler ?? "",
-      platform: version.platform ?? "",
-    }));
+  app.get("/version", () => json(versionJson(version)));
 
   app.get("/openapi/v2", () => json(openApiDocument(version, groups)));
 
@@ -874,227 +322,4 @@ export function createApp(options: ApiOptions): ApiApp {
     }
   };
   return Object.assign(app, { fastFetch });
-}
-
-/** A parsed selector parameter. */
-type OkSelector = Exclude<ParsedSelector, { error: string }>;
-
-/** The caches a metric read's answer is made with. */
-interface ReadCaches {
-  lists: ReturnType<typeof listCache>;
-  podSets: ReturnType<typeof podSetCache>;
-}
-
-/** A custom metrics read, as its URL asks it (parsed once per URL). */
-interface CustomRead {
-  group: typeof CUSTOM_GROUP;
-  route: "custom";
-  version: string;
-  /** The store lookup, the same object for every read of the URL. */
-  lookup: CustomLookup;
-  labelSel: OkSelector;
-  requestSelector: LabelSelector | null;
-  /** Key of the read's list body in the list cache. */
-  listKey: string;
-}
-
-/** An external metrics read, as its URL asks it. */
-interface ExternalRead {
-  group: typeof EXTERNAL_GROUP;
-  route: "external";
-  lookup: ExternalLookup;
-  listKey: string;
-}
-
-type MetricRead = CustomRead | ExternalRead;
-
-/**
- * What a GET under /apis/ asks: a metric read; a read whose URL is wrong (answered once the
- * adapter is ready, as before parsing); the resource list of a group version; or an answer
- * that depends on the URL alone.
- */
-type ApisAsk =
-  | MetricRead
-  | { error: PlainResponse }
-  | { resources: string; version: string }
-  | PlainResponse;
-
-/** Parsed URLs of metric reads remembered before the cache starts over. */
-const READ_CACHE_LIMIT = 4096;
-
-function parseParam(
-  selectors: ReturnType<typeof selectorCache>,
-  search: string,
-  name: string,
-): OkSelector | { error: PlainResponse } {
-  const parsed = selectors(search, name);
-  if ("error" in parsed) {
-    return { error: statusPlain("BadRequest", `invalid ${name}: ${parsed.error}`) };
-  }
-  return parsed;
-}
-
-function customRead(
-  selectors: ReturnType<typeof selectorCache>,
-  search: string,
-  version: string,
-  rest: string[],
-): CustomRead | { error: PlainResponse } {
-  let namespace: string;
-  let groupResource: string;
-  let name: string;
-  let metricName: string;
-  const notFound = { error: plainNotFound() };
-  if (rest.length === 5 && rest[0] === "namespaces") {
-    [, namespace, groupResource, name, metricName] = rest;
-  } else if (rest.length === 4 && rest[0] === "namespaces" && rest[2] === "metrics") {
-    // the Namespace object itself
-    [, name, , metricName] = rest;
-    namespace = name;
-    groupResource = "namespaces";
-  } else if (rest.length === 3) {
-    [groupResource, name, metricName] = rest;
-    // cluster-scoped; a Namespace's values are kept under the namespace itself
-    namespace = groupResource === "namespaces" ? name : "";
-  } else return notFound;
-  if (!namespace && rest.length !== 3) return notFound;
-  if (!groupResource || !name || !metricName) return notFound;
-
-  const labelSel = parseParam(selectors, search, "labelSelector");
-  if ("error" in labelSel) return labelSel;
-  const metricSel = parseParam(selectors, search, "metricLabelSelector");
-  if ("error" in metricSel) return metricSel;
-  const metricSelector = metricSel.canonical;
-  if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
-    return {
-      error: statusPlain(
-        "BadRequest",
-        `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${groupResource}`,
-      ),
-    };
-  }
-  const lookup: CustomLookup = { namespace, groupResource, name, metricName, metricSelector };
-  lookup.key = customLookupKey(lookup);
-  return {
-    group: CUSTOM_GROUP,
-    route: "custom",
-    version,
-    lookup,
-    labelSel,
-    requestSelector: metricSel.labelSelector,
-    listKey:
-      `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${metricSelector}\u0000${labelSel.canonical}`,
-  };
-}
-
-function customMetrics(read: CustomRead, caches: ReadCaches, options: ApiOptions): PlainResponse {
-  const { version, lookup, labelSel, requestSelector } = read;
-  const { namespace, groupResource, name, metricName } = lookup;
-  const now = options.now();
-  const filter = name === "*" && groupResource === "pods"
-    ? podFilter(caches, namespace, labelSel, options.pods)
-    : {};
-  const result = options.store.lookupCustom(lookup, now, filter);
-  const what = (): string =>
-    `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
-  if ("miss" in result) return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
-  const items = result.items;
-  if (items.length === 0) {
-    const sel = labelSel.canonical;
-    const which = sel ? `matching labelSelector "${sel}"` : "in the namespace";
-    const stored = result.stored ?? 0;
-    return statusPlain(
-      "NotFound",
-      `${what()}: no ready pod ${which} has a value (values are stored for ${stored} pod${
-        stored === 1 ? "" : "s"
-      } in namespace ${namespace})`,
-    );
-  }
-  const make = (): string =>
-    listText(
-      "MetricValueList",
-      `${CUSTOM_GROUP}/${version}`,
-      items.length === 1
-        // a one-item body is kept whole (below): no fragment to keep besides
-        ? [JSON.stringify(customItemJson(items[0], version, requestSelector))]
-        : items.map((i) => customItemText(i, version, requestSelector)),
-    );
-  if (items.length === 1 && (items[0].metricSelectorObject !== null || requestSelector === null)) {
-    // one item whose JSON depends on nothing else: its body lives with it
-    return plainReady(itemBody(items[0], version, make));
-  }
-  return plainReady(caches.lists(read.listKey, items, make));
-}
-
-/** Which pods a wildcard read may serve: ready, not deleting, matching `labelSelector`. */
-function podFilter(
-  caches: ReadCaches,
-  namespace: string,
-  labelSelector: OkSelector,
-  pods: PodLister,
-): CustomLookupOptions {
-  if (pods.version) {
-    return { names: caches.podSets(namespace, labelSelector, pods as Required<PodLister>) };
-  }
-  const matches = labelSelector.matches;
-  const ok = (pod: KubeObject | undefined): boolean =>
-    !!pod && isServablePod(pod) && matches(pod.metadata.labels ?? {});
-  if (pods.getPod) {
-    const get = pods.getPod.bind(pods);
-    return { accept: (name) => ok(get(namespace, name)) };
-  }
-  const names = new Set<string>();
-  for (const pod of pods.listPods(namespace)) if (ok(pod)) names.add(pod.metadata.name);
-  return { names };
-}
-
-function externalRead(
-  selectors: ReturnType<typeof selectorCache>,
-  search: string,
-  rest: string[],
-): ExternalRead | { error: PlainResponse } {
-  if (rest.length !== 3 || rest[0] !== "namespaces" || !rest[1] || !rest[2]) {
-    return { error: plainNotFound() };
-  }
-  const [, namespace, metricName] = rest;
-  const labelSel = parseParam(selectors, search, "labelSelector");
-  if ("error" in labelSel) return labelSel;
-  return {
-    group: EXTERNAL_GROUP,
-    route: "external",
-    lookup: {
-      namespace,
-      metricName,
-      selector: labelSel.sel,
-      canonicalSelector: labelSel.canonical,
-    },
-    listKey: ["external", namespace, metricName, labelSel.canonical].join("\u0000"),
-  };
-}
-
-function externalMetrics(
-  read: ExternalRead,
-  caches: ReadCaches,
-  options: ApiOptions,
-): PlainResponse {
-  const result = options.store.lookupExternal(read.lookup, options.now());
-  if ("miss" in result) {
-    return statusPlain(
-      "NotFound",
-      `the server could not find the metric ${read.lookup.metricName} for provided labels: ${result.miss.reason}`,
-    );
-  }
-  const items = result.items;
-  const make = (): string =>
-    listText(
-      "ExternalMetricValueList",
-      `${EXTERNAL_GROUP}/v1beta1`,
-      items.length === 1
-        ? [JSON.stringify(externalItemJson(items[0]))]
-        : items.map(externalItemText),
-    );
-  if (items.length === 1) {
-    return plainReady(itemBody(items[0], "external", make));
-  }
-  return plainReady(caches.lists(read.listKey, items, make));
 }

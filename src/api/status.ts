@@ -90,6 +90,11 @@ export interface PlainStatus {
   body: string;
 }
 
+/** The 404 of a path nothing is served at, as the Go server words it. */
+export function plainNotFound(): PlainStatus {
+  return statusPlain("NotFound", "the server could not find the requested resource");
+}
+
 /**
  * A failure Status as plain status, headers and body text: what {@linkcode statusResponse}
  * answers, without a Response object.

@@ -1,0 +1,195 @@
+/**
+ * `custom.metrics.k8s.io` reads (v1beta1, v1beta2): a URL parsed into a store lookup once, and
+ * the `MetricValueList` answer in the exact JSON of k8s.io/metrics, or a 404 that says why.
+ *
+ * @module
+ */
+import { formatQuantity } from "../core/quantity.ts";
+import type { LabelSelector } from "../core/types.ts";
+import { customLookupKey, formatTimestamp } from "../store/store.ts";
+import type { CustomItem, CustomLookup } from "../store/types.ts";
+import type { PlainResponse } from "../runtime/serve.ts";
+import { CUSTOM_GROUP } from "./discovery.ts";
+import { itemBody, listText, type MetricSource, type ReadCaches } from "./metric_read.ts";
+import { podFilter } from "./pods.ts";
+import { plainReady } from "./responses.ts";
+import { type OkSelector, parseParam, type SelectorCache } from "./selectors.ts";
+import { plainNotFound, statusPlain } from "./status.ts";
+
+/** `v1.ObjectReference` with Go's field order and omissions. */
+function describedObject(item: CustomItem): Record<string, string> {
+  const ref: Record<string, string> = {};
+  if (item.describedKind) ref.kind = item.describedKind.kind;
+  // a Namespace is cluster-scoped; the store keys its values by the namespace itself
+  if (item.namespace && item.groupResource !== "namespaces") ref.namespace = item.namespace;
+  ref.name = item.objectName;
+  if (item.describedKind) ref.apiVersion = item.describedKind.apiVersion;
+  return ref;
+}
+
+/** `metav1.LabelSelector` JSON: both parts omitted when empty. */
+function selectorJson(ls: LabelSelector): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (ls.matchLabels && Object.keys(ls.matchLabels).length > 0) {
+    out.matchLabels = Object.fromEntries(
+      Object.keys(ls.matchLabels).sort().map((k) => [k, ls.matchLabels![k]]),
+    );
+  }
+  if (ls.matchExpressions && ls.matchExpressions.length > 0) {
+    out.matchExpressions = ls.matchExpressions.map((e) => ({
+      key: e.key,
+      operator: e.operator,
+      ...(e.values && e.values.length > 0 ? { values: e.values } : {}),
+    }));
+  }
+  return out;
+}
+
+function customItemJson(
+  item: CustomItem,
+  version: string,
+  requestSelector: LabelSelector | null,
+): Record<string, unknown> {
+  const sel = item.metricSelectorObject ?? requestSelector;
+  if (version === "v1beta1") {
+    return {
+      describedObject: describedObject(item),
+      metricName: item.metricName,
+      timestamp: formatTimestamp(item.timestamp),
+      ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
+      value: formatQuantity(item.value),
+      selector: sel ? selectorJson(sel) : null,
+    };
+  }
+  return {
+    describedObject: describedObject(item),
+    metric: { name: item.metricName, ...(sel ? { selector: selectorJson(sel) } : {}) },
+    timestamp: formatTimestamp(item.timestamp),
+    ...(item.windowSeconds !== undefined ? { windowSeconds: Math.round(item.windowSeconds) } : {}),
+    value: formatQuantity(item.value),
+  };
+}
+
+/** The JSON of one custom item, made once per stored value when it depends on nothing else. */
+function customItemText(
+  item: CustomItem,
+  version: string,
+  requestSelector: LabelSelector | null,
+): string {
+  if (item.metricSelectorObject === null && requestSelector !== null) {
+    return JSON.stringify(customItemJson(item, version, requestSelector));
+  }
+  const memo = item.memo ??= {};
+  return memo[version] ??= JSON.stringify(customItemJson(item, version, null));
+}
+
+/** A custom metrics read, as its URL asks it (parsed once per URL). */
+export interface CustomRead {
+  group: typeof CUSTOM_GROUP;
+  route: "custom";
+  version: string;
+  /** The store lookup, the same object for every read of the URL. */
+  lookup: CustomLookup;
+  labelSel: OkSelector;
+  requestSelector: LabelSelector | null;
+  /** Key of the read's list body in the list cache. */
+  listKey: string;
+}
+
+/** The read a custom metrics URL asks (after `/apis/<group>/<version>/`), or its 404/400. */
+export function customRead(
+  selectors: SelectorCache,
+  search: string,
+  version: string,
+  rest: string[],
+): CustomRead | { error: PlainResponse } {
+  let namespace: string;
+  let groupResource: string;
+  let name: string;
+  let metricName: string;
+  const notFound = { error: plainNotFound() };
+  if (rest.length === 5 && rest[0] === "namespaces") {
+    [, namespace, groupResource, name, metricName] = rest;
+  } else if (rest.length === 4 && rest[0] === "namespaces" && rest[2] === "metrics") {
+    // the Namespace object itself
+    [, name, , metricName] = rest;
+    namespace = name;
+    groupResource = "namespaces";
+  } else if (rest.length === 3) {
+    [groupResource, name, metricName] = rest;
+    // cluster-scoped; a Namespace's values are kept under the namespace itself
+    namespace = groupResource === "namespaces" ? name : "";
+  } else return notFound;
+  if (!namespace && rest.length !== 3) return notFound;
+  if (!groupResource || !name || !metricName) return notFound;
+
+  const labelSel = parseParam(selectors, search, "labelSelector");
+  if ("error" in labelSel) return labelSel;
+  const metricSel = parseParam(selectors, search, "metricLabelSelector");
+  if ("error" in metricSel) return metricSel;
+  const metricSelector = metricSel.canonical;
+  if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
+    return {
+      error: statusPlain(
+        "BadRequest",
+        `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${groupResource}`,
+      ),
+    };
+  }
+  const lookup: CustomLookup = { namespace, groupResource, name, metricName, metricSelector };
+  lookup.key = customLookupKey(lookup);
+  return {
+    group: CUSTOM_GROUP,
+    route: "custom",
+    version,
+    lookup,
+    labelSel,
+    requestSelector: metricSel.labelSelector,
+    listKey:
+      `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${metricSelector}\u0000${labelSel.canonical}`,
+  };
+}
+
+/** The answer to a custom metrics read from the store as it is now. */
+export function customMetrics(
+  read: CustomRead,
+  caches: ReadCaches,
+  options: MetricSource,
+): PlainResponse {
+  const { version, lookup, labelSel, requestSelector } = read;
+  const { namespace, groupResource, name, metricName } = lookup;
+  const now = options.now();
+  const filter = name === "*" && groupResource === "pods"
+    ? podFilter(caches, namespace, labelSel, options.pods)
+    : {};
+  const result = options.store.lookupCustom(lookup, now, filter);
+  const what = (): string =>
+    `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
+  if ("miss" in result) return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
+  const items = result.items;
+  if (items.length === 0) {
+    const sel = labelSel.canonical;
+    const which = sel ? `matching labelSelector "${sel}"` : "in the namespace";
+    const stored = result.stored ?? 0;
+    return statusPlain(
+      "NotFound",
+      `${what()}: no ready pod ${which} has a value (values are stored for ${stored} pod${
+        stored === 1 ? "" : "s"
+      } in namespace ${namespace})`,
+    );
+  }
+  const make = (): string =>
+    listText(
+      "MetricValueList",
+      `${CUSTOM_GROUP}/${version}`,
+      items.length === 1
+        // a one-item body is kept whole (below): no fragment to keep besides
+        ? [JSON.stringify(customItemJson(items[0], version, requestSelector))]
+        : items.map((i) => customItemText(i, version, requestSelector)),
+    );
+  if (items.length === 1 && (items[0].metricSelectorObject !== null || requestSelector === null)) {
+    // one item whose JSON depends on nothing else: its body lives with it
+    return plainReady(itemBody(items[0], version, make));
+  }
+  return plainReady(caches.lists(read.listKey, items, make));
+}

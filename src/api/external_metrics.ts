@@ -1,0 +1,93 @@
+/**
+ * `external.metrics.k8s.io` reads (v1beta1): a URL parsed into a store lookup once, and the
+ * `ExternalMetricValueList` answer in the exact JSON of k8s.io/metrics, or a 404 that says why.
+ *
+ * @module
+ */
+import { formatQuantity } from "../core/quantity.ts";
+import { formatTimestamp } from "../store/store.ts";
+import type { ExternalItem, ExternalLookup } from "../store/types.ts";
+import type { PlainResponse } from "../runtime/serve.ts";
+import { EXTERNAL_GROUP } from "./discovery.ts";
+import { itemBody, listText, type MetricSource, type ReadCaches } from "./metric_read.ts";
+import { plainReady } from "./responses.ts";
+import { parseParam, type SelectorCache } from "./selectors.ts";
+import { plainNotFound, statusPlain } from "./status.ts";
+
+function externalItemText(item: ExternalItem): string {
+  const memo = item.memo ??= {};
+  return memo.external ??= JSON.stringify(externalItemJson(item));
+}
+
+function externalItemJson(item: ExternalItem): Record<string, unknown> {
+  return {
+    metricName: item.metricName,
+    metricLabels: Object.fromEntries(
+      Object.keys(item.metricLabels).sort().map((k) => [k, item.metricLabels[k]]),
+    ),
+    timestamp: formatTimestamp(item.timestamp),
+    ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
+    value: formatQuantity(item.value),
+  };
+}
+
+/** An external metrics read, as its URL asks it. */
+export interface ExternalRead {
+  group: typeof EXTERNAL_GROUP;
+  route: "external";
+  lookup: ExternalLookup;
+  listKey: string;
+}
+
+/** The read an external metrics URL asks (after `/apis/<group>/v1beta1/`), or its 404/400. */
+export function externalRead(
+  selectors: SelectorCache,
+  search: string,
+  rest: string[],
+): ExternalRead | { error: PlainResponse } {
+  if (rest.length !== 3 || rest[0] !== "namespaces" || !rest[1] || !rest[2]) {
+    return { error: plainNotFound() };
+  }
+  const [, namespace, metricName] = rest;
+  const labelSel = parseParam(selectors, search, "labelSelector");
+  if ("error" in labelSel) return labelSel;
+  return {
+    group: EXTERNAL_GROUP,
+    route: "external",
+    lookup: {
+      namespace,
+      metricName,
+      selector: labelSel.sel,
+      canonicalSelector: labelSel.canonical,
+    },
+    listKey: ["external", namespace, metricName, labelSel.canonical].join("\u0000"),
+  };
+}
+
+/** The answer to an external metrics read from the store as it is now. */
+export function externalMetrics(
+  read: ExternalRead,
+  caches: ReadCaches,
+  options: MetricSource,
+): PlainResponse {
+  const result = options.store.lookupExternal(read.lookup, options.now());
+  if ("miss" in result) {
+    return statusPlain(
+      "NotFound",
+      `the server could not find the metric ${read.lookup.metricName} for provided labels: ${result.miss.reason}`,
+    );
+  }
+  const items = result.items;
+  const make = (): string =>
+    listText(
+      "ExternalMetricValueList",
+      `${EXTERNAL_GROUP}/v1beta1`,
+      items.length === 1
+        ? [JSON.stringify(externalItemJson(items[0]))]
+        : items.map(externalItemText),
+    );
+  if (items.length === 1) {
+    return plainReady(itemBody(items[0], "external", make));
+  }
+  return plainReady(caches.lists(read.listKey, items, make));
+}

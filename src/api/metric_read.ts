@@ -1,0 +1,68 @@
+/**
+ * What a metric read is answered from (the store, the pods, the clock) and the bodies of its
+ * answers, made once and reused: a one-item list kept with its item, a longer list while the
+ * store hands out the very same items.
+ *
+ * @module
+ */
+import type { MetricStore } from "../store/store.ts";
+import type { PodLister, PodSetCache } from "./pods.ts";
+import { type ReadyBody, readyBody } from "./responses.ts";
+
+/** What a metric read is answered from. */
+export interface MetricSource {
+  store: MetricStore;
+  pods: PodLister;
+  /** The clock, ms since the epoch; every read is checked against the TTL at this time. */
+  now(): number;
+}
+
+/** The caches a metric read's answer is made with. */
+export interface ReadCaches {
+  lists: ListCache;
+  podSets: PodSetCache;
+}
+
+/** A cache of list bodies (see {@linkcode listCache}). */
+export type ListCache = (key: string, items: readonly object[], make: () => string) => ReadyBody;
+
+/** Ready bodies of single-item lists, kept with the item they were made from. */
+const itemBodies = new WeakMap<object, Map<string, ReadyBody>>();
+
+/** The ready body `make` makes for `item` under `key`, made once per item and key. */
+export function itemBody(item: object, key: string, make: () => string): ReadyBody {
+  let bodies = itemBodies.get(item);
+  if (!bodies) itemBodies.set(item, bodies = new Map());
+  let ready = bodies.get(key);
+  if (!ready) bodies.set(key, ready = readyBody(make()));
+  return ready;
+}
+
+/** `{"kind":...,"apiVersion":...,"metadata":{},"items":[...]}` as JSON.stringify writes it. */
+export function listText(kind: string, apiVersion: string, items: string[]): string {
+  return `{"kind":"${kind}","apiVersion":"${apiVersion}","metadata":{},"items":[${
+    items.join(",")
+  }]}`;
+}
+
+/** Lists of several items remembered with their body, before the cache starts over. */
+const LIST_CACHE_LIMIT = 1024;
+
+/**
+ * List bodies of reads with several items (a pods wildcard): the body is reused while the
+ * read returns the very same item objects (the store hands out new ones when a value changes).
+ */
+export function listCache(): ListCache {
+  const cache = new Map<string, { items: readonly object[]; ready: ReadyBody }>();
+  return (key, items, make) => {
+    const hit = cache.get(key);
+    if (
+      hit !== undefined && (hit.items === items ||
+        (hit.items.length === items.length && hit.items.every((item, i) => item === items[i])))
+    ) return hit.ready;
+    const ready = readyBody(make());
+    if (hit === undefined && cache.size >= LIST_CACHE_LIMIT) cache.clear();
+    cache.set(key, { items, ready });
+    return ready;
+  };
+}
