@@ -125,49 +125,49 @@ function errorMessage(e: unknown): string {
  * reload of its file unless the file itself changes that value.
  */
 export class FileClusterSource implements ClusterView, ClusterWriter {
-  private readonly paths: string[];
-  private readonly pollIntervalMs: number;
-  private readonly onError: (message: string) => void;
-  private readonly onEvent: (event: RecordedEvent) => void;
-  private readonly onDebug: (message: string) => void;
-  private readonly now: () => number;
-  private readonly stat: (file: string) => Promise<FileStamp>;
-  private readonly wallClock: () => number;
-  private files = new Map<string, FileState>();
+  readonly #paths: string[];
+  readonly #pollIntervalMs: number;
+  readonly #onError: (message: string) => void;
+  readonly #onEvent: (event: RecordedEvent) => void;
+  readonly #onDebug: (message: string) => void;
+  readonly #now: () => number;
+  readonly #stat: (file: string) => Promise<FileStamp>;
+  readonly #wallClock: () => number;
+  #files = new Map<string, FileState>();
   /** Objects as the files define them, by kind and key. */
-  private bases = new Map<Kind, Map<string, KubeObject>>();
+  #bases = new Map<Kind, Map<string, KubeObject>>();
   /** Objects as served (overrides applied, resourceVersion set). */
-  private readonly current = new Map<Kind, Map<string, KubeObject>>();
-  private readonly overrides = new Map<string, Overrides>();
-  private readonly handlers = new Map<Kind, Set<WatchHandler>>();
-  private readonly recorded: RecordedEvent[] = [];
-  private readonly ignored = new Set<string>();
-  private readonly reported = new Set<string>();
-  private currentErrors: string[] = [];
-  private resourceVersion = 0;
+  readonly #current = new Map<Kind, Map<string, KubeObject>>();
+  readonly #overrides = new Map<string, Overrides>();
+  readonly #handlers = new Map<Kind, Set<WatchHandler>>();
+  readonly #recorded: RecordedEvent[] = [];
+  readonly #ignored = new Set<string>();
+  readonly #reported = new Set<string>();
+  #currentErrors: string[] = [];
+  #resourceVersion = 0;
   /** Change counters by kind and namespace (see `version`). */
-  private readonly versions = new Map<string, number>();
-  private initial?: Promise<void>;
-  private polling: Promise<void> = Promise.resolve();
-  private timer?: ReturnType<typeof setTimeout>;
-  private closed = false;
+  readonly #versions = new Map<string, number>();
+  #initial?: Promise<void>;
+  #polling: Promise<void> = Promise.resolve();
+  #timer?: ReturnType<typeof setTimeout>;
+  #closed = false;
 
   constructor(options: FileClusterSourceOptions) {
-    this.paths = [...options.paths];
-    this.pollIntervalMs = options.pollIntervalMs ?? 1000;
-    this.onError = options.onError ?? (() => {});
-    this.onEvent = options.onEvent ?? (() => {});
-    this.onDebug = options.onDebug ?? (() => {});
-    this.now = options.now ?? (() => Date.now());
-    this.stat = options.stat ?? ((file) => stat(file));
-    this.wallClock = options.wallClock ?? (() => Date.now());
-    for (const k of KINDS) this.current.set(k, new Map());
+    this.#paths = [...options.paths];
+    this.#pollIntervalMs = options.pollIntervalMs ?? 1000;
+    this.#onError = options.onError ?? (() => {});
+    this.#onEvent = options.onEvent ?? (() => {});
+    this.#onDebug = options.onDebug ?? (() => {});
+    this.#now = options.now ?? (() => Date.now());
+    this.#stat = options.stat ?? ((file) => stat(file));
+    this.#wallClock = options.wallClock ?? (() => Date.now());
+    for (const k of KINDS) this.#current.set(k, new Map());
   }
 
   /** Read the files (the first call) and start polling; resolves after the first read. */
   start(): Promise<void> {
-    this.initial ??= this.refresh().then(() => this.schedule());
-    return this.initial;
+    this.#initial ??= this.refresh().then(() => this.#schedule());
+    return this.#initial;
   }
 
   /** Resolves once the files have been read. Every kind is always loaded. */
@@ -183,53 +183,53 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
 
   /** Objects of a kind, in the order they first appeared. Do not mutate them. */
   list(kind: Kind, namespace?: string): KubeObject[] {
-    const all = [...(this.current.get(kind)?.values() ?? [])];
+    const all = [...(this.#current.get(kind)?.values() ?? [])];
     if (namespace === undefined || !KIND_RESOURCES[kind].namespaced) return all;
     return all.filter((o) => o.metadata.namespace === namespace);
   }
 
   /** One object (namespace defaults to "default" for namespaced kinds). */
   get(kind: Kind, namespace: string | undefined, name: string): KubeObject | undefined {
-    return this.current.get(kind)?.get(this.key(kind, namespace, name));
+    return this.#current.get(kind)?.get(this.#key(kind, namespace, name));
   }
 
   /** A counter that changes whenever an object of `kind` in `namespace` does. */
   version(kind: Kind, namespace: string): number {
-    return this.versions.get(`${kind}|${namespace}`) ?? 0;
+    return this.#versions.get(`${kind}|${namespace}`) ?? 0;
   }
 
   /** Subscribe to changes of a kind; starts reading the files if not yet started. */
   watch(kind: Kind, handler: WatchHandler): () => void {
-    let set = this.handlers.get(kind);
-    if (!set) this.handlers.set(kind, set = new Set());
+    let set = this.#handlers.get(kind);
+    if (!set) this.#handlers.set(kind, set = new Set());
     set.add(handler);
-    this.start().catch((e) => this.onError(errorMessage(e)));
+    this.start().catch((e) => this.#onError(errorMessage(e)));
     return () => void set.delete(handler);
   }
 
   /** Stop polling. */
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.polling;
+    this.#closed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#polling;
   }
 
   /** Check the files now (and emit what changed); polls never overlap. */
   refresh(): Promise<void> {
-    const next = this.polling.then(() => (this.closed ? undefined : this.poll()));
-    this.polling = next.catch(() => {});
+    const next = this.#polling.then(() => (this.#closed ? undefined : this.#poll()));
+    this.#polling = next.catch(() => {});
     return next;
   }
 
   /** The current problems: files that cannot be read or parsed, duplicate objects. */
   errors(): string[] {
-    return [...this.currentErrors];
+    return [...this.#currentErrors];
   }
 
   /** Every event emitted so far, oldest first. */
   events(): RecordedEvent[] {
-    return clone(this.recorded);
+    return clone(this.#recorded);
   }
 
   /** Replace `status` in memory; emits MODIFIED if it changed. */
@@ -239,11 +239,11 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     name: string,
     status: unknown,
   ): Promise<void> {
-    const key = this.key(kind, namespace, name);
-    const base = this.mustBase(kind, key, "update status of");
-    const o = this.overridesOf(kind, key);
+    const key = this.#key(kind, namespace, name);
+    const base = this.#mustBase(kind, key, "update status of");
+    const o = this.#overridesOf(kind, key);
     o.status = { file: JSON.stringify(base.status ?? null), value: clone(status) };
-    this.recompute(kind, key);
+    this.#recompute(kind, key);
   }
 
   /** `spec.replicas` and `status.replicas` (which defaults to spec: no controller runs). */
@@ -252,9 +252,9 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     namespace: string,
     name: string,
   ): Promise<{ specReplicas: number; statusReplicas: number }> {
-    this.scaleKind(kind);
-    const key = this.key(kind, namespace, name);
-    const obj = this.current.get(kind)?.get(key);
+    this.#scaleKind(kind);
+    const key = this.#key(kind, namespace, name);
+    const obj = this.#current.get(kind)?.get(key);
     if (!obj) throw new Error(`get scale of ${kind} ${key}: not found`);
     const specReplicas = typeof obj.spec?.replicas === "number" ? obj.spec.replicas : 1;
     const statusReplicas = typeof obj.status?.replicas === "number"
@@ -265,20 +265,20 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
 
   /** Set `spec.replicas` and `status.replicas` in memory; emits MODIFIED if they changed. */
   async setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void> {
-    this.scaleKind(kind);
-    const key = this.key(kind, namespace, name);
+    this.#scaleKind(kind);
+    const key = this.#key(kind, namespace, name);
     if (!Number.isInteger(replicas) || replicas < 0) {
       throw new Error(`invalid replicas ${replicas} for ${kind} ${key}`);
     }
-    const base = this.mustBase(kind, key, "set scale of");
-    const served = this.current.get(kind)!.get(key)!;
-    const o = this.overridesOf(kind, key);
+    const base = this.#mustBase(kind, key, "set scale of");
+    const served = this.#current.get(kind)!.get(key)!;
+    const o = this.#overridesOf(kind, key);
     o.replicas = { file: JSON.stringify(base.spec?.replicas ?? null), value: replicas };
     o.status = {
       file: JSON.stringify(base.status ?? null),
       value: { ...clone(served.status ?? {}), replicas },
     };
-    this.recompute(kind, key);
+    this.#recompute(kind, key);
   }
 
   /** Record an event in memory and pass it to `onEvent`. */
@@ -290,51 +290,51 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       type: event.type,
       reason: event.reason,
       message: event.message,
-      timestamp: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
+      timestamp: new Date(this.#now()).toISOString().replace(/\.\d{3}Z$/, "Z"),
     };
-    this.recorded.push(recorded);
-    this.onEvent(clone(recorded));
+    this.#recorded.push(recorded);
+    this.#onEvent(clone(recorded));
   }
 
-  private scaleKind(kind: Kind): void {
+  #scaleKind(kind: Kind): void {
     if (!KIND_RESOURCES[kind]?.scale) throw new Error(`kind "${kind}" has no scale subresource`);
   }
 
-  private key(kind: Kind, namespace: string | undefined, name: string): string {
+  #key(kind: Kind, namespace: string | undefined, name: string): string {
     return KIND_RESOURCES[kind].namespaced ? `${namespace ?? "default"}/${name}` : name;
   }
 
-  private mustBase(kind: Kind, key: string, what: string): KubeObject {
-    const base = this.bases.get(kind)?.get(key);
+  #mustBase(kind: Kind, key: string, what: string): KubeObject {
+    const base = this.#bases.get(kind)?.get(key);
     if (!base) throw new Error(`${what} ${kind} ${key}: not found`);
     return base;
   }
 
-  private overridesOf(kind: Kind, key: string): Overrides {
+  #overridesOf(kind: Kind, key: string): Overrides {
     const id = `${kind}|${key}`;
-    let o = this.overrides.get(id);
-    if (!o) this.overrides.set(id, o = {});
+    let o = this.#overrides.get(id);
+    if (!o) this.#overrides.set(id, o = {});
     return o;
   }
 
-  private schedule(): void {
-    if (this.closed || this.pollIntervalMs <= 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.refresh().catch((e) => this.report(errorMessage(e))).finally(() => this.schedule());
-    }, this.pollIntervalMs);
+  #schedule(): void {
+    if (this.#closed || this.#pollIntervalMs <= 0) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.refresh().catch((e) => this.#report(errorMessage(e))).finally(() => this.#schedule());
+    }, this.#pollIntervalMs);
   }
 
-  private report(message: string): void {
-    if (this.reported.has(message)) return;
-    this.reported.add(message);
-    this.onError(message);
+  #report(message: string): void {
+    if (this.#reported.has(message)) return;
+    this.#reported.add(message);
+    this.#onError(message);
   }
 
-  private async poll(): Promise<void> {
+  async #poll(): Promise<void> {
     const pathErrors: string[] = [];
     const next = new Map<string, FileState>();
-    for (const path of this.paths) {
+    for (const path of this.#paths) {
       let files: string[];
       try {
         files = await manifestFiles(path);
@@ -342,21 +342,21 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
         pathErrors.push(`${path}: ${errorMessage(e)}`);
         if ((e as NodeJS.ErrnoException).code !== "ENOENT") {
           // keep what was read below an unreadable path
-          for (const [f, s] of this.files) if (f.startsWith(path)) next.set(f, s);
+          for (const [f, s] of this.#files) if (f.startsWith(path)) next.set(f, s);
         }
         continue;
       }
       for (const file of files) {
         if (next.has(file)) continue;
-        const state = await this.readFile(file);
+        const state = await this.#readFile(file);
         if (state) next.set(file, state);
       }
     }
     // Nothing changed on disk (the usual poll): every served object is already up to date,
     // and rebuilding them all (a clone and a JSON text each) every second is what costs.
-    const unchanged = pathErrors.length === 0 && this.files.size > 0 &&
-      next.size === this.files.size && [...next].every(([f, s]) => this.files.get(f) === s);
-    this.files = next;
+    const unchanged = pathErrors.length === 0 && this.#files.size > 0 &&
+      next.size === this.#files.size && [...next].every(([f, s]) => this.#files.get(f) === s);
+    this.#files = next;
     if (unchanged) return;
     const bases = new Map<Kind, Map<string, KubeObject>>();
     for (const k of KINDS) bases.set(k, new Map());
@@ -377,27 +377,27 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
         bases.get(e.kind)!.set(e.key, e.object);
       }
     }
-    this.bases = bases;
-    this.currentErrors = errors;
-    for (const e of errors) this.report(e);
+    this.#bases = bases;
+    this.#currentErrors = errors;
+    for (const e of errors) this.#report(e);
     // a problem that went away may be reported again if it comes back
-    for (const r of [...this.reported]) if (!errors.includes(r)) this.reported.delete(r);
+    for (const r of [...this.#reported]) if (!errors.includes(r)) this.#reported.delete(r);
     for (const kind of KINDS) {
-      const keys = new Set([...this.current.get(kind)!.keys(), ...bases.get(kind)!.keys()]);
-      for (const key of bases.get(kind)!.keys()) this.recompute(kind, key);
-      for (const key of keys) if (!bases.get(kind)!.has(key)) this.recompute(kind, key);
+      const keys = new Set([...this.#current.get(kind)!.keys(), ...bases.get(kind)!.keys()]);
+      for (const key of bases.get(kind)!.keys()) this.#recompute(kind, key);
+      for (const key of keys) if (!bases.get(kind)!.has(key)) this.#recompute(kind, key);
     }
   }
 
   /** Read one file if it changed since the last poll; undefined if it is gone. */
-  private async readFile(file: string): Promise<FileState | undefined> {
-    const previous = this.files.get(file);
+  async #readFile(file: string): Promise<FileState | undefined> {
+    const previous = this.#files.get(file);
     let signature: string;
     let text: string;
     let racy: boolean;
     try {
-      const checkedAt = this.wallClock();
-      const s = await this.stat(file);
+      const checkedAt = this.#wallClock();
+      const s = await this.#stat(file);
       signature = `${s.mtimeMs}:${s.ctimeMs}:${s.size}:${s.ino}`;
       const same = previous !== undefined && previous.signature === signature;
       if (same && previous.racyText === undefined) return previous;
@@ -416,7 +416,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       };
     }
     try {
-      const entries = this.entriesOf(parseManifests(text, file), file);
+      const entries = this.#entriesOf(parseManifests(text, file), file);
       return { signature, entries, ...(racy ? { racyText: text } : {}) };
     } catch (e) {
       return {
@@ -428,15 +428,17 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     }
   }
 
-  private entriesOf(objects: KubeObject[], file: string): Entry[] {
+  #entriesOf(objects: KubeObject[], file: string): Entry[] {
     const out: Entry[] = [];
     for (const raw of objects) {
       const kind = kindOf(raw.apiVersion, raw.kind);
       if (!kind) {
         const what = `${raw.apiVersion ?? "(no apiVersion)"} ${raw.kind ?? "(no kind)"}`;
-        if (!this.ignored.has(what)) {
-          this.ignored.add(what);
-          this.onDebug(`ignoring ${what} objects (first in ${file}): not a kind the adapter reads`);
+        if (!this.#ignored.has(what)) {
+          this.#ignored.add(what);
+          this.#onDebug(
+            `ignoring ${what} objects (first in ${file}): not a kind the adapter reads`,
+          );
         }
         continue;
       }
@@ -448,7 +450,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       delete object.metadata.resourceVersion;
       out.push({
         kind,
-        key: this.key(kind, object.metadata.namespace, object.metadata.name),
+        key: this.#key(kind, object.metadata.namespace, object.metadata.name),
         object,
       });
     }
@@ -460,28 +462,28 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
    * without overrides is served as its base itself (no second copy of every object is kept):
    * bases are never mutated but for the resourceVersion, and consumers do not mutate objects.
    */
-  private recompute(kind: Kind, key: string): void {
+  #recompute(kind: Kind, key: string): void {
     const id = `${kind}|${key}`;
-    const base = this.bases.get(kind)?.get(key);
-    const served = this.current.get(kind)!;
+    const base = this.#bases.get(kind)?.get(key);
+    const served = this.#current.get(kind)!;
     const old = served.get(key);
     if (!base) {
-      this.overrides.delete(id);
+      this.#overrides.delete(id);
       if (old) {
         served.delete(key);
-        this.emit(kind, "DELETED", old, old);
+        this.#emit(kind, "DELETED", old, old);
       }
       return;
     }
     let obj = base;
-    const o = this.overrides.get(id);
+    const o = this.#overrides.get(id);
     if (o) {
       const status = o.status && o.status.file === JSON.stringify(base.status ?? null);
       const replicas = o.replicas &&
         o.replicas.file === JSON.stringify(base.spec?.replicas ?? null);
       if (!status) delete o.status;
       if (!replicas) delete o.replicas;
-      if (!o.status && !o.replicas) this.overrides.delete(id);
+      if (!o.status && !o.replicas) this.#overrides.delete(id);
       else {
         obj = settleStringMaps(clone(base));
         if (o.status) {
@@ -502,19 +504,19 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       }
       return;
     }
-    obj.metadata.resourceVersion = String(++this.resourceVersion);
+    obj.metadata.resourceVersion = String(++this.#resourceVersion);
     served.set(key, obj);
-    this.emit(kind, old ? "MODIFIED" : "ADDED", obj, old);
+    this.#emit(kind, old ? "MODIFIED" : "ADDED", obj, old);
   }
 
-  private emit(kind: Kind, type: WatchEventType, obj: KubeObject, old?: KubeObject): void {
+  #emit(kind: Kind, type: WatchEventType, obj: KubeObject, old?: KubeObject): void {
     const v = `${kind}|${obj.metadata.namespace ?? ""}`;
-    this.versions.set(v, (this.versions.get(v) ?? 0) + 1);
-    for (const h of [...(this.handlers.get(kind) ?? [])]) {
+    this.#versions.set(v, (this.#versions.get(v) ?? 0) + 1);
+    for (const h of [...(this.#handlers.get(kind) ?? [])]) {
       try {
         h(type, obj, old);
       } catch (e) {
-        this.onError(`watch handler of ${kind} failed: ${errorMessage(e)}`);
+        this.#onError(`watch handler of ${kind} failed: ${errorMessage(e)}`);
       }
     }
   }

@@ -94,19 +94,19 @@ export class KubeHttp {
   readonly kubeConfig: KubeConfig;
   /** Deadline of each request other than a watch (ms). */
   readonly requestTimeoutMs: number;
-  private readonly watchConnectTimeoutMs: number;
-  private readonly watchIdleMs: number;
-  private readonly watchTimeoutSeconds: number;
-  private readonly random: () => number;
-  private client?: { key: string; fetch: TlsFetch };
+  readonly #watchConnectTimeoutMs: number;
+  readonly #watchIdleMs: number;
+  readonly #watchTimeoutSeconds: number;
+  readonly #random: () => number;
+  #client?: { key: string; fetch: TlsFetch };
 
   constructor(kubeConfig: KubeConfig, options: KubeHttpOptions = {}) {
     this.kubeConfig = kubeConfig;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-    this.watchConnectTimeoutMs = options.watchConnectTimeoutMs ?? 30_000;
-    this.watchIdleMs = options.watchIdleMs ?? 90_000;
-    this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
-    this.random = options.random ?? Math.random;
+    this.#watchConnectTimeoutMs = options.watchConnectTimeoutMs ?? 30_000;
+    this.#watchIdleMs = options.watchIdleMs ?? 90_000;
+    this.#watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
+    this.#random = options.random ?? Math.random;
   }
 
   /** One request to `path` (below the server URL) with the kubeconfig's credentials. */
@@ -115,7 +115,7 @@ export class KubeHttp {
     path: string,
     options: KubeRequestOptions = {},
   ): Promise<KubeResponse> {
-    return await this.fetchWithDeadline(path, {
+    return await this.#fetchWithDeadline(path, {
       method,
       headers: { Accept: "application/json", ...options.headers },
       ...(options.body !== undefined ? { body: options.body } : {}),
@@ -214,7 +214,7 @@ export class KubeHttp {
     controller.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
     // the connect deadline covers the credentials too (an exec plugin may hang)
     arm(
-      this.watchConnectTimeoutMs,
+      this.#watchConnectTimeoutMs,
       () => finish(timeoutError(`watch ${path}: connect timed out`)),
     );
     try {
@@ -223,13 +223,13 @@ export class KubeHttp {
       const url = new URL(server + path);
       url.searchParams.set("watch", "true");
       url.searchParams.set("allowWatchBookmarks", "true");
-      const timeoutSeconds = Math.floor(this.watchTimeoutSeconds * (1 + this.random()));
+      const timeoutSeconds = Math.floor(this.#watchTimeoutSeconds * (1 + this.#random()));
       url.searchParams.set("timeoutSeconds", String(timeoutSeconds));
       for (const [k, v] of Object.entries(query)) {
         if (v !== undefined) url.searchParams.set(k, String(v));
       }
       const started = Date.now();
-      const res = await this.fetchClient(tls).fetch(url.toString(), {
+      const res = await this.#fetchClient(tls).fetch(url.toString(), {
         method: "GET",
         headers: { Accept: "application/json", ...headers },
         signal: controller.signal,
@@ -262,12 +262,12 @@ export class KubeHttp {
       });
       let stalled = false;
       const idle = (): void =>
-        arm(this.watchIdleMs, () => {
+        arm(this.#watchIdleMs, () => {
           stalled = true;
-          finish(timeoutError(`watch ${path} received nothing for ${this.watchIdleMs}ms`));
+          finish(timeoutError(`watch ${path} received nothing for ${this.#watchIdleMs}ms`));
         });
       idle();
-      void this.readEvents(reader, idle, callback, controller.signal).then(
+      void this.#readEvents(reader, idle, callback, controller.signal).then(
         () => {
           if (stalled) return;
           // a watch the server ended after a while (timeoutSeconds) resumes at once, a watch
@@ -287,12 +287,12 @@ export class KubeHttp {
   /** Close the connection pool and kill running exec plugins (a later request starts anew). */
   async close(): Promise<void> {
     this.kubeConfig.close();
-    const c = this.client;
-    this.client = undefined;
+    const c = this.#client;
+    this.#client = undefined;
     await c?.fetch.close();
   }
 
-  private async readEvents(
+  async #readEvents(
     reader: ReadableStreamDefaultReader<Uint8Array>,
     onData: () => void,
     callback: WatchCallback,
@@ -331,27 +331,27 @@ export class KubeHttp {
     }
   }
 
-  private fetchClient(tls: ClientTls): TlsFetch {
+  #fetchClient(tls: ClientTls): TlsFetch {
     const key = JSON.stringify(tls);
-    if (this.client?.key !== key) {
-      const old = this.client;
-      this.client = { key, fetch: createTlsFetch(tls) };
+    if (this.#client?.key !== key) {
+      const old = this.#client;
+      this.#client = { key, fetch: createTlsFetch(tls) };
       // rotated credentials: new requests use the new material; watches on the old pool resume
       void old?.fetch.close().catch(() => {});
     }
-    return this.client.fetch;
+    return this.#client.fetch;
   }
 
   /**
    * `fetch` of `path` (below the server URL) with the kubeconfig's headers and TLS settings,
    * under one deadline that covers the credentials, the answer and its body.
    */
-  private fetchWithDeadline(path: string, init: RequestInit): Promise<KubeResponse> {
+  #fetchWithDeadline(path: string, init: RequestInit): Promise<KubeResponse> {
     const method = init.method ?? "GET";
-    return this.withDeadline(method, path, init.signal ?? undefined, async (signal) => {
+    return this.#withDeadline(method, path, init.signal ?? undefined, async (signal) => {
       const { server, headers, tls } = await this.kubeConfig.credentials();
       signal.throwIfAborted();
-      const res = await this.fetchClient(tls).fetch(server + path, {
+      const res = await this.#fetchClient(tls).fetch(server + path, {
         ...init,
         headers: { ...headers, ...(init.headers as Record<string, string>) },
         signal,
@@ -373,7 +373,7 @@ export class KubeHttp {
    * deadline rejects at once, even when `work` ignores the signal (credentials from a hung exec
    * plugin, a body read that does not end), with an error naming the method and the path.
    */
-  private async withDeadline<T>(
+  async #withDeadline<T>(
     method: string,
     url: string,
     signal: AbortSignal | undefined,

@@ -114,23 +114,31 @@ function isObject(v: unknown): v is Json {
 
 /** Reads the fields of one kubeconfig entry, naming it in errors. */
 class Fields {
-  constructor(private readonly where: string, private readonly obj: Json) {}
+  readonly #where: string;
+  readonly #obj: Json;
+
+  constructor(where: string, obj: Json) {
+    this.#where = where;
+    this.#obj = obj;
+  }
 
   string(key: string): string | undefined {
-    const v = this.obj[key];
+    const v = this.#obj[key];
     if (v === undefined || v === null) return undefined;
     if (typeof v !== "string") {
-      throw new KubeconfigError(`${this.where}: ${key} must be a string, not ${JSON.stringify(v)}`);
+      throw new KubeconfigError(
+        `${this.#where}: ${key} must be a string, not ${JSON.stringify(v)}`,
+      );
     }
     return v;
   }
 
   bool(key: string): boolean {
-    const v = this.obj[key];
+    const v = this.#obj[key];
     if (v === undefined || v === null) return false;
     if (typeof v !== "boolean") {
       throw new KubeconfigError(
-        `${this.where}: ${key} must be true or false, not ${JSON.stringify(v)}`,
+        `${this.#where}: ${key} must be true or false, not ${JSON.stringify(v)}`,
       );
     }
     return v;
@@ -142,7 +150,7 @@ class Fields {
     if (v === undefined) return undefined;
     const compact = v.replace(/\s+/g, "");
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 === 1) {
-      throw new KubeconfigError(`${this.where}: ${key} is not base64`);
+      throw new KubeconfigError(`${this.#where}: ${key} is not base64`);
     }
     return Buffer.from(compact, "base64").toString("utf8");
   }
@@ -318,22 +326,22 @@ export class KubeConfig {
   readonly context: KubeconfigContext;
   /** Where the config came from (a file path, or "in-cluster config"). */
   readonly source: string;
-  private readonly data: KubeconfigData;
-  private readonly now: () => number;
-  private readonly env: Record<string, string | undefined>;
-  private readonly execTimeoutMs: number;
-  private readonly files = new Map<string, CachedFile>();
-  private execCredential?: ExecCredential;
-  private execRun?: Promise<ExecCredential>;
-  private readonly execChildren = new Set<{ kill(): void }>();
-  private legacy?: Promise<{ applyToHTTPSOptions(opts: object): Promise<void> }>;
+  readonly #data: KubeconfigData;
+  readonly #now: () => number;
+  readonly #env: Record<string, string | undefined>;
+  readonly #execTimeoutMs: number;
+  readonly #files = new Map<string, CachedFile>();
+  #execCredential?: ExecCredential;
+  #execRun?: Promise<ExecCredential>;
+  readonly #execChildren = new Set<{ kill(): void }>();
+  #legacy?: Promise<{ applyToHTTPSOptions(opts: object): Promise<void> }>;
 
   constructor(data: KubeconfigData, source: string, options: KubeConfigOptions = {}) {
-    this.data = data;
+    this.#data = data;
     this.source = source;
-    this.now = options.now ?? (() => Date.now());
-    this.env = options.env ?? process.env;
-    this.execTimeoutMs = options.execTimeoutMs ?? 10_000;
+    this.#now = options.now ?? (() => Date.now());
+    this.#env = options.env ?? process.env;
+    this.#execTimeoutMs = options.execTimeoutMs ?? 10_000;
     const name = data.currentContext;
     if (name === "") throw new KubeconfigError(`${source}: current-context is not set`);
     const context = data.contexts.find((c) => c.name === name);
@@ -369,9 +377,9 @@ export class KubeConfig {
     const headers: Record<string, string> = {};
     const tls: ClientTls = {};
     if (user.authProvider) {
-      Object.assign(headers, await this.legacyHeaders());
+      Object.assign(headers, await this.#legacyHeaders());
     } else if (user.exec) {
-      const c = await this.exec();
+      const c = await this.#exec();
       if (c.token !== undefined) headers.Authorization = `Bearer ${c.token}`;
       if (c.cert !== undefined && c.key !== undefined) {
         tls.cert = c.cert;
@@ -382,7 +390,7 @@ export class KubeConfig {
       if (user.token !== undefined && user.token !== "") {
         headers.Authorization = `Bearer ${user.token}`;
       } else if (user.tokenFile) {
-        const token = (await this.file(user.tokenFile, "tokenFile")).trim();
+        const token = (await this.#file(user.tokenFile, "tokenFile")).trim();
         if (token !== "") headers.Authorization = `Bearer ${token}`;
       } else if (user.username !== undefined || user.password !== undefined) {
         const basic = Buffer.from(`${user.username ?? ""}:${user.password ?? ""}`).toString(
@@ -393,8 +401,8 @@ export class KubeConfig {
     }
     if (tls.cert === undefined) {
       const cert = user.certData ??
-        (user.certFile && await this.file(user.certFile, "client-certificate"));
-      const key = user.keyData ?? (user.keyFile && await this.file(user.keyFile, "client-key"));
+        (user.certFile && await this.#file(user.certFile, "client-certificate"));
+      const key = user.keyData ?? (user.keyFile && await this.#file(user.keyFile, "client-key"));
       if (cert && key) {
         tls.cert = cert;
         tls.key = key;
@@ -404,7 +412,7 @@ export class KubeConfig {
     if (cluster.insecureSkipTlsVerify) tls.insecureSkipVerify = true;
     else {
       const ca = cluster.caData ??
-        (cluster.caFile && await this.file(cluster.caFile, "certificate-authority"));
+        (cluster.caFile && await this.#file(cluster.caFile, "certificate-authority"));
       if (ca) tls.ca = ca;
     }
     if (cluster.tlsServerName) tls.serverName = cluster.tlsServerName;
@@ -413,19 +421,19 @@ export class KubeConfig {
 
   /** The API refused the credentials (401): the next request reads them again. */
   invalidate(): void {
-    this.execCredential = undefined;
-    if (this.user.tokenFile) this.files.delete(this.user.tokenFile);
+    this.#execCredential = undefined;
+    if (this.user.tokenFile) this.#files.delete(this.user.tokenFile);
   }
 
   /** Kill exec plugins still running (a later request starts them again). */
   close(): void {
-    for (const c of this.execChildren) c.kill();
-    this.execChildren.clear();
+    for (const c of this.#execChildren) c.kill();
+    this.#execChildren.clear();
   }
 
-  private async file(path: string, field: string): Promise<string> {
-    const now = this.now();
-    const cached = this.files.get(path);
+  async #file(path: string, field: string): Promise<string> {
+    const now = this.#now();
+    const cached = this.#files.get(path);
     if (cached && now - cached.readAt < FILE_REFRESH_MS) return cached.text;
     let text: string;
     try {
@@ -434,32 +442,32 @@ export class KubeConfig {
       // a file that went missing for a moment: the last good copy serves until it is back
       if (cached) return cached.text;
       throw new KubeconfigError(
-        `${this.source}: cannot read ${field} of ${this.userOrCluster(field)}: ${
+        `${this.source}: cannot read ${field} of ${this.#userOrCluster(field)}: ${
           (e as Error).message
         }`,
       );
     }
-    this.files.set(path, { text, readAt: now });
+    this.#files.set(path, { text, readAt: now });
     return text;
   }
 
-  private userOrCluster(field: string): string {
+  #userOrCluster(field: string): string {
     return field === "certificate-authority"
       ? `cluster "${this.cluster.name}"`
       : `user "${this.user.name}"`;
   }
 
   /** The exec plugin's credential: cached until it expires; one run at a time. */
-  private async exec(): Promise<ExecCredential> {
-    const cached = this.execCredential;
-    if (cached && (cached.expires === undefined || cached.expires > this.now())) return cached;
-    this.execRun ??= this.runExec().finally(() => (this.execRun = undefined));
-    const c = await this.execRun;
-    this.execCredential = c;
+  async #exec(): Promise<ExecCredential> {
+    const cached = this.#execCredential;
+    if (cached && (cached.expires === undefined || cached.expires > this.#now())) return cached;
+    this.#execRun ??= this.#runExec().finally(() => (this.#execRun = undefined));
+    const c = await this.#execRun;
+    this.#execCredential = c;
     return c;
   }
 
-  private runExec(): Promise<ExecCredential> {
+  #runExec(): Promise<ExecCredential> {
     const exec = this.user.exec!;
     const where = `exec plugin "${exec.command}" of user "${this.user.name}"`;
     if (exec.interactiveMode === "Always") {
@@ -486,7 +494,7 @@ export class KubeConfig {
       },
     };
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(this.env)) if (v !== undefined) env[k] = v;
+    for (const [k, v] of Object.entries(this.#env)) if (v !== undefined) env[k] = v;
     for (const e of exec.env) env[e.name] = e.value;
     env.KUBERNETES_EXEC_INFO = JSON.stringify(info);
     return new Promise<ExecCredential>((resolve, reject) => {
@@ -498,15 +506,15 @@ export class KubeConfig {
         return;
       }
       const handle = { kill: () => child.kill("SIGKILL") };
-      this.execChildren.add(handle);
+      this.#execChildren.add(handle);
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       let size = 0;
       let failure: string | undefined;
       const timer = setTimeout(() => {
-        failure = `did not answer within ${this.execTimeoutMs}ms`;
+        failure = `did not answer within ${this.#execTimeoutMs}ms`;
         child.kill("SIGKILL");
-      }, this.execTimeoutMs);
+      }, this.#execTimeoutMs);
       child.stdout!.on("data", (b: Buffer) => {
         size += b.length;
         if (size > EXEC_OUTPUT_LIMIT) {
@@ -524,7 +532,7 @@ export class KubeConfig {
       });
       child.on("close", (code, signal) => {
         clearTimeout(timer);
-        this.execChildren.delete(handle);
+        this.#execChildren.delete(handle);
         if (failure === undefined && code !== 0) {
           const stderr = Buffer.concat(err).toString("utf8").trim();
           failure = `exited with ${code === null ? `signal ${signal}` : `code ${code}`}${
@@ -536,7 +544,7 @@ export class KubeConfig {
           return;
         }
         try {
-          resolve(this.readExecOutput(Buffer.concat(out).toString("utf8"), where));
+          resolve(this.#readExecOutput(Buffer.concat(out).toString("utf8"), where));
         } catch (e) {
           reject(e);
         }
@@ -544,7 +552,7 @@ export class KubeConfig {
     });
   }
 
-  private readExecOutput(text: string, where: string): ExecCredential {
+  #readExecOutput(text: string, where: string): ExecCredential {
     let doc: unknown;
     try {
       doc = JSON.parse(text);
@@ -591,8 +599,8 @@ export class KubeConfig {
   }
 
   /** Headers from @kubernetes/client-node for a user with a legacy auth-provider. */
-  private async legacyHeaders(): Promise<Record<string, string>> {
-    this.legacy ??= import("@kubernetes/client-node").then(({ KubeConfig: Legacy }) => {
+  async #legacyHeaders(): Promise<Record<string, string>> {
+    this.#legacy ??= import("@kubernetes/client-node").then(({ KubeConfig: Legacy }) => {
       const kc = new Legacy();
       kc.loadFromOptions({
         // only the user's headers are taken: the library refuses plain http without this
@@ -607,7 +615,7 @@ export class KubeConfig {
       });
       return kc;
     });
-    const kc = await this.legacy;
+    const kc = await this.#legacy;
     const opts: { headers: Record<string, unknown> } = { headers: {} };
     try {
       await kc.applyToHTTPSOptions(opts);

@@ -23,26 +23,29 @@ export interface InMemoryLeaderElectorOptions {
 
 /** The elector of file mode: the only process leads from `start()` to `stop()`. */
 export class InMemoryLeaderElector implements LeaderElector {
-  private leading = false;
+  readonly #options: InMemoryLeaderElectorOptions;
+  #leading = false;
 
-  constructor(private readonly options: InMemoryLeaderElectorOptions = {}) {}
+  constructor(options: InMemoryLeaderElectorOptions = {}) {
+    this.#options = options;
+  }
 
   /** Become the leader at once. */
   start(): void {
-    if (this.leading) return;
-    this.leading = true;
-    this.options.onStartedLeading?.();
+    if (this.#leading) return;
+    this.#leading = true;
+    this.#options.onStartedLeading?.();
   }
 
   /** Step down. */
   async stop(): Promise<void> {
-    if (!this.leading) return;
-    this.leading = false;
-    this.options.onStoppedLeading?.();
+    if (!this.#leading) return;
+    this.#leading = false;
+    this.#options.onStoppedLeading?.();
   }
 
   /** Whether `start()` was called and `stop()` was not. */
   isLeader(): boolean {
-    return this.leading;
+    return this.#leading;
   }
 }
