@@ -7,10 +7,10 @@ import { createCollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorFactory } from "../collectors/types.ts";
 import { externalRpsFactory } from "../collectors/external_rps.ts";
-import { httpJsonPathFactory } from "../collectors/http_json_path.ts";
+import { createHttpJsonPathFactory } from "../collectors/http_json_path.ts";
 import { influxDbFactory } from "../collectors/influxdb.ts";
 import { nakadiFactory } from "../collectors/nakadi.ts";
-import { podJsonPathFactory } from "../collectors/pod_json_path.ts";
+import { createPodJsonPathFactory } from "../collectors/pod_json_path.ts";
 import { prometheusFactory } from "../collectors/prometheus.ts";
 import {
   clusterScalingScheduleFactory,
@@ -19,14 +19,20 @@ import {
 import { skipperFactory } from "../collectors/skipper.ts";
 import { sqsQueueLengthFactory } from "../collectors/sqs.ts";
 import { zmonFactory } from "../collectors/zmon.ts";
-import type { FlagValues } from "./flags.ts";
+import { boolFlag, type FlagValues, numberFlag } from "./flags.ts";
 
 /** Every collector factory of this release, with the options the flags give. */
-export function collectorFactories(_flags: FlagValues): CollectorFactory[] {
+export function collectorFactories(flags: FlagValues): CollectorFactory[] {
   return [
     // json-path
-    podJsonPathFactory,
-    httpJsonPathFactory,
+    createPodJsonPathFactory({
+      maxConcurrentPodRequests: numberFlag(flags, "max-concurrent-pod-requests"),
+      maxResponseBytes: numberFlag(flags, "max-response-bytes"),
+    }),
+    createHttpJsonPathFactory({
+      maxResponseBytes: numberFlag(flags, "max-response-bytes"),
+      allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
+    }),
     // ScalingSchedule, ClusterScalingSchedule
     scalingScheduleFactory,
     clusterScalingScheduleFactory,

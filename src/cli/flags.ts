@@ -4,6 +4,8 @@
  * The definitions are data: the README's flag reference is generated from them.
  */
 import { parseDuration } from "../core/duration.ts";
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
+import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
 import { UsageError } from "./command.ts";
 
 /** How a flag's value is read. Durations are Go durations, stored in seconds. */
@@ -325,7 +327,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     ENGINE,
     "max-concurrent-pod-requests",
     "int",
-    32,
+    DEFAULT_MAX_POD_REQUESTS,
     "requests to pods running at once within one Pods-metric collection",
   ),
   def(
@@ -356,7 +358,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     false,
     "let HPA annotations name link-local addresses (cloud metadata endpoints are refused by default)",
   ),
-  def(ENGINE, "max-response-bytes", "int", 10485760, "largest backend response read, in bytes"),
+  def(
+    ENGINE,
+    "max-response-bytes",
+    "int",
+    DEFAULT_MAX_RESPONSE_BYTES,
+    "largest backend response read, in bytes",
+  ),
 
   def(BACKENDS, "prometheus-server", "string", null, "URL of the Prometheus server to query"),
   def(

@@ -7,11 +7,11 @@
  */
 import { type HttpJsonPathConfig, jsonPathDescriptor } from "../core/configs/json_path.ts";
 import {
+  DEFAULT_MAX_RESPONSE_BYTES,
   extractJson,
   httpGetText,
   isLinkLocalHost,
   type LookupContext,
-  maxResponseBytes,
 } from "./http_get.ts";
 import type {
   CollectContext,
@@ -31,10 +31,10 @@ class HttpJsonPathCollector implements Collector {
   readonly #maxBytes: number;
   readonly #allowLinkLocal: boolean;
 
-  constructor(config: HttpJsonPathConfig, flags: Record<string, unknown>) {
+  constructor(config: HttpJsonPathConfig, options: HttpJsonPathOptions) {
     this.#config = config;
-    this.#maxBytes = maxResponseBytes(flags);
-    this.#allowLinkLocal = flags["allow-link-local-targets"] === true;
+    this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.#allowLinkLocal = options.allowLinkLocalTargets === true;
     // The endpoint is global: equal queries share one request whatever HPA or namespace asks
     // (other selector labels only change how the value is served).
     this.queryKey = `json-path/External|${
@@ -72,14 +72,28 @@ class HttpJsonPathCollector implements Collector {
  * (selector labels or annotations): `endpoint` (required), `json-key` or `json-eval`,
  * `aggregator`, `request-timeout` and `connect-timeout` (15s).
  */
-export const httpJsonPathFactory: CollectorFactory = {
-  type: "json-path",
-  metricTypes: ["External"],
-  create(options: CollectorFactoryOptions): Collector {
-    const { plan, flags } = options;
-    const config = planConfig(jsonPathDescriptor, plan, {
-      allowLinkLocalTargets: flags["allow-link-local-targets"] === true,
-    }) as HttpJsonPathConfig;
-    return new HttpJsonPathCollector(config, flags);
-  },
-};
+export function createHttpJsonPathFactory(
+  collectorOptions: HttpJsonPathOptions = {},
+): CollectorFactory {
+  return {
+    type: "json-path",
+    metricTypes: ["External"],
+    create(options: CollectorFactoryOptions): Collector {
+      const config = planConfig(jsonPathDescriptor, options.plan, {
+        allowLinkLocalTargets: collectorOptions.allowLinkLocalTargets,
+      }) as HttpJsonPathConfig;
+      return new HttpJsonPathCollector(config, collectorOptions);
+    },
+  };
+}
+
+/** External `json-path` with the default options. */
+export const httpJsonPathFactory: CollectorFactory = createHttpJsonPathFactory();
+
+/** What the operator sets for External json-path collections. */
+export interface HttpJsonPathOptions {
+  /** Largest response read (default {@linkcode DEFAULT_MAX_RESPONSE_BYTES}). */
+  maxResponseBytes?: number;
+  /** Endpoints may be link-local addresses (default false). */
+  allowLinkLocalTargets?: boolean;
+}

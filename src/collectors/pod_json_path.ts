@@ -12,7 +12,7 @@ import { jsonPathDescriptor, type PodJsonPathConfig } from "../core/configs/json
 import { fromLabelSelector, matchesSelector } from "../core/label_selector.ts";
 import type { LabelSelector, MetricPlan, ObjectReference } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
-import { extractJson, httpGetText, maxResponseBytes, stableConfig } from "./http_get.ts";
+import { DEFAULT_MAX_RESPONSE_BYTES, extractJson, httpGetText, stableConfig } from "./http_get.ts";
 import type {
   CollectContext,
   Collector,
@@ -139,11 +139,6 @@ export async function mapBounded<T, R>(
   return results;
 }
 
-function numberOption(flags: Record<string, unknown>, name: string, dflt: number): number {
-  const v = flags[name];
-  return typeof v === "number" && v > 0 ? v : dflt;
-}
-
 /** A pod request cut short (or never made) because the collection was aborted. */
 const NOT_ASKED: unique symbol = Symbol("not asked");
 
@@ -159,15 +154,11 @@ class PodJsonPathCollector implements Collector {
   readonly #maxRequests: number;
   readonly #maxBytes: number;
 
-  constructor(plan: MetricPlan, config: PodJsonPathConfig, flags: Record<string, unknown>) {
+  constructor(plan: MetricPlan, config: PodJsonPathConfig, options: PodJsonPathOptions) {
     this.#plan = plan;
     this.#config = config;
-    this.#maxRequests = numberOption(
-      flags,
-      "max-concurrent-pod-requests",
-      DEFAULT_MAX_POD_REQUESTS,
-    );
-    this.#maxBytes = maxResponseBytes(flags);
+    this.#maxRequests = Math.max(1, options.maxConcurrentPodRequests ?? DEFAULT_MAX_POD_REQUESTS);
+    this.#maxBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     const ref = plan.scaleTargetRef;
     this.kinds = ["Pod", ref.kind as Kind];
     this.queryKey = [
@@ -266,25 +257,40 @@ class PodJsonPathCollector implements Collector {
   }
 }
 
+/** What the operator sets for Pods json-path collections. */
+export interface PodJsonPathOptions {
+  /** Requests to pods in flight within one collection (default {@linkcode DEFAULT_MAX_POD_REQUESTS}). */
+  maxConcurrentPodRequests?: number;
+  /** Largest pod response read (default {@linkcode DEFAULT_MAX_RESPONSE_BYTES}). */
+  maxResponseBytes?: number;
+}
+
 /**
  * The pod json-path factory. Config keys (annotations `metric-config.pods.NAME.json-path/KEY`):
  * `json-key` or `json-eval`, `port` (required), `scheme` (http), `path`, `raw-query`,
  * `aggregator`, `request-timeout` and `connect-timeout` (Go durations, 15s).
  */
-export const podJsonPathFactory: CollectorFactory = {
-  type: "json-path",
-  metricTypes: ["Pods"],
-  create(options: CollectorFactoryOptions): Collector {
-    const { plan } = options;
-    const kind = plan.scaleTargetRef.kind as Kind;
-    if (!POD_TARGET_KINDS.includes(kind)) {
-      throw new Error(
-        `unsupported scaleTargetRef kind "${plan.scaleTargetRef.kind}" for pod metric ${plan.metricName} (want ${
-          POD_TARGET_KINDS.join(", ")
-        })`,
-      );
-    }
-    const config = planConfig(jsonPathDescriptor, plan, {}) as PodJsonPathConfig;
-    return new PodJsonPathCollector(plan, config, options.flags);
-  },
-};
+export function createPodJsonPathFactory(
+  collectorOptions: PodJsonPathOptions = {},
+): CollectorFactory {
+  return {
+    type: "json-path",
+    metricTypes: ["Pods"],
+    create(options: CollectorFactoryOptions): Collector {
+      const { plan } = options;
+      const kind = plan.scaleTargetRef.kind as Kind;
+      if (!POD_TARGET_KINDS.includes(kind)) {
+        throw new Error(
+          `unsupported scaleTargetRef kind "${plan.scaleTargetRef.kind}" for pod metric ${plan.metricName} (want ${
+            POD_TARGET_KINDS.join(", ")
+          })`,
+        );
+      }
+      const config = planConfig(jsonPathDescriptor, plan, {}) as PodJsonPathConfig;
+      return new PodJsonPathCollector(plan, config, collectorOptions);
+    },
+  };
+}
+
+/** Pods `json-path` with the default options. */
+export const podJsonPathFactory: CollectorFactory = createPodJsonPathFactory();

@@ -1,6 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { httpJsonPathFactory, isLinkLocalHost } from "../../src/collectors/http_json_path.ts";
+import {
+  createHttpJsonPathFactory,
+  httpJsonPathFactory,
+  isLinkLocalHost,
+} from "../../src/collectors/http_json_path.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import { MemoryCluster } from "../engine/support.ts";
 import { json, startServer } from "./servers.ts";
@@ -115,9 +119,9 @@ describe("http json-path collector", () => {
             `invalid endpoint "${endpoint}" for External metric \`queue-length\` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): a link-local address (allow with --allow-link-local-targets)`,
         },
       );
-      const c = httpJsonPathFactory.create({
+      const c = createHttpJsonPathFactory({ allowLinkLocalTargets: true }).create({
         plan: plan({ endpoint, "json-key": "$.n" }),
-        flags: { "allow-link-local-targets": true },
+        flags: {},
       });
       assert.match(c.queryKey, /^json-path\/External\|/);
     }
@@ -206,9 +210,9 @@ describe("http json-path collector and secrets", () => {
     });
     assert.equal(fetched, 0);
     assert.deepEqual(asked, ["metadata.test"]);
-    const allowed = httpJsonPathFactory.create({
+    const allowed = createHttpJsonPathFactory({ allowLinkLocalTargets: true }).create({
       plan: plan({ endpoint: "http://metadata.test/latest/meta-data", "json-key": "$.n" }),
-      flags: { "allow-link-local-targets": true },
+      flags: {},
     });
     assert.deepEqual(await allowed.collect(lookupCtx), {
       samples: [{ value: 1, timestamp: NOW }],

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
+  createPodJsonPathFactory,
   mapBounded,
   podJsonPathFactory,
   podMetricsUrl,
@@ -197,9 +198,9 @@ describe("pod json-path collector", () => {
     try {
       const cluster = deployment();
       hosts.forEach((ip, i) => cluster.set("Pod", readyPod(`web-${i}`, { ip })));
-      const collector = podJsonPathFactory.create({
+      const collector = createPodJsonPathFactory({ maxConcurrentPodRequests: 2 }).create({
         plan: plan({ "json-key": "$.v", port: String(srv.port) }),
-        flags: { "max-concurrent-pod-requests": 2 },
+        flags: {},
       });
       const result = await collector.collect(ctx(cluster));
       assert.equal(result.samples.length, 6);
@@ -217,9 +218,9 @@ describe("pod json-path collector", () => {
       const cluster = deployment();
       cluster.set("Pod", readyPod("big", { ip: "127.0.0.2" }));
       cluster.set("Pod", readyPod("small", { ip: "127.0.0.3" }));
-      const collector = podJsonPathFactory.create({
+      const collector = createPodJsonPathFactory({ maxResponseBytes: 100 }).create({
         plan: plan({ "json-key": "$.v", port: String(srv.port) }),
-        flags: { "max-response-bytes": 100 },
+        flags: {},
       });
       const result = await collector.collect(ctx(cluster));
       assert.deepEqual(result.samples, [{ objectName: "small", value: 2, timestamp: NOW }]);
@@ -309,11 +310,11 @@ describe("pod json-path collector deadline", () => {
       for (let i = 0; i < pods; i++) {
         cluster.set("Pod", readyPod(`web-${i}`, { ip: `10.0.0.${i + 1}` }));
       }
-      const collector = podJsonPathFactory.create({
+      const collector = createPodJsonPathFactory({ maxConcurrentPodRequests: 2 }).create({
         plan: plan({ "json-key": "$.v", port: "9090", "request-timeout": "5s" }, {
           intervalSeconds: interval,
         }),
-        flags: { "max-concurrent-pod-requests": 2 },
+        flags: {},
       });
       assert.equal(collector.timeoutMs?.({ cluster, now: () => NOW }), want);
     });
@@ -322,9 +323,9 @@ describe("pod json-path collector deadline", () => {
   it("returns the pods that answered before an abort, with a warning for the rest", async () => {
     const cluster = deployment();
     for (let i = 1; i <= 4; i++) cluster.set("Pod", readyPod(`web-${i}`, { ip: `10.0.0.${i}` }));
-    const collector = podJsonPathFactory.create({
+    const collector = createPodJsonPathFactory({ maxConcurrentPodRequests: 3 }).create({
       plan: plan({ "json-key": "$.v", port: "9090" }),
-      flags: { "max-concurrent-pod-requests": 3 },
+      flags: {},
     });
     const abort = new AbortController();
     const pending = collector.collect({

@@ -3,7 +3,10 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import type { Kind, KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
-import { podJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
+import {
+  createPodJsonPathFactory,
+  podJsonPathFactory,
+} from "../../src/collectors/pod_json_path.ts";
 import { skipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
 import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
@@ -1053,8 +1056,7 @@ describe("Engine", () => {
   it("serves the pods that answered when a Pods collection reaches its deadline", async () => {
     const answered = new Set(["10.0.0.1", "10.0.0.2"]);
     const s = setup({
-      factories: [podJsonPathFactory],
-      flags: { "max-concurrent-pod-requests": 2 },
+      factories: [createPodJsonPathFactory({ maxConcurrentPodRequests: 2 })],
       fetch: (input, init) => {
         const host = new URL(String(input)).hostname;
         if (answered.has(host)) {
