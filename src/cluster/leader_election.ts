@@ -11,7 +11,7 @@
  */
 import { describeError, KubeHttp, statusCodeOf } from "./kube_http.ts";
 import type { KubeConfig } from "./kubeconfig.ts";
-import type { KubeLogger } from "./kube_source.ts";
+import { guardedLogger, type KubeLogger } from "./kube_logger.ts";
 import type { LeaderElector } from "./leader.ts";
 
 /** Options of `LeaseLeaderElector`. */
@@ -63,101 +63,95 @@ function microTime(ms: number): string {
 
 /** Leader election through a coordination.k8s.io/v1 Lease. */
 export class LeaseLeaderElector implements LeaderElector {
-  private readonly http: KubeHttp;
-  private readonly ownHttp?: KubeHttp;
-  private readonly options: LeaseLeaderElectorOptions;
-  private readonly leaseDurationMs: number;
-  private readonly renewDeadlineMs: number;
-  private readonly retryPeriodMs: number;
-  private readonly now: () => number;
-  private readonly log: KubeLogger;
-  private leading = false;
-  private running = false;
-  private loop?: Promise<void>;
-  private sleeping?: { timer: ReturnType<typeof setTimeout>; wake: () => void };
+  readonly #http: KubeHttp;
+  readonly #ownHttp?: KubeHttp;
+  readonly #options: LeaseLeaderElectorOptions;
+  readonly #leaseDurationMs: number;
+  readonly #renewDeadlineMs: number;
+  readonly #retryPeriodMs: number;
+  readonly #now: () => number;
+  readonly #log: KubeLogger;
+  #leading = false;
+  #running = false;
+  #loop?: Promise<void>;
+  #sleeping?: { timer: ReturnType<typeof setTimeout>; wake: () => void };
   /** The last Lease record seen (holder and renew time) and when it was first seen. */
-  private observedRecord = "";
-  private observedTime = 0;
-  private lastRenew = 0;
+  #observedRecord = "";
+  #observedTime = 0;
+  #lastRenew = 0;
   /** Another candidate holds an unexpired Lease (seen on the last attempt). */
-  private heldByOther = false;
+  #heldByOther = false;
 
   constructor(options: LeaseLeaderElectorOptions) {
-    this.options = options;
-    this.leaseDurationMs = (options.leaseDurationSeconds ?? 15) * 1000;
-    this.renewDeadlineMs = (options.renewDeadlineSeconds ?? 10) * 1000;
-    this.retryPeriodMs = (options.retryPeriodSeconds ?? 2) * 1000;
-    if (!(this.leaseDurationMs > this.renewDeadlineMs)) {
+    this.#options = options;
+    this.#leaseDurationMs = (options.leaseDurationSeconds ?? 15) * 1000;
+    this.#renewDeadlineMs = (options.renewDeadlineSeconds ?? 10) * 1000;
+    this.#retryPeriodMs = (options.retryPeriodSeconds ?? 2) * 1000;
+    if (!(this.#leaseDurationMs > this.#renewDeadlineMs)) {
       throw new Error(
         `invalid leader election timing: lease duration ${
-          this.leaseDurationMs / 1000
-        }s must be greater than renew deadline ${this.renewDeadlineMs / 1000}s`,
+          this.#leaseDurationMs / 1000
+        }s must be greater than renew deadline ${this.#renewDeadlineMs / 1000}s`,
       );
     }
-    if (!(this.renewDeadlineMs > this.retryPeriodMs) || !(this.retryPeriodMs > 0)) {
+    if (!(this.#renewDeadlineMs > this.#retryPeriodMs) || !(this.#retryPeriodMs > 0)) {
       throw new Error(
         `invalid leader election timing: renew deadline ${
-          this.renewDeadlineMs / 1000
+          this.#renewDeadlineMs / 1000
         }s must be greater than retry period ${
-          this.retryPeriodMs / 1000
+          this.#retryPeriodMs / 1000
         }s (which must be positive)`,
       );
     }
     if (options.identity === "") throw new Error("leader election identity must not be empty");
-    this.now = options.now ?? (() => Date.now());
-    const logger = options.logger ?? (() => {});
-    this.log = (level, message) => {
-      try {
-        logger(level, message);
-      } catch {
-        // a logger that throws must not end the campaign
-      }
-    };
-    if (!options.http) this.ownHttp = new KubeHttp(options.kubeConfig);
-    this.http = (options.http ?? this.ownHttp)!;
+    this.#now = options.now ?? (() => Date.now());
+    // a logger that throws must not end the campaign
+    this.#log = guardedLogger(options.logger);
+    if (!options.http) this.#ownHttp = new KubeHttp(options.kubeConfig);
+    this.#http = (options.http ?? this.#ownHttp)!;
   }
 
   /** Start campaigning: one attempt now, then one every retry period. */
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loop = (async () => {
-      while (this.running) {
+    if (this.#running) return;
+    this.#running = true;
+    this.#loop = (async () => {
+      while (this.#running) {
         try {
           await this.step();
         } catch (e) {
           // step() catches its own failures; this keeps the campaign alive whatever happens
-          this.log("error", `leader election on lease ${this.leaseName()}: ${describeError(e)}`);
+          this.#log("error", `leader election on lease ${this.#leaseName()}: ${describeError(e)}`);
         }
-        if (!this.running) break;
+        if (!this.#running) break;
         await new Promise<void>((wake) => {
-          this.sleeping = { timer: setTimeout(wake, this.retryPeriodMs), wake };
+          this.#sleeping = { timer: setTimeout(wake, this.#retryPeriodMs), wake };
         });
-        this.sleeping = undefined;
+        this.#sleeping = undefined;
       }
     })();
   }
 
   /** Stop campaigning; a leader releases the Lease (unless `releaseOnStop` is false) and steps down. */
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.sleeping) {
-      clearTimeout(this.sleeping.timer);
-      this.sleeping.wake();
+    this.#running = false;
+    if (this.#sleeping) {
+      clearTimeout(this.#sleeping.timer);
+      this.#sleeping.wake();
     }
-    await this.loop;
-    this.loop = undefined;
-    if (this.leading) {
-      if (this.options.releaseOnStop ?? true) await this.release();
-      this.leading = false;
-      this.callback("onStoppedLeading");
+    await this.#loop;
+    this.#loop = undefined;
+    if (this.#leading) {
+      if (this.#options.releaseOnStop ?? true) await this.#release();
+      this.#leading = false;
+      this.#callback("onStoppedLeading");
     }
-    await this.ownHttp?.close();
+    await this.#ownHttp?.close();
   }
 
   /** Whether this candidate holds the Lease. */
   isLeader(): boolean {
-    return this.leading;
+    return this.#leading;
   }
 
   /**
@@ -165,75 +159,75 @@ export class LeaseLeaderElector implements LeaderElector {
    * retry period; tests call it directly with an injected clock.
    */
   async step(): Promise<void> {
-    const now = this.now();
+    const now = this.#now();
     let held = false;
     try {
-      held = await this.tryAcquireOrRenew(now);
+      held = await this.#tryAcquireOrRenew(now);
     } catch (e) {
-      this.log("warn", `leader election on lease ${this.leaseName()}: ${describeError(e)}`);
+      this.#log("warn", `leader election on lease ${this.#leaseName()}: ${describeError(e)}`);
     }
     if (held) {
-      this.lastRenew = now;
-      if (!this.leading) {
-        this.leading = true;
-        this.log("info", `${this.options.identity} is the leader (lease ${this.leaseName()})`);
-        this.callback("onStartedLeading");
+      this.#lastRenew = now;
+      if (!this.#leading) {
+        this.#leading = true;
+        this.#log("info", `${this.#options.identity} is the leader (lease ${this.#leaseName()})`);
+        this.#callback("onStartedLeading");
       }
     } else if (
-      this.leading && (this.heldByOther || now - this.lastRenew >= this.renewDeadlineMs)
+      this.#leading && (this.#heldByOther || now - this.#lastRenew >= this.#renewDeadlineMs)
     ) {
-      this.leading = false;
-      this.log("warn", `${this.options.identity} lost the lease ${this.leaseName()}`);
-      this.callback("onStoppedLeading");
+      this.#leading = false;
+      this.#log("warn", `${this.#options.identity} lost the lease ${this.#leaseName()}`);
+      this.#callback("onStoppedLeading");
     }
   }
 
   /** Run a leadership callback; a throw is logged, so that it cannot end the campaign. */
-  private callback(name: "onStartedLeading" | "onStoppedLeading"): void {
+  #callback(name: "onStartedLeading" | "onStoppedLeading"): void {
     try {
-      this.options[name]?.();
+      this.#options[name]?.();
     } catch (e) {
-      this.log("error", `${name} of ${this.options.identity} failed: ${describeError(e)}`);
+      this.#log("error", `${name} of ${this.#options.identity} failed: ${describeError(e)}`);
     }
   }
 
-  private leasesPath(): string {
+  #leasesPath(): string {
     return `/apis/coordination.k8s.io/v1/namespaces/${
-      encodeURIComponent(this.options.namespace)
+      encodeURIComponent(this.#options.namespace)
     }/leases`;
   }
 
-  private async readLease(): Promise<Lease> {
-    const lease = await this.http.json(
+  async #readLease(): Promise<Lease> {
+    const lease = await this.#http.json(
       "GET",
-      `${this.leasesPath()}/${encodeURIComponent(this.options.name)}`,
+      `${this.#leasesPath()}/${encodeURIComponent(this.#options.name)}`,
     );
     if (typeof lease !== "object" || lease === null) {
-      throw new Error(`lease ${this.leaseName()} is not an object: ${JSON.stringify(lease)}`);
+      throw new Error(`lease ${this.#leaseName()} is not an object: ${JSON.stringify(lease)}`);
     }
     return lease as Lease;
   }
 
-  private leaseName(): string {
-    return `${this.options.namespace}/${this.options.name}`;
+  #leaseName(): string {
+    return `${this.#options.namespace}/${this.#options.name}`;
   }
 
-  private observe(holder: string, renewTime: unknown, now: number): void {
+  #observe(holder: string, renewTime: unknown, now: number): void {
     const record = JSON.stringify([holder, renewTime ?? null]);
-    if (record !== this.observedRecord) {
-      this.observedRecord = record;
-      this.observedTime = now;
+    if (record !== this.#observedRecord) {
+      this.#observedRecord = record;
+      this.#observedTime = now;
     }
   }
 
   /** Whether this candidate holds the Lease after the attempt. Throws on API errors. */
-  private async tryAcquireOrRenew(now: number): Promise<boolean> {
-    const { namespace, name, identity } = this.options;
-    const leaseDurationSeconds = Math.round(this.leaseDurationMs / 1000) || 1;
-    this.heldByOther = false;
+  async #tryAcquireOrRenew(now: number): Promise<boolean> {
+    const { namespace, name, identity } = this.#options;
+    const leaseDurationSeconds = Math.round(this.#leaseDurationMs / 1000) || 1;
+    this.#heldByOther = false;
     let lease: Lease;
     try {
-      lease = await this.readLease();
+      lease = await this.#readLease();
     } catch (e) {
       if (statusCodeOf(e) !== 404) throw e;
       const t = microTime(now);
@@ -250,21 +244,21 @@ export class LeaseLeaderElector implements LeaderElector {
         },
       };
       try {
-        await this.http.json("POST", this.leasesPath(), body);
+        await this.#http.json("POST", this.#leasesPath(), body);
       } catch (err) {
         if (statusCodeOf(err) === 409) return false; // another candidate created it first
         throw err;
       }
-      this.observe(identity, t, now);
+      this.#observe(identity, t, now);
       return true;
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? "";
-    this.observe(holder, spec.renewTime, now);
+    this.#observe(holder, spec.renewTime, now);
     if (holder !== "" && holder !== identity) {
       const durationMs = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
-      if (this.observedTime + durationMs > now) {
-        this.heldByOther = true;
+      if (this.#observedTime + durationMs > now) {
+        this.#heldByOther = true;
         return false;
       }
     }
@@ -282,22 +276,22 @@ export class LeaseLeaderElector implements LeaderElector {
       },
     };
     try {
-      await this.http.json("PUT", `${this.leasesPath()}/${encodeURIComponent(name)}`, body);
+      await this.#http.json("PUT", `${this.#leasesPath()}/${encodeURIComponent(name)}`, body);
     } catch (e) {
       if (statusCodeOf(e) === 409) return false; // someone else updated it since we read it
       throw e;
     }
-    this.observe(identity, t, now);
+    this.#observe(identity, t, now);
     return true;
   }
 
   /** Give the Lease up, as client-go does: no holder, a 1 s duration. */
-  private async release(): Promise<void> {
-    const { name, identity } = this.options;
+  async #release(): Promise<void> {
+    const { name, identity } = this.#options;
     try {
-      const lease = await this.readLease();
+      const lease = await this.#readLease();
       if (lease.spec?.holderIdentity !== identity) return;
-      const t = microTime(this.now());
+      const t = microTime(this.#now());
       const body = {
         ...lease,
         spec: {
@@ -308,9 +302,9 @@ export class LeaseLeaderElector implements LeaderElector {
           renewTime: t,
         },
       };
-      await this.http.json("PUT", `${this.leasesPath()}/${encodeURIComponent(name)}`, body);
+      await this.#http.json("PUT", `${this.#leasesPath()}/${encodeURIComponent(name)}`, body);
     } catch (e) {
-      this.log("warn", `release of lease ${this.leaseName()}: ${describeError(e)}`);
+      this.#log("warn", `release of lease ${this.#leaseName()}: ${describeError(e)}`);
     }
   }
 }

@@ -179,6 +179,16 @@ export function apiVersionOf(kind: Kind): string {
   return r.group === "" ? r.version : `${r.group}/${r.version}`;
 }
 
+/** The URL path of a kind's collection (all namespaces, or one). */
+export function collectionPath(kind: Kind, namespace?: string): string {
+  const r = KIND_RESOURCES[kind];
+  const base = r.group === "" ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  const ns = r.namespaced && namespace !== undefined
+    ? `/namespaces/${encodeURIComponent(namespace)}`
+    : "";
+  return `${base}${ns}/${r.plural}`;
+}
+
 /** The `Kind` of an object's apiVersion and kind, or undefined if the adapter does not read it. */
 export function kindOf(apiVersion: string | undefined, kind: string | undefined): Kind | undefined {
   if (kind === undefined || !Object.hasOwn(KIND_RESOURCES, kind)) return undefined;
