@@ -13,13 +13,15 @@ import { nakadiFactory } from "../collectors/nakadi.ts";
 import { createPodJsonPathFactory } from "../collectors/pod_json_path.ts";
 import { prometheusFactory } from "../collectors/prometheus.ts";
 import {
-  clusterScalingScheduleFactory,
-  scalingScheduleFactory,
+  createClusterScalingScheduleFactory,
+  createScalingScheduleFactory,
+  ScheduleEvaluator,
 } from "../collectors/scaling_schedule.ts";
 import { skipperFactory } from "../collectors/skipper.ts";
 import { sqsQueueLengthFactory } from "../collectors/sqs.ts";
 import { zmonFactory } from "../collectors/zmon.ts";
-import { boolFlag, type FlagValues, numberFlag } from "./flags.ts";
+import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
+import { boolFlag, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
 
 /** Every collector factory of this release, with the options the flags give. */
 export function collectorFactories(flags: FlagValues): CollectorFactory[] {
@@ -34,8 +36,8 @@ export function collectorFactories(flags: FlagValues): CollectorFactory[] {
       allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
     }),
     // ScalingSchedule, ClusterScalingSchedule
-    scalingScheduleFactory,
-    clusterScalingScheduleFactory,
+    createScalingScheduleFactory(scheduleEvaluatorFor(flags)),
+    createClusterScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     // Prometheus family
     prometheusFactory,
     skipperFactory,
@@ -46,6 +48,28 @@ export function collectorFactories(flags: FlagValues): CollectorFactory[] {
     zmonFactory,
     nakadiFactory,
   ];
+}
+
+/** One evaluator per flags object: the schedule collectors and the status controller share it. */
+const evaluators = new WeakMap<FlagValues, ScheduleEvaluator>();
+
+/**
+ * The schedule evaluator of a set of serve flags, shared by everyone who passes the same flags
+ * object, so that each schedule's windows are computed and kept once (not once per HPA metric
+ * on it and once more for its status).
+ */
+export function scheduleEvaluatorFor(flags: FlagValues): ScheduleEvaluator {
+  let e = evaluators.get(flags);
+  if (!e) {
+    e = new ScheduleEvaluator({
+      defaultTimeZone: stringFlag(flags, "scaling-schedule-default-time-zone") ??
+        DEFAULT_SCHEDULE_OPTIONS.defaultTimeZone,
+      defaultScalingWindowSeconds: numberFlag(flags, "scaling-schedule-default-scaling-window"),
+      rampSteps: numberFlag(flags, "scaling-schedule-ramp-steps"),
+    });
+    evaluators.set(flags, e);
+  }
+  return e;
 }
 
 /** The registry of {@linkcode collectorFactories}. */

@@ -4,6 +4,7 @@
  * The definitions are data: the README's flag reference is generated from them.
  */
 import { parseDuration } from "../core/duration.ts";
+import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
 import { UsageError } from "./command.ts";
@@ -484,15 +485,21 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     SCHEDULES,
     "scaling-schedule-default-scaling-window",
     "duration",
-    600,
+    DEFAULT_SCHEDULE_OPTIONS.defaultScalingWindowSeconds,
     "ramp-up and ramp-down window of schedules that set none",
   ),
-  def(SCHEDULES, "scaling-schedule-ramp-steps", "int", 10, "steps of a ramp"),
+  def(
+    SCHEDULES,
+    "scaling-schedule-ramp-steps",
+    "int",
+    DEFAULT_SCHEDULE_OPTIONS.rampSteps,
+    "steps of a ramp",
+  ),
   def(
     SCHEDULES,
     "scaling-schedule-default-time-zone",
     "string",
-    "Europe/Berlin",
+    DEFAULT_SCHEDULE_OPTIONS.defaultTimeZone,
     "time zone of schedules that name none",
   ),
 

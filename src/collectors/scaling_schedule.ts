@@ -5,6 +5,7 @@
  */
 import type { Kind, KubeObject } from "../cluster/types.ts";
 import {
+  DEFAULT_SCHEDULE_OPTIONS,
   parseScalingSchedule,
   scheduleWindows,
   scheduleWindowValue,
@@ -18,18 +19,6 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
-
-/** The schedule options from the serve flags (with kube-metrics-adapter's defaults). */
-export function scheduleOptionsFromFlags(flags: Record<string, unknown>): ScheduleOptions {
-  const tz = flags["scaling-schedule-default-time-zone"];
-  const win = flags["scaling-schedule-default-scaling-window"];
-  const steps = flags["scaling-schedule-ramp-steps"];
-  return {
-    defaultTimeZone: typeof tz === "string" && tz !== "" ? tz : "Europe/Berlin",
-    defaultScalingWindowSeconds: typeof win === "number" && win >= 0 ? win : 600,
-    rampSteps: typeof steps === "number" && steps >= 1 ? steps : 10,
-  };
-}
 
 /** "ScalingSchedule ns/name" or "ClusterScalingSchedule name". */
 export function scheduleLabel(kind: Kind, namespace: string, name: string): string {
@@ -56,7 +45,7 @@ export class ScheduleEvaluator {
   readonly #options: ScheduleOptions;
   #kept = new WeakMap<KubeObject, EvaluatedSchedule>();
 
-  /** An evaluator with the schedule options of the serve flags. */
+  /** An evaluator with the operator's schedule options. */
   constructor(options: ScheduleOptions) {
     this.#options = options;
   }
@@ -85,20 +74,6 @@ export class ScheduleEvaluator {
   active(kind: Kind, obj: KubeObject, at: number): boolean {
     return this.windows(kind, obj, at).some((w) => at >= w.rampStart && at < w.rampEnd);
   }
-}
-
-/** One evaluator per flags object: every schedule collector and the controller share it. */
-const evaluators = new WeakMap<object, ScheduleEvaluator>();
-
-/**
- * The {@linkcode ScheduleEvaluator} of a set of serve flags, shared by everyone who passes the
- * same flags object, so that each schedule's windows are computed and kept once (not once per
- * HPA metric on it and once more for its status).
- */
-export function scheduleEvaluatorFor(flags: Record<string, unknown>): ScheduleEvaluator {
-  let e = evaluators.get(flags);
-  if (!e) evaluators.set(flags, e = new ScheduleEvaluator(scheduleOptionsFromFlags(flags)));
-  return e;
 }
 
 class ScalingScheduleCollector implements Collector {
@@ -141,7 +116,7 @@ class ScalingScheduleCollector implements Collector {
   }
 }
 
-function factory(type: string, kind: Kind): CollectorFactory {
+function factory(type: string, kind: Kind, evaluator: ScheduleEvaluator): CollectorFactory {
   return {
     type,
     metricTypes: ["Object"],
@@ -153,19 +128,34 @@ function factory(type: string, kind: Kind): CollectorFactory {
           `metric ${plan.metricName} of type ${type} needs a describedObject of kind ${kind}`,
         );
       }
-      return new ScalingScheduleCollector(kind, plan, scheduleEvaluatorFor(options.flags));
+      return new ScalingScheduleCollector(kind, plan, evaluator);
     },
   };
 }
 
-/** Object metrics on a namespaced ScalingSchedule (`--scaling-schedule`). */
-export const scalingScheduleFactory: CollectorFactory = factory(
-  "scaling-schedule",
-  "ScalingSchedule",
+/**
+ * Object metrics on a namespaced ScalingSchedule, with `evaluator` (share it with the status
+ * controller, so that each schedule's windows are computed and kept once).
+ */
+export function createScalingScheduleFactory(evaluator: ScheduleEvaluator): CollectorFactory {
+  return factory("scaling-schedule", "ScalingSchedule", evaluator);
+}
+
+/** Object metrics on a ClusterScalingSchedule, with `evaluator`. */
+export function createClusterScalingScheduleFactory(
+  evaluator: ScheduleEvaluator,
+): CollectorFactory {
+  return factory("cluster-scaling-schedule", "ClusterScalingSchedule", evaluator);
+}
+
+const defaultEvaluator = new ScheduleEvaluator(DEFAULT_SCHEDULE_OPTIONS);
+
+/** ScalingSchedule metrics with kube-metrics-adapter's default schedule options. */
+export const scalingScheduleFactory: CollectorFactory = createScalingScheduleFactory(
+  defaultEvaluator,
 );
 
-/** Object metrics on a ClusterScalingSchedule (`--scaling-schedule`). */
-export const clusterScalingScheduleFactory: CollectorFactory = factory(
-  "cluster-scaling-schedule",
-  "ClusterScalingSchedule",
+/** ClusterScalingSchedule metrics with kube-metrics-adapter's default schedule options. */
+export const clusterScalingScheduleFactory: CollectorFactory = createClusterScalingScheduleFactory(
+  defaultEvaluator,
 );

@@ -16,6 +16,7 @@ import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/ty
 import { ScheduleEvaluator, scheduleLabel } from "../collectors/scaling_schedule.ts";
 import { parseQuantity } from "../core/quantity.ts";
 import {
+  DEFAULT_SCHEDULE_OPTIONS,
   mayNeedAdjustment,
   planAdjustment,
   type ScheduleMetric,
@@ -38,7 +39,7 @@ export const SCHEDULE_CONTROLLER_DEFAULTS: {
   readonly intervalMs: number;
 } = {
   tolerance: 0.1,
-  schedule: { defaultTimeZone: "Europe/Berlin", defaultScalingWindowSeconds: 600, rampSteps: 10 },
+  schedule: DEFAULT_SCHEDULE_OPTIONS,
   intervalMs: 10_000,
 };
 

@@ -266,6 +266,13 @@ export interface ScheduleOptions {
   rampSteps: number;
 }
 
+/** kube-metrics-adapter's defaults of {@linkcode ScheduleOptions}. */
+export const DEFAULT_SCHEDULE_OPTIONS: Readonly<ScheduleOptions> = {
+  defaultTimeZone: "Europe/Berlin",
+  defaultScalingWindowSeconds: 600,
+  rampSteps: 10,
+};
+
 /** Options of `scheduleWindows`: the defaults plus the time range of interest. */
 export interface ScheduleWindowsOptions extends ScheduleOptions {
   /** Start of the range, epoch ms (inclusive). */

@@ -1,8 +1,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  clusterScalingScheduleFactory,
-  scalingScheduleFactory,
+  createClusterScalingScheduleFactory,
+  createScalingScheduleFactory,
   SCHEDULE_WINDOW_SPAN_MS,
   ScheduleEvaluator,
 } from "../../src/collectors/scaling_schedule.ts";
@@ -34,11 +34,14 @@ function plan(kind: string, name: string): MetricPlan {
   };
 }
 
-const FLAGS = {
-  "scaling-schedule-default-time-zone": "UTC",
-  "scaling-schedule-default-scaling-window": 600,
-  "scaling-schedule-ramp-steps": 10,
-};
+const FLAGS = {};
+const EVALUATOR = new ScheduleEvaluator({
+  defaultTimeZone: "UTC",
+  defaultScalingWindowSeconds: 600,
+  rampSteps: 10,
+});
+const scalingScheduleFactory = createScalingScheduleFactory(EVALUATOR);
+const clusterScalingScheduleFactory = createClusterScalingScheduleFactory(EVALUATOR);
 
 function schedule(kind: string, name: string, namespace?: string) {
   return {
