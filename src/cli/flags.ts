@@ -3,6 +3,7 @@
  * API server it embeds) spell them, so existing Deployments and Helm values keep working.
  * The definitions are data: the README's flag reference is generated from them.
  */
+import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { parseDuration } from "../core/duration.ts";
 import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
@@ -204,7 +205,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     AUTH,
     "authentication-token-webhook-cache-ttl",
     "duration",
-    10,
+    DELEGATED_AUTH_DEFAULTS.tokenCacheTtlSeconds,
     "how long TokenReview results are cached",
   ),
   def(
@@ -218,21 +219,21 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     AUTH,
     "authorization-always-allow-paths",
     "stringSlice",
-    ["/healthz", "/readyz", "/livez"],
+    [...DELEGATED_AUTH_DEFAULTS.alwaysAllowPaths],
     "paths served without authorization",
   ),
   def(
     AUTH,
     "authorization-webhook-cache-authorized-ttl",
     "duration",
-    10,
+    DELEGATED_AUTH_DEFAULTS.allowCacheTtlSeconds,
     "how long an allowed SubjectAccessReview is cached",
   ),
   def(
     AUTH,
     "authorization-webhook-cache-unauthorized-ttl",
     "duration",
-    10,
+    DELEGATED_AUTH_DEFAULTS.denyCacheTtlSeconds,
     "how long a denied SubjectAccessReview is cached",
   ),
 
