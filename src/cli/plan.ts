@@ -170,6 +170,8 @@ export const planCommand: Command = {
       parsed.given.has("additional-prometheus-server");
     const options = {
       defaultIntervalSeconds: numberFlag(parsed.values, "default-collection-interval"),
+      metricsTtlSeconds: numberFlag(parsed.values, "metrics-ttl"),
+      allowLinkLocalTargets: parsed.values["allow-link-local-targets"] === true,
       enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
     };
 

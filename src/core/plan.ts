@@ -16,6 +16,7 @@
 import { parseHpa } from "./hpa.ts";
 import { collectorDescriptor, EXTERNAL_ALIASES, EXTERNAL_COLLECTORS } from "./collectors.ts";
 import { type ConfigContext, metricWhat, parseCollectorConfig } from "./collector_config.ts";
+import { formatDuration } from "./duration.ts";
 import { shortenValues } from "./quote.ts";
 import type { Hpa, HpaLabelSelector, HpaMetricTarget, HpaObjectReference } from "./hpa.ts";
 import {
@@ -40,6 +41,11 @@ export interface PlanOptions extends ConfigContext {
   defaultIntervalSeconds?: number;
   /** Collector types that are enabled; undefined means all of them. */
   enabledCollectors?: ReadonlySet<string>;
+  /**
+   * How long a value may be served (`--metrics-ttl`): an interval longer than that is warned
+   * of (the value expires between collections). No check when absent.
+   */
+  metricsTtlSeconds?: number;
 }
 
 const OBJECT_KIND_COLLECTORS: Readonly<Record<string, string>> = {
@@ -453,7 +459,18 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
       config: sortedRecord(config),
       error: errors.length > 0 ? shortenValues(errors.join("; ")) : null,
     };
-    if (choice.warnings.length > 0) plan.warnings = choice.warnings.map(shortenValues);
+    const warnings = choice.warnings.map(shortenValues);
+    const ttl = options.metricsTtlSeconds;
+    if (ttl !== undefined && plan.error === null && plan.intervalSeconds > ttl) {
+      warnings.push(
+        `interval ${
+          formatDuration(plan.intervalSeconds)
+        } of ${metricType} metric \`${metricName}\` is longer than the metrics TTL ${
+          formatDuration(ttl)
+        }: its value expires between collections and is not served meanwhile`,
+      );
+    }
+    if (warnings.length > 0) plan.warnings = warnings;
     plans.push(plan);
   });
 
