@@ -13,7 +13,7 @@ import { describeError, KubeHttp, type KubeHttpOptions } from "./kube_http.ts";
 import { guardedLogger, type KubeLogger } from "./kube_logger.ts";
 import { type KubeConfig, loadKubeConfig } from "./kubeconfig.ts";
 import { KubeWriter } from "./kube_writer.ts";
-import { TokenBucket } from "./rate_limiter.ts";
+import { KUBE_CLIENT_DEFAULTS, TokenBucket } from "./rate_limiter.ts";
 import {
   type ClusterView,
   type ClusterWriter,
@@ -30,9 +30,9 @@ export interface KubeClusterSourceOptions {
   kubeconfig?: string | null;
   /** An already loaded config (takes precedence over `kubeconfig`). */
   kubeConfig?: KubeConfig;
-  /** Requests per second for lists and writes (default 50; 0 or less: unlimited). */
+  /** Requests per second for lists and writes (default: `KUBE_CLIENT_DEFAULTS`; 0: unlimited). */
   qps?: number;
-  /** Burst of requests above `qps` (default 100). */
+  /** Burst of requests above `qps` (default: `KUBE_CLIENT_DEFAULTS`). */
   burst?: number;
   logger?: KubeLogger;
   /** The clock, ms since the epoch (event timestamps and dedupe). */
@@ -83,7 +83,10 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
   constructor(options: KubeClusterSourceOptions = {}) {
     this.kubeConfig = options.kubeConfig ?? loadKubeConfig(options.kubeconfig);
     const now = options.now ?? (() => Date.now());
-    const bucket = new TokenBucket({ qps: options.qps ?? 50, burst: options.burst ?? 100 });
+    const bucket = new TokenBucket({
+      qps: options.qps ?? KUBE_CLIENT_DEFAULTS.qps,
+      burst: options.burst ?? KUBE_CLIENT_DEFAULTS.burst,
+    });
     const log = guardedLogger(options.logger);
     this.#log = log;
     this.http = new KubeHttp(this.kubeConfig, options.http);

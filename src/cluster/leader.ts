@@ -6,6 +6,16 @@
  * @module
  */
 
+/**
+ * The Lease timing of leader election when none is given, in seconds (that of Kubernetes' own
+ * controllers); here, not in leader_election.ts, so that naming it loads no Kubernetes client.
+ */
+export const LEASE_TIMING_DEFAULTS: Readonly<{
+  leaseDurationSeconds: number;
+  renewDeadlineSeconds: number;
+  retryPeriodSeconds: number;
+}> = { leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 };
+
 /** Runs a campaign for leadership and reports when it is won and lost. */
 export interface LeaderElector {
   /** Start campaigning (idempotent). */

@@ -12,7 +12,7 @@
 import { describeError, KubeHttp, statusCodeOf } from "./kube_http.ts";
 import type { KubeConfig } from "./kubeconfig.ts";
 import { guardedLogger, type KubeLogger } from "./kube_logger.ts";
-import type { LeaderElector } from "./leader.ts";
+import { type LeaderElector, LEASE_TIMING_DEFAULTS } from "./leader.ts";
 
 /** Options of `LeaseLeaderElector`. */
 export interface LeaseLeaderElectorOptions {
@@ -27,11 +27,11 @@ export interface LeaseLeaderElectorOptions {
   name: string;
   /** This candidate's identity (usually the pod name). */
   identity: string;
-  /** How long a Lease is valid without renewal (default 15). */
+  /** How long a Lease is valid without renewal (default: `LEASE_TIMING_DEFAULTS`). */
   leaseDurationSeconds?: number;
-  /** How long the leader keeps failing to renew before it steps down (default 10). */
+  /** How long the leader fails to renew before it steps down (`LEASE_TIMING_DEFAULTS`). */
   renewDeadlineSeconds?: number;
-  /** How often candidates try to acquire and the leader renews (default 2). */
+  /** How often candidates try to acquire and the leader renews (`LEASE_TIMING_DEFAULTS`). */
   retryPeriodSeconds?: number;
   /** The clock, ms since the epoch. */
   now?: () => number;
@@ -84,9 +84,12 @@ export class LeaseLeaderElector implements LeaderElector {
 
   constructor(options: LeaseLeaderElectorOptions) {
     this.#options = options;
-    this.#leaseDurationMs = (options.leaseDurationSeconds ?? 15) * 1000;
-    this.#renewDeadlineMs = (options.renewDeadlineSeconds ?? 10) * 1000;
-    this.#retryPeriodMs = (options.retryPeriodSeconds ?? 2) * 1000;
+    this.#leaseDurationMs =
+      (options.leaseDurationSeconds ?? LEASE_TIMING_DEFAULTS.leaseDurationSeconds) * 1000;
+    this.#renewDeadlineMs =
+      (options.renewDeadlineSeconds ?? LEASE_TIMING_DEFAULTS.renewDeadlineSeconds) * 1000;
+    this.#retryPeriodMs = (options.retryPeriodSeconds ?? LEASE_TIMING_DEFAULTS.retryPeriodSeconds) *
+      1000;
     if (!(this.#leaseDurationMs > this.#renewDeadlineMs)) {
       throw new Error(
         `invalid leader election timing: lease duration ${

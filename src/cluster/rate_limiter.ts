@@ -5,6 +5,12 @@
  * @module
  */
 
+/** The rate limit of the Kubernetes API client when none is given. */
+export const KUBE_CLIENT_DEFAULTS: Readonly<{ qps: number; burst: number }> = {
+  qps: 50,
+  burst: 100,
+};
+
 /** Options of `TokenBucket`. */
 export interface TokenBucketOptions {
   /** Tokens added per second; 0 or less disables limiting. */
