@@ -8,8 +8,8 @@ import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorFactory } from "../collectors/types.ts";
 import { externalRpsFactory } from "../collectors/external_rps.ts";
 import { createHttpJsonPathFactory } from "../collectors/http_json_path.ts";
-import { influxDbFactory } from "../collectors/influxdb.ts";
-import { nakadiFactory } from "../collectors/nakadi.ts";
+import { createInfluxDbFactory } from "../collectors/influxdb.ts";
+import { createNakadiFactory } from "../collectors/nakadi.ts";
 import { createPodJsonPathFactory } from "../collectors/pod_json_path.ts";
 import { prometheusFactory } from "../collectors/prometheus.ts";
 import {
@@ -18,8 +18,9 @@ import {
   ScheduleEvaluator,
 } from "../collectors/scaling_schedule.ts";
 import { skipperFactory } from "../collectors/skipper.ts";
-import { sqsQueueLengthFactory } from "../collectors/sqs.ts";
-import { zmonFactory } from "../collectors/zmon.ts";
+import { createSqsQueueLengthFactory } from "../collectors/sqs.ts";
+import { createZmonFactory } from "../collectors/zmon.ts";
+import { influxDbOptions, nakadiOptions, sqsOptions, zmonOptions } from "./backend_options.ts";
 import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { boolFlag, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
 
@@ -43,10 +44,10 @@ export function collectorFactories(flags: FlagValues): CollectorFactory[] {
     skipperFactory,
     externalRpsFactory,
     // InfluxDB, SQS, ZMON, Nakadi
-    influxDbFactory,
-    sqsQueueLengthFactory,
-    zmonFactory,
-    nakadiFactory,
+    createInfluxDbFactory(influxDbOptions(flags)),
+    createSqsQueueLengthFactory(sqsOptions(flags)),
+    createZmonFactory(zmonOptions(flags)),
+    createNakadiFactory(nakadiOptions(flags)),
   ];
 }
 

@@ -8,6 +8,9 @@ import { parseDuration } from "../core/duration.ts";
 import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
+import { DEFAULT_NAKADI_TOKEN_NAME } from "../collectors/nakadi.ts";
+import { DEFAULT_CREDENTIALS_DIR } from "../collectors/oauth_backend.ts";
+import { DEFAULT_ZMON_TOKEN_NAME } from "../collectors/zmon.ts";
 import { UsageError } from "./command.ts";
 
 /** How a flag's value is read. Durations are Go durations, stored in seconds. */
@@ -455,7 +458,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     BACKENDS,
     "zmon-token-name",
     "string",
-    "zmon",
+    DEFAULT_ZMON_TOKEN_NAME,
     "name of the token file (in --credentials-dir) used for ZMON",
   ),
   def(BACKENDS, "nakadi-endpoint", "string", null, "URL of the Nakadi API"),
@@ -463,7 +466,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     BACKENDS,
     "nakadi-token-name",
     "string",
-    "nakadi",
+    DEFAULT_NAKADI_TOKEN_NAME,
     "name of the token file (in --credentials-dir) used for Nakadi",
   ),
   def(BACKENDS, "token", "string", null, "static OAuth2 token for ZMON and Nakadi"),
@@ -471,7 +474,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     BACKENDS,
     "credentials-dir",
     "string",
-    "/meta/credentials",
+    DEFAULT_CREDENTIALS_DIR,
     "folder with token files (NAME-token-secret)",
   ),
 

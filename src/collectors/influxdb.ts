@@ -1,14 +1,15 @@
 /**
  * External metrics of type `influxdb` (legacy metric name `flux-query`): a Flux query against an
- * InfluxDB 2.x server (`--influxdb-address`, `--influxdb-token`, `--influxdb-org`), run with the
- * official client `@influxdata/influxdb-client`.
+ * InfluxDB 2.x server (the operator's address, token and org: `--influxdb-address`,
+ * `--influxdb-token`, `--influxdb-org`), run with the official client
+ * `@influxdata/influxdb-client`.
  *
- * Config keys: `query` (the plan resolves the legacy `query-name` label to it; a `query-name`
- * left unresolved is read here too), `address` and `org` (override the flags; `org-id` is the
- * older spelling of `org`), and `token`, refused unless the operator passes
- * `--allow-annotation-tokens` (tokens belong in flags or files).
+ * Config keys (read with the schema of src/core/configs/influxdb.ts): `query` (or the legacy
+ * `query-name`), `address` and `org` (override the operator's; `org-id` is the older spelling of
+ * `org`), and `token`, refused unless the operator allows annotation tokens
+ * (`--allow-annotation-tokens`; tokens belong in flags or files).
  *
- * `--influxdb-token` goes only to `--influxdb-address`: an `address` in the config that is
+ * The operator's token goes only to the operator's address: an `address` in the config that is
  * another server needs its own `token` there (else an error), so an HPA cannot have the
  * operator's token sent to a server of its choosing. Such an address is also the HPA's
  * choice in what errors say: the status only, never the server's words or values. Redirects
@@ -28,13 +29,14 @@
  */
 import { createHash } from "node:crypto";
 import type { Cancellable, FluxTableMetaData } from "@influxdata/influxdb-client";
+import { influxDbDescriptor } from "../core/configs/influxdb.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   abortReasonText,
   checkLinkLocalTarget,
+  DEFAULT_MAX_RESPONSE_BYTES,
   isLinkLocalHost,
   type LookupContext,
-  maxResponseBytes,
 } from "./http_get.ts";
 import type {
   CollectContext,
@@ -43,13 +45,29 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
-import { BackendNotConfiguredError } from "./types.ts";
+import { BackendNotConfiguredError, planConfig } from "./types.ts";
 
 /** Timeout of one Flux query, ms (the client's socket timeout; the collection may end sooner). */
 export const INFLUXDB_QUERY_TIMEOUT_MS = 10_000;
 
-/** What an InfluxDB plan queries. */
-export interface InfluxDbConfig {
+/** How the InfluxDB collector reaches InfluxDB (what `--influxdb-*` and the HPA guards set). */
+export interface InfluxDbOptions {
+  /** The operator's server, an http(s) URL; metrics without an `address` config query it. */
+  address?: string | null;
+  /** The operator's token, sent to `address` only. */
+  token?: string | null;
+  /** The operator's organization; metrics without an `org` config use it. */
+  org?: string | null;
+  /** A metric may bring its own `token` in its config (false: tokens come from the operator). */
+  allowAnnotationTokens?: boolean;
+  /** `address` configs (and the names they resolve to) may be link-local (false). */
+  allowLinkLocalTargets?: boolean;
+  /** Largest response read, bytes; `DEFAULT_MAX_RESPONSE_BYTES` (http_get.ts) when unset. */
+  maxResponseBytes?: number | null;
+}
+
+/** What one InfluxDB plan queries: its config resolved against the operator's options. */
+export interface InfluxDbTarget {
   address: string;
   org: string;
   token: string;
@@ -57,11 +75,10 @@ export interface InfluxDbConfig {
   /** True when the token came from an annotation (results are then not shared across HPAs). */
   annotationToken: boolean;
   /**
-   * True when `address` is `--influxdb-address`: the operator's server, whose error texts may
-   * be quoted (bounded). False for another address from the config: the status only.
+   * True when `address` is the operator's: its error texts may be quoted (bounded). False for
+   * another address from the config: the status only.
    */
   operatorAddress: boolean;
-  /** `--allow-link-local-targets`. */
   allowLinkLocal: boolean;
 }
 
@@ -74,75 +91,64 @@ function normalisedUrl(raw: string): string | null {
   }
 }
 
-function flagString(flags: Record<string, unknown>, name: string): string {
-  const v = flags[name];
-  return typeof v === "string" ? v : "";
-}
-
-/** Read and check a plan's InfluxDB config against the flags; throws naming the metric. */
-export function parseInfluxDbConfig(
-  plan: MetricPlan,
-  flags: Record<string, unknown>,
-): InfluxDbConfig {
-  const c = plan.config;
+/**
+ * A plan's InfluxDB target: its config (read with the schema of core/configs/influxdb.ts) with
+ * the operator's address, org and token filled in. Throws naming the metric: config errors
+ * first, then {@linkcode BackendNotConfiguredError} for an address or org nobody set.
+ */
+export function influxDbTarget(plan: MetricPlan, options: InfluxDbOptions): InfluxDbTarget {
+  const allowLinkLocal = options.allowLinkLocalTargets === true;
+  const config = planConfig(influxDbDescriptor, plan, { allowLinkLocalTargets: allowLinkLocal });
   const metric = plan.metricName;
-  let query = c["query"];
-  if (query === undefined && c["query-name"] !== undefined) query = c[c["query-name"]];
-  if (query === undefined || query.trim() === "") {
-    throw new Error(`missing Flux query for metric ${metric} (config key "query")`);
+  const operatorAddress = options.address ? options.address : "";
+  let address = config.address;
+  if (address === undefined) {
+    if (operatorAddress === "") {
+      throw new BackendNotConfiguredError(
+        `influxdb metric ${metric} needs --influxdb-address or an address config`,
+      );
+    }
+    const normalised = normalisedUrl(operatorAddress);
+    if (normalised === null || !/^https?:/.test(normalised)) {
+      throw new Error(`invalid --influxdb-address "${operatorAddress}": want an http(s) URL`);
+    }
+    if (!allowLinkLocal && isLinkLocalHost(new URL(normalised).hostname)) {
+      throw new Error(
+        `address "${operatorAddress}" of metric ${metric} is a link-local address (allow with --allow-link-local-targets)`,
+      );
+    }
+    address = normalised;
   }
-  const flagAddress = flagString(flags, "influxdb-address");
-  const address = c["address"] ?? flagAddress;
-  if (address === "") {
-    throw new BackendNotConfiguredError(
-      `influxdb metric ${metric} needs --influxdb-address or an address config`,
-    );
-  }
-  let url: URL;
-  try {
-    url = new URL(address);
-  } catch {
-    throw new Error(`invalid address "${address}" for metric ${metric}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(`invalid address "${address}" for metric ${metric}: want http or https`);
-  }
-  if (isLinkLocalHost(url.hostname) && flags["allow-link-local-targets"] !== true) {
-    throw new Error(
-      `address "${address}" of metric ${metric} is a link-local address (allow with --allow-link-local-targets)`,
-    );
-  }
-  const org = c["org"] ?? c["org-id"] ?? flagString(flags, "influxdb-org");
+  const org = config.org ?? (options.org ? options.org : "");
   if (org === "") {
     throw new BackendNotConfiguredError(
       `influxdb metric ${metric} needs --influxdb-org or an org config`,
     );
   }
-  const normalised = url.href.replace(/\/+$/, "");
-  const operatorAddress = flagAddress !== "" && normalisedUrl(flagAddress) === normalised;
-  let token = flagString(flags, "influxdb-token");
-  const annotationToken = c["token"] !== undefined;
-  if (annotationToken) {
-    if (flags["allow-annotation-tokens"] !== true) {
+  const isOperatorAddress = operatorAddress !== "" && normalisedUrl(operatorAddress) === address;
+  let token = options.token ? options.token : "";
+  const annotationToken = config.token !== undefined;
+  if (config.token !== undefined) {
+    if (options.allowAnnotationTokens !== true) {
       throw new Error(
         `token in the config of metric ${metric} refused: tokens come from --influxdb-token (allow with --allow-annotation-tokens)`,
       );
     }
-    token = c["token"];
-  } else if (!operatorAddress && token !== "") {
+    token = config.token;
+  } else if (!isOperatorAddress && token !== "") {
     // The operator's token is for the operator's server only.
     throw new Error(
-      `address "${address}" of metric ${metric} is not --influxdb-address: --influxdb-token is not sent there; give the metric its own token config (with --allow-annotation-tokens)`,
+      `address "${plan.config.address}" of metric ${metric} is not --influxdb-address: --influxdb-token is not sent there; give the metric its own token config (with --allow-annotation-tokens)`,
     );
   }
   return {
-    address: normalised,
+    address,
     org,
     token,
-    query,
+    query: config.query,
     annotationToken,
-    operatorAddress,
-    allowLinkLocal: flags["allow-link-local-targets"] === true,
+    operatorAddress: isOperatorAddress,
+    allowLinkLocal,
   };
 }
 
@@ -177,11 +183,11 @@ function loadClient(): Promise<InfluxClient> {
 
 class InfluxDbCollector implements Collector {
   readonly queryKey: string;
-  readonly #config: InfluxDbConfig;
+  readonly #config: InfluxDbTarget;
   readonly #maxBytes: number;
   readonly #metric: string;
 
-  constructor(config: InfluxDbConfig, options: { plan: MetricPlan; maxBytes: number }) {
+  constructor(config: InfluxDbTarget, options: { plan: MetricPlan; maxBytes: number }) {
     this.#config = config;
     this.#maxBytes = options.maxBytes;
     this.#metric = options.plan.metricName;
@@ -367,16 +373,23 @@ class InfluxDbCollector implements Collector {
 }
 
 /**
- * External `influxdb` (legacy `flux-query`). Flags: `influxdb-address`, `influxdb-token`,
- * `influxdb-org`, `allow-annotation-tokens`, `allow-link-local-targets`, `max-response-bytes`.
+ * External `influxdb` (legacy `flux-query`) against the operator's server of `options`, or the
+ * `address` a metric's config names.
+ *
+ * @example
+ * ```ts
+ * const factory = createInfluxDbFactory({ address: "http://influx:8086", org: "acme" });
+ * factory.create({ plan, flags: {} }).queryKey; // "influxdb/External|[\"http://influx:8086\",...]"
+ * ```
  */
-export const influxDbFactory: CollectorFactory = {
-  type: "influxdb",
-  metricTypes: ["External"],
-  create(options: CollectorFactoryOptions): Collector {
-    return new InfluxDbCollector(parseInfluxDbConfig(options.plan, options.flags), {
-      plan: options.plan,
-      maxBytes: maxResponseBytes(options.flags),
-    });
-  },
-};
+export function createInfluxDbFactory(options: InfluxDbOptions): CollectorFactory {
+  const max = options.maxResponseBytes;
+  const maxBytes = typeof max === "number" && max > 0 ? max : DEFAULT_MAX_RESPONSE_BYTES;
+  return {
+    type: "influxdb",
+    metricTypes: ["External"],
+    create({ plan }: CollectorFactoryOptions): Collector {
+      return new InfluxDbCollector(influxDbTarget(plan, options), { plan, maxBytes });
+    },
+  };
+}

@@ -18,7 +18,12 @@
  *
  * @module
  */
-import type { MetricPlan } from "../core/types.ts";
+import {
+  type NakadiConfig,
+  nakadiDescriptor,
+  type NakadiMetricType,
+  type SubscriptionFilter,
+} from "../core/configs/nakadi.ts";
 import {
   type CappedResponse,
   fetchCapped,
@@ -26,8 +31,8 @@ import {
   RequestAbortedError,
   ResponseTooLargeError,
 } from "./http_get.ts";
-import { bodyExcerpt, oauthBackendFromFlags, sleep } from "./oauth_backend.ts";
-import type { OAuthBackend, TokenSource } from "./oauth_backend.ts";
+import { bodyExcerpt, oauthBackend, sleep } from "./oauth_backend.ts";
+import type { OAuthBackend, OAuthBackendOptions, TokenSource } from "./oauth_backend.ts";
 import type {
   CollectContext,
   Collector,
@@ -35,6 +40,9 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { planConfig } from "./types.ts";
+
+export type { NakadiConfig, NakadiMetricType, SubscriptionFilter };
 
 /** Timeout of one Nakadi request, seconds. */
 export const NAKADI_REQUEST_TIMEOUT_SECONDS = 10;
@@ -46,50 +54,6 @@ export const NAKADI_INITIAL_BACKOFF_MS = 100;
 export const NAKADI_MAX_RETRY_AFTER_MS = 30_000;
 /** Most subscription pages followed. */
 export const NAKADI_MAX_PAGES = 100;
-
-/** The two values a Nakadi metric can be. */
-export type NakadiMetricType = "consumer-lag-seconds" | "unconsumed-events";
-
-/** Which subscriptions a plan reads. */
-export type SubscriptionFilter =
-  | { subscriptionId: string }
-  | { owningApplication: string; eventTypes: string[]; consumerGroup: string };
-
-/** A Nakadi plan's config. */
-export interface NakadiConfig {
-  metricType: NakadiMetricType;
-  filter: SubscriptionFilter;
-}
-
-/** Read and check a plan's Nakadi config; throws naming the metric and the bad value. */
-export function parseNakadiConfig(plan: MetricPlan): NakadiConfig {
-  const c = plan.config;
-  const metric = plan.metricName;
-  const t = c["metric-type"];
-  if (t !== "consumer-lag-seconds" && t !== "unconsumed-events") {
-    throw new Error(
-      t === undefined
-        ? `missing metric-type for metric ${metric} (consumer-lag-seconds or unconsumed-events)`
-        : `invalid metric-type "${t}" for metric ${metric}: want consumer-lag-seconds or unconsumed-events`,
-    );
-  }
-  const id = (c["subscription-id"] ?? "").trim();
-  if (id !== "") {
-    if (!/^[A-Za-z0-9._-]+$/.test(id)) {
-      throw new Error(`invalid subscription-id "${id}" for metric ${metric}`);
-    }
-    return { metricType: t, filter: { subscriptionId: id } };
-  }
-  const owningApplication = (c["owning-application"] ?? "").trim();
-  const consumerGroup = (c["consumer-group"] ?? "").trim();
-  const eventTypes = (c["event-types"] ?? "").split(",").map((s) => s.trim()).filter(Boolean);
-  if (owningApplication === "" || consumerGroup === "" || eventTypes.length === 0) {
-    throw new Error(
-      `metric ${metric} needs subscription-id or all of owning-application, event-types, consumer-group`,
-    );
-  }
-  return { metricType: t, filter: { owningApplication, eventTypes, consumerGroup } };
-}
 
 /** The first page of the subscriptions matching a filter. */
 export function subscriptionsUrl(
@@ -281,21 +245,35 @@ class NakadiCollector implements Collector {
   }
 }
 
+/** The token name of Nakadi when none is given: the file is `nakadi-token-secret`. */
+export const DEFAULT_NAKADI_TOKEN_NAME = "nakadi";
+
+/** How the Nakadi collector reaches Nakadi; the token name defaults to `nakadi`. */
+export interface NakadiOptions extends OAuthBackendOptions {}
+
 /**
- * External `nakadi`. Flags: `nakadi-endpoint` (required), the token (`token`, else
- * `<credentials-dir>/<nakadi-token-name>-token-secret`), `max-response-bytes`.
+ * External `nakadi` against the Nakadi API at `options.endpoint`, with a static token or the
+ * one in `<credentialsDir>/<tokenName>-token-secret`.
+ *
+ * @example
+ * ```ts
+ * const factory = createNakadiFactory({ endpoint: "https://nakadi.example.org", token: "t" });
+ * factory.create({ plan, flags: {} }); // throws naming the key when the config is unusable
+ * ```
  */
-export const nakadiFactory: CollectorFactory = {
-  type: "nakadi",
-  metricTypes: ["External"],
-  create(options: CollectorFactoryOptions): Collector {
-    const { plan, flags } = options;
-    const config = parseNakadiConfig(plan);
-    const backend = oauthBackendFromFlags(flags, {
-      type: "nakadi",
-      endpointFlag: "nakadi-endpoint",
-      metricName: plan.metricName,
-    });
-    return new NakadiCollector({ ...backend, config });
-  },
-};
+export function createNakadiFactory(options: NakadiOptions): CollectorFactory {
+  return {
+    type: "nakadi",
+    metricTypes: ["External"],
+    create({ plan }: CollectorFactoryOptions): Collector {
+      const config = planConfig(nakadiDescriptor, plan, {});
+      const backend = oauthBackend(options, {
+        type: "nakadi",
+        defaultTokenName: DEFAULT_NAKADI_TOKEN_NAME,
+        endpointSetting: "--nakadi-endpoint",
+        metricName: plan.metricName,
+      });
+      return new NakadiCollector({ ...backend, config });
+    },
+  };
+}

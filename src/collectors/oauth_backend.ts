@@ -1,12 +1,15 @@
 /**
- * What the ZMON and Nakadi collectors share: the endpoint flag, the platform IAM token (the
- * `--token` flag, else the file `<credentials-dir>/<name>-token-secret`, re-read when it
+ * What the ZMON and Nakadi collectors share: the backend's endpoint, the platform IAM token (a
+ * static token, else the file `<credentials dir>/<token name>-token-secret`, re-read when it
  * changes) and the response cap; their requests go through `fetchCapped` (http_get.ts).
  */
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { abortReasonText, maxResponseBytes, RequestAbortedError } from "./http_get.ts";
+import { abortReasonText, DEFAULT_MAX_RESPONSE_BYTES, RequestAbortedError } from "./http_get.ts";
 import { BackendNotConfiguredError } from "./types.ts";
+
+/** The folder of the platform IAM token files when none is given. */
+export const DEFAULT_CREDENTIALS_DIR = "/meta/credentials";
 
 /** Gives the bearer token for a request. */
 export interface TokenSource {
@@ -16,11 +19,11 @@ export interface TokenSource {
 
 /** Options of {@linkcode createTokenSource}. */
 export interface TokenSourceOptions {
-  /** A static token (`--token`); wins over the file when set. */
+  /** A static token; wins over the file when set. */
   staticToken?: string | null;
-  /** Folder with token files (`--credentials-dir`). */
+  /** Folder with token files. */
   credentialsDir: string;
-  /** Token name (`--zmon-token-name`, `--nakadi-token-name`): the file is `<name>-token-secret`. */
+  /** Token name: the file is `<name>-token-secret`. */
   name: string;
 }
 
@@ -64,66 +67,70 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
   };
 }
 
-/** Build the token source of a backend from the serve flags. */
-export function tokenSourceFromFlags(
-  flags: Record<string, unknown>,
-  options: { nameFlag: string; defaultName: string },
-): TokenSource {
-  const str = (k: string): string | null => {
-    const v = flags[k];
-    return typeof v === "string" && v !== "" ? v : null;
-  };
-  return createTokenSource({
-    staticToken: str("token"),
-    credentialsDir: str("credentials-dir") ?? "/meta/credentials",
-    name: str(options.nameFlag) ?? options.defaultName,
-  });
+/** How a ZMON or Nakadi collector reaches its backend (what `--zmon-*`, `--nakadi-*` set). */
+export interface OAuthBackendOptions {
+  /** The backend's http(s) URL; unset or empty: the backend is not configured. */
+  endpoint?: string | null;
+  /** A static token; wins over the token file when set. */
+  token?: string | null;
+  /** Folder with token files; {@linkcode DEFAULT_CREDENTIALS_DIR} when unset. */
+  credentialsDir?: string | null;
+  /** The token file is `<tokenName>-token-secret`; each collector has its default. */
+  tokenName?: string | null;
+  /** Largest response read, bytes; `DEFAULT_MAX_RESPONSE_BYTES` (http_get.ts) when unset. */
+  maxResponseBytes?: number | null;
 }
 
-/** What a ZMON or Nakadi collector takes from the serve flags. */
+/** What a ZMON or Nakadi collector uses: the endpoint, its token source, the response cap. */
 export interface OAuthBackend {
-  /** The endpoint flag's http(s) URL, as given. */
+  /** The endpoint's http(s) URL, as given. */
   endpoint: string;
   tokens: TokenSource;
-  /** `--max-response-bytes`. */
   maxBytes: number;
 }
 
-/** Options of {@linkcode oauthBackendFromFlags}. */
-export interface OAuthBackendOptions {
-  /** The collector type (`zmon`, `nakadi`): the token is `--<type>-token-name`, default `<type>`. */
+/** What {@linkcode oauthBackend} needs besides the options: names for defaults and messages. */
+export interface OAuthBackendContext {
+  /** The collector type (`zmon`, `nakadi`), for messages. */
   type: string;
-  /** The flag holding the endpoint (`nakadi-endpoint`). */
-  endpointFlag: string;
+  /** The token name when the options give none (`zmon`, `nakadi`). */
+  defaultTokenName: string;
+  /** What sets the endpoint, for the "not configured" message (`--nakadi-endpoint`). */
+  endpointSetting: string;
   /** Names the metric in errors. */
   metricName: string;
 }
 
 /**
- * Read a backend's endpoint, token source and response cap from the serve flags. Throws when
- * the endpoint flag is missing (`<type> metric <name> needs --<flag>`) or not an http(s) URL.
+ * A backend's endpoint, token source and response cap from its options. Throws
+ * {@linkcode BackendNotConfiguredError} without an endpoint (`<type> metric <name> needs
+ * <endpointSetting>`), and an Error when it is not an http(s) URL.
  */
-export function oauthBackendFromFlags(
-  flags: Record<string, unknown>,
+export function oauthBackend(
   options: OAuthBackendOptions,
+  context: OAuthBackendContext,
 ): OAuthBackend {
-  const { type, endpointFlag } = options;
-  const endpoint = flags[endpointFlag];
+  const endpoint = options.endpoint;
   if (typeof endpoint !== "string" || endpoint === "") {
     throw new BackendNotConfiguredError(
-      `${type} metric ${options.metricName} needs --${endpointFlag}`,
+      `${context.type} metric ${context.metricName} needs ${context.endpointSetting}`,
     );
   }
   try {
     const u = new URL(endpoint);
     if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
   } catch {
-    throw new Error(`invalid --${endpointFlag} "${endpoint}": want an http(s) URL`);
+    throw new Error(`invalid ${context.endpointSetting} "${endpoint}": want an http(s) URL`);
   }
+  const max = options.maxResponseBytes;
   return {
     endpoint,
-    tokens: tokenSourceFromFlags(flags, { nameFlag: `${type}-token-name`, defaultName: type }),
-    maxBytes: maxResponseBytes(flags),
+    tokens: createTokenSource({
+      staticToken: options.token || null,
+      credentialsDir: options.credentialsDir || DEFAULT_CREDENTIALS_DIR,
+      name: options.tokenName || context.defaultTokenName,
+    }),
+    maxBytes: typeof max === "number" && max > 0 ? max : DEFAULT_MAX_RESPONSE_BYTES,
   };
 }
 

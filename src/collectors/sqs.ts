@@ -21,8 +21,8 @@
  * @module
  */
 import type { QueueAttributeName, SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
-import type { MetricPlan } from "../core/types.ts";
-import { BackendNotConfiguredError } from "./types.ts";
+import { sqsDescriptor, type SqsQueueConfig } from "../core/configs/sqs.ts";
+import { BackendNotConfiguredError, planConfig } from "./types.ts";
 import type {
   CollectContext,
   Collector,
@@ -31,50 +31,17 @@ import type {
   CollectResult,
 } from "./types.ts";
 
-/** What an SQS plan reads. */
-export interface SqsQueueConfig {
-  queueName: string;
-  region: string;
-  includeInFlight: boolean;
-  includeDelayed: boolean;
-}
+export type { SqsQueueConfig };
 
-function boolConfig(plan: MetricPlan, key: string): boolean {
-  const v = plan.config[key];
-  if (v === undefined || v === "" || v === "false") return false;
-  if (v === "true") return true;
-  throw new Error(`invalid ${key} "${v}" for metric ${plan.metricName}: want true or false`);
-}
-
-/** Read and check a plan's SQS config; `regions` are the allowed `--aws-region` values. */
-export function parseSqsConfig(plan: MetricPlan, regions: readonly string[]): SqsQueueConfig {
-  const c = plan.config;
-  const metric = plan.metricName;
-  const queueName = c["queue-name"] ?? "";
-  if (queueName === "") throw new Error(`missing queue-name for metric ${metric}`);
-  if (!/^[A-Za-z0-9_-]{1,80}(\.fifo)?$/.test(queueName)) {
-    throw new Error(`invalid queue-name "${queueName}" for metric ${metric}`);
-  }
-  const region = c["region"] ?? "";
-  if (region === "") throw new Error(`missing region for metric ${metric}`);
-  const config = {
-    queueName,
-    region,
-    includeInFlight: boolConfig(plan, "include-in-flight"),
-    includeDelayed: boolConfig(plan, "include-delayed"),
-  };
-  if (!regions.includes(region)) {
-    throw new BackendNotConfiguredError(
-      `region "${region}" of metric ${metric} is not configured: want one of --aws-region (${
-        regions.length ? regions.join(", ") : "none given"
-      })`,
-    );
-  }
-  return config;
-}
-
-/** Options of {@linkcode createSqsQueueLengthFactory}. */
+/** How the SQS collector reaches SQS (what `--aws-region` and `--aws-endpoint-url` set). */
 export interface SqsFactoryOptions {
+  /** The regions metrics may name; none by default (then every SQS metric is refused). */
+  regions?: readonly string[];
+  /**
+   * The SQS endpoint for every request (an emulator, a VPC endpoint); unset or empty: the
+   * SDK's own choice (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`, else the region's).
+   */
+  endpointUrl?: string | null;
   /** Extra client configuration (tests: credentials, retries); endpoint and region are set. */
   clientConfig?: Partial<SQSClientConfig>;
 }
@@ -204,14 +171,21 @@ class SqsQueueLengthCollector implements Collector {
 
 /**
  * A factory of SQS collectors with its own client per region (made on first use, kept for the
- * factory's lifetime). Flags: `aws-region`, `aws-endpoint-url`.
+ * factory's lifetime). A metric's region must be one of `options.regions`.
+ *
+ * @example
+ * ```ts
+ * const factory = createSqsQueueLengthFactory({ regions: ["eu-central-1"] });
+ * factory.create({ plan, flags: {} }); // throws for a region other than eu-central-1
+ * ```
  */
 export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): CollectorFactory {
+  const regions = [...(options.regions ?? [])];
+  const endpoint = options.endpointUrl ? options.endpointUrl : null;
   const clients = new Map<string, SQSClient>();
-  const connect = async (region: string, endpoint: string | null): Promise<SqsConnection> => {
+  const connect = async (region: string): Promise<SqsConnection> => {
     const sdk = await loadSdk();
-    const key = `${region}|${endpoint ?? ""}`;
-    let c = clients.get(key);
+    let c = clients.get(region);
     if (!c) {
       c = new sdk.SQSClient({
         // Requests go to the configured (or the region's) endpoint, not to the host in the
@@ -221,21 +195,22 @@ export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): Co
         region,
         ...(endpoint ? { endpoint } : {}),
       });
-      clients.set(key, c);
+      clients.set(region, c);
     }
     return { sdk, client: c };
   };
   return {
     type: "sqs-queue-length",
     metricTypes: ["External"],
-    create(opts: CollectorFactoryOptions): Collector {
-      const rawRegions = opts.flags["aws-region"];
-      const regions = Array.isArray(rawRegions)
-        ? rawRegions.filter((r): r is string => typeof r === "string")
-        : [];
-      const config = parseSqsConfig(opts.plan, regions);
-      const ep = opts.flags["aws-endpoint-url"];
-      const endpoint = typeof ep === "string" && ep !== "" ? ep : null;
+    create({ plan }: CollectorFactoryOptions): Collector {
+      const config = planConfig(sqsDescriptor, plan, {});
+      if (!regions.includes(config.region)) {
+        throw new BackendNotConfiguredError(
+          `region "${config.region}" of metric ${plan.metricName} is not configured: want one of --aws-region (${
+            regions.length ? regions.join(", ") : "none given"
+          })`,
+        );
+      }
       if (endpoint !== null) {
         try {
           new URL(endpoint);
@@ -244,13 +219,10 @@ export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): Co
         }
       }
       return new SqsQueueLengthCollector(config, {
-        connect: () => connect(config.region, endpoint),
-        metric: opts.plan.metricName,
+        connect: () => connect(config.region),
+        metric: plan.metricName,
         endpoint,
       });
     },
   };
 }
-
-/** External `sqs-queue-length` with the SDK's defaults (one client per region). */
-export const sqsQueueLengthFactory: CollectorFactory = createSqsQueueLengthFactory();

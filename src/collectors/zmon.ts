@@ -15,12 +15,10 @@
  *
  * @module
  */
-import { parseAggregator } from "../core/aggregators.ts";
-import { parseDuration } from "../core/duration.ts";
-import type { MetricPlan } from "../core/types.ts";
+import { zmonDescriptor, type ZmonQueryConfig } from "../core/configs/zmon.ts";
 import { fetchCapped, parseJsonBody } from "./http_get.ts";
-import { bodyExcerpt, oauthBackendFromFlags } from "./oauth_backend.ts";
-import type { OAuthBackend, TokenSource } from "./oauth_backend.ts";
+import { bodyExcerpt, oauthBackend } from "./oauth_backend.ts";
+import type { OAuthBackend, OAuthBackendOptions, TokenSource } from "./oauth_backend.ts";
 import type {
   CollectContext,
   Collector,
@@ -28,6 +26,9 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
+import { planConfig } from "./types.ts";
+
+export type { ZmonQueryConfig };
 
 /** Timeout of one KairosDB query, seconds (the engine's collection timeout may be shorter). */
 export const ZMON_QUERY_TIMEOUT_SECONDS = 10;
@@ -81,59 +82,6 @@ export function durationToSampling(seconds: number): KairosSampling {
     }
   }
   return { value: 0, unit: "milliseconds" };
-}
-
-/** What a ZMON plan asks for. */
-export interface ZmonQueryConfig {
-  checkId: number;
-  key: string;
-  tags: Record<string, string>;
-  durationSeconds: number;
-  aggregators: string[];
-}
-
-/** Read and check a plan's ZMON config; throws naming the metric and the bad value. */
-export function parseZmonConfig(plan: MetricPlan): ZmonQueryConfig {
-  const c = plan.config;
-  const metric = plan.metricName;
-  const rawId = c["check-id"];
-  if (rawId === undefined || rawId === "") {
-    throw new Error(`missing check-id for metric ${metric}`);
-  }
-  if (!/^\d+$/.test(rawId) || !Number.isSafeInteger(Number(rawId))) {
-    throw new Error(`invalid check-id "${rawId}" for metric ${metric}: want an integer`);
-  }
-  let durationSeconds = 600;
-  const rawDuration = c["duration"];
-  if (rawDuration !== undefined && rawDuration !== "") {
-    try {
-      durationSeconds = parseDuration(rawDuration);
-    } catch {
-      throw new Error(`invalid duration "${rawDuration}" for metric ${metric}`);
-    }
-    if (durationSeconds <= 0) {
-      throw new Error(`invalid duration "${rawDuration}" for metric ${metric}: want more than 0`);
-    }
-  }
-  const aggregators = (c["aggregators"] ?? "last").split(",").map((a) => a.trim());
-  for (const a of aggregators) {
-    try {
-      parseAggregator(a);
-    } catch (e) {
-      throw new Error(`${(e as Error).message} for metric ${metric}`);
-    }
-  }
-  const tags: Record<string, string> = {};
-  for (const k of Object.keys(c).sort()) {
-    if (k.startsWith("tag-") && k.length > 4) tags[k.slice(4)] = c[k];
-  }
-  return {
-    checkId: Number(rawId),
-    key: c["key"] ?? "",
-    tags,
-    durationSeconds,
-    aggregators,
-  };
 }
 
 /** The KairosDB query for a ZMON plan (what kube-metrics-adapter's ZMON client sends). */
@@ -251,21 +199,35 @@ class ZmonCollector implements Collector {
   }
 }
 
+/** The token name of ZMON when none is given: the file is `zmon-token-secret`. */
+export const DEFAULT_ZMON_TOKEN_NAME = "zmon";
+
+/** How the ZMON collector reaches KairosDB; the token name defaults to `zmon`. */
+export interface ZmonOptions extends OAuthBackendOptions {}
+
 /**
- * External `zmon` (legacy `zmon-check`). Flags: `zmon-kariosdb-endpoint` (required), the token
- * (`token`, else `<credentials-dir>/<zmon-token-name>-token-secret`), `max-response-bytes`.
+ * External `zmon` (legacy `zmon-check`) against the KairosDB at `options.endpoint`, with a
+ * static token or the one in `<credentialsDir>/<tokenName>-token-secret`.
+ *
+ * @example
+ * ```ts
+ * const factory = createZmonFactory({ endpoint: "http://kairosdb:8083", token: "t" });
+ * factory.create({ plan, flags: {} }).queryKey; // "zmon/External|http://kairosdb:8083/..."
+ * ```
  */
-export const zmonFactory: CollectorFactory = {
-  type: "zmon",
-  metricTypes: ["External"],
-  create(options: CollectorFactoryOptions): Collector {
-    const { plan, flags } = options;
-    const config = parseZmonConfig(plan);
-    const backend = oauthBackendFromFlags(flags, {
-      type: "zmon",
-      endpointFlag: "zmon-kariosdb-endpoint",
-      metricName: plan.metricName,
-    });
-    return new ZmonCollector({ ...backend, config }, plan.metricName);
-  },
-};
+export function createZmonFactory(options: ZmonOptions): CollectorFactory {
+  return {
+    type: "zmon",
+    metricTypes: ["External"],
+    create({ plan }: CollectorFactoryOptions): Collector {
+      const config = planConfig(zmonDescriptor, plan, {});
+      const backend = oauthBackend(options, {
+        type: "zmon",
+        defaultTokenName: DEFAULT_ZMON_TOKEN_NAME,
+        endpointSetting: "--zmon-kariosdb-endpoint",
+        metricName: plan.metricName,
+      });
+      return new ZmonCollector({ ...backend, config }, plan.metricName);
+    },
+  };
+}

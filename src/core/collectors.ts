@@ -6,7 +6,11 @@
  */
 import { z } from "zod";
 import type { CollectorDescriptor, ConfigSchema } from "./collector_config.ts";
+import { influxDbDescriptor } from "./configs/influxdb.ts";
 import { jsonPathDescriptor } from "./configs/json_path.ts";
+import { nakadiDescriptor } from "./configs/nakadi.ts";
+import { sqsDescriptor } from "./configs/sqs.ts";
+import { zmonDescriptor } from "./configs/zmon.ts";
 import type { MetricType } from "./types.ts";
 
 /** A config read by the collector itself (its schema takes every key as it is). */
@@ -24,9 +28,9 @@ function described(
 /** The descriptors, sorted by type. */
 export const COLLECTOR_DESCRIPTORS: readonly CollectorDescriptor[] = [
   described("cluster-scaling-schedule", ["Object"], "--scaling-schedule"),
-  described("influxdb", ["External"], "--influxdb-address", ["flux-query"]),
+  influxDbDescriptor,
   jsonPathDescriptor,
-  described("nakadi", ["External"], "--nakadi-endpoint"),
+  nakadiDescriptor,
   described("prometheus", ["Object", "External"], "--prometheus-server", ["prometheus-query"]),
   described(
     "requests-per-second",
@@ -41,8 +45,8 @@ export const COLLECTOR_DESCRIPTORS: readonly CollectorDescriptor[] = [
         ? "--prometheus-server and --skipper-routegroup-metrics"
         : "--prometheus-server and --skipper-ingress-metrics",
   },
-  described("sqs-queue-length", ["External"], "--aws-external-metrics"),
-  described("zmon", ["External"], "--zmon-kariosdb-endpoint", ["zmon-check"]),
+  sqsDescriptor,
+  zmonDescriptor,
 ] as readonly CollectorDescriptor[];
 
 const BY_TYPE: ReadonlyMap<string, CollectorDescriptor> = new Map(

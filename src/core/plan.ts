@@ -264,34 +264,8 @@ function checkConfig(
   };
   switch (collector) {
     case "prometheus":
-    case "influxdb":
       queryChecks();
       break;
-    case "sqs-queue-length":
-      for (const key of ["queue-name", "region"]) {
-        if (!config[key]) errors.push(`${what} needs matchLabels.${key}`);
-      }
-      break;
-    case "zmon":
-      if (!config["check-id"]) errors.push(`${what} needs matchLabels.check-id`);
-      break;
-    case "nakadi": {
-      const t = config["metric-type"];
-      if (t === undefined) {
-        errors.push(
-          `${what} needs matchLabels.metric-type (consumer-lag-seconds or unconsumed-events)`,
-        );
-      } else if (t !== "consumer-lag-seconds" && t !== "unconsumed-events") {
-        errors.push(
-          `invalid metric-type "${t}" for ${what}: want consumer-lag-seconds or unconsumed-events`,
-        );
-      }
-      const filter = ["owning-application", "event-types", "consumer-group"];
-      if (!config["subscription-id"] && filter.some((k) => !config[k])) {
-        errors.push(`${what} needs matchLabels.subscription-id or all of ${filter.join(", ")}`);
-      }
-      break;
-    }
     case "requests-per-second": {
       const hostnames = config.hostnames;
       if (!hostnames) errors.push(`${what} needs annotation ${anno("hostnames")}`);

@@ -1,6 +1,6 @@
 import { after, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { influxDbFactory } from "../../src/collectors/influxdb.ts";
+import { createInfluxDbFactory, type InfluxDbOptions } from "../../src/collectors/influxdb.ts";
 import type { Collector } from "../../src/collectors/types.ts";
 import {
   annotatedCsv,
@@ -68,18 +68,18 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     fake.queries.length = 0;
     fake.server.requests.length = 0;
   });
-  const flags = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-    "influxdb-address": fake.url,
-    "influxdb-token": "T0k",
-    "influxdb-org": "acme",
-    "allow-annotation-tokens": false,
-    "max-response-bytes": 10485760,
+  const options = (extra: InfluxDbOptions = {}): InfluxDbOptions => ({
+    address: fake.url,
+    token: "T0k",
+    org: "acme",
+    allowAnnotationTokens: false,
+    maxResponseBytes: 10485760,
     ...extra,
   });
-  const make = (config: Record<string, string>, extra?: Record<string, unknown>): Collector =>
-    influxDbFactory.create({
+  const make = (config: Record<string, string>, extra?: InfluxDbOptions): Collector =>
+    createInfluxDbFactory(options(extra)).create({
       plan: externalPlan("influxdb", config, "queue-depth"),
-      flags: flags(extra),
+      flags: {},
     });
 
   it("posts the Flux query to /api/v2/query?org= with the token and reads _value", async () => {
@@ -149,24 +149,24 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
       blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["1"]]] }],
     });
     await make({ query: QUERY, address: fake.url, org: "acme", token: "T0k" }, {
-      "influxdb-address": "http://127.0.0.1:9",
-      "influxdb-org": "other",
-      "allow-annotation-tokens": true,
+      address: "http://127.0.0.1:9",
+      org: "other",
+      allowAnnotationTokens: true,
     }).collect(context());
     assert.deepEqual(fake.server.requests[0].query, [["org", "acme"]]);
   });
 
   it("refuses a token in the config unless --allow-annotation-tokens", async () => {
     assert.equal(
-      thrown(() => make({ query: QUERY, token: "T0k" }, { "influxdb-token": "wrong" })),
+      thrown(() => make({ query: QUERY, token: "T0k" }, { token: "wrong" })),
       "token in the config of metric queue-depth refused: tokens come from --influxdb-token (allow with --allow-annotation-tokens)",
     );
     answer = () => ({
       blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["4"]]] }],
     });
     const c = make({ query: QUERY, token: "T0k" }, {
-      "influxdb-token": "wrong",
-      "allow-annotation-tokens": true,
+      token: "wrong",
+      allowAnnotationTokens: true,
     });
     assert.equal((await c.collect(context())).samples[0].value, 4);
     assert.equal(fake.server.requests[0].headers["authorization"], "Token T0k");
@@ -177,19 +177,19 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     answer = () => ({
       blocks: [{ columns: [{ label: "_value", datatype: "double" }], tables: [[["2"]]] }],
     });
-    const elsewhere = { "influxdb-address": "http://127.0.0.1:9" };
+    const elsewhere = { address: "http://127.0.0.1:9" };
     assert.equal(
       thrown(() => make({ query: QUERY, address: fake.url }, elsewhere)),
       `address "${fake.url}" of metric queue-depth is not --influxdb-address: --influxdb-token is not sent there; give the metric its own token config (with --allow-annotation-tokens)`,
     );
     const spelled = fake.url.replace("http://", "HTTP://") + "/";
-    const same = make({ query: QUERY, address: spelled }, { "influxdb-address": fake.url });
+    const same = make({ query: QUERY, address: spelled }, { address: fake.url });
     assert.equal((await same.collect(context())).samples[0].value, 2);
     assert.equal(fake.server.requests[0].headers["authorization"], "Token T0k");
     // Without a flag token there is nothing to leak: the request goes without one.
     const tokenless = make({ query: QUERY, address: fake.url }, {
       ...elsewhere,
-      "influxdb-token": null,
+      token: null,
     });
     assert.match(await rejection(tokenless.collect(context())), /unsuccessful response "401"$/);
     assert.equal(fake.server.requests[1].headers["authorization"], undefined);
@@ -202,7 +202,7 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
       return Promise.resolve(["fe80::1"]);
     };
     const address = `http://influx.test:${new URL(fake.url).port}`;
-    const c = make({ query: QUERY, address, token: "T0k" }, { "allow-annotation-tokens": true });
+    const c = make({ query: QUERY, address, token: "T0k" }, { allowAnnotationTokens: true });
     const withLookup = { ...context(), lookup };
     assert.equal(
       await rejection(c.collect(withLookup)),
@@ -255,8 +255,8 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     it(`does not quote ${name} from an address of the config`, async () => {
       answer = () => a;
       const c = make({ query: QUERY, address: fake.url, token: "T0k" }, {
-        "influxdb-address": "http://127.0.0.1:9",
-        "allow-annotation-tokens": true,
+        address: "http://127.0.0.1:9",
+        allowAnnotationTokens: true,
       });
       const message = await rejection(c.collect(context()));
       assert.match(message, want);
@@ -264,7 +264,7 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     });
   }
 
-  const failures: [string, FluxAnswer, Record<string, unknown>, RegExp][] = [
+  const failures: [string, FluxAnswer, InfluxDbOptions, RegExp][] = [
     [
       "an empty result",
       { blocks: [] },
@@ -298,13 +298,13 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     [
       "a wrong token (401)",
       { blocks: [] },
-      { "influxdb-token": "bad" },
+      { token: "bad" },
       /failed: unsuccessful response "401": unauthorized access$/,
     ],
     [
       "an unknown org (404)",
       { blocks: [] },
-      { "influxdb-org": "nobody" },
+      { org: "nobody" },
       /failed: unsuccessful response "404": organization name "nobody" not found$/,
     ],
     [
@@ -350,7 +350,7 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
       }],
     });
     assert.match(
-      await rejection(make({ query: QUERY }, { "max-response-bytes": 1000 }).collect(context())),
+      await rejection(make({ query: QUERY }, { maxResponseBytes: 1000 }).collect(context())),
       /^response to flux query ".*" of metric queue-depth at .* exceeds 1000 bytes$/,
     );
   });
@@ -365,30 +365,41 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
     assert.ok(Date.now() - start < 3000);
   });
 
-  const configErrors: [string, Record<string, string>, Record<string, unknown>, string][] = [
-    ["a missing query", {}, {}, 'missing Flux query for metric queue-depth (config key "query")'],
+  const configErrors: [string, Record<string, string>, InfluxDbOptions, string][] = [
+    [
+      "a missing query",
+      {},
+      {},
+      "External metric `queue-depth` of HPA default/app needs matchLabels.query or annotation metric-config.external.queue-depth.influxdb/query",
+    ],
+    [
+      "a query-name naming no key",
+      { "query-name": "q2" },
+      {},
+      "External metric `queue-depth` of HPA default/app needs matchLabels.q2 or annotation metric-config.external.queue-depth.influxdb/q2 (the query named by query-name)",
+    ],
     [
       "a missing address",
       { query: QUERY },
-      { "influxdb-address": null },
+      { address: null },
       "influxdb metric queue-depth needs --influxdb-address or an address config",
     ],
     [
       "an address that is not http",
       { query: QUERY, address: "ftp://x" },
       {},
-      'invalid address "ftp://x" for metric queue-depth: want http or https',
+      'invalid address "ftp://x" for External metric `queue-depth` of HPA default/app (annotation metric-config.external.queue-depth.influxdb/address): want an http:// or https:// URL',
     ],
     [
       "a link-local address",
       { query: QUERY, address: "http://169.254.169.254" },
       {},
-      'address "http://169.254.169.254" of metric queue-depth is a link-local address (allow with --allow-link-local-targets)',
+      'invalid address "http://169.254.169.254" for External metric `queue-depth` of HPA default/app (annotation metric-config.external.queue-depth.influxdb/address): a link-local address (allow with --allow-link-local-targets)',
     ],
     [
       "a missing org",
       { query: QUERY },
-      { "influxdb-org": null },
+      { org: null },
       "influxdb metric queue-depth needs --influxdb-org or an org config",
     ],
   ];

@@ -1,6 +1,10 @@
 import { after, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { nakadiFactory, subscriptionsUrl } from "../../src/collectors/nakadi.ts";
+import {
+  createNakadiFactory,
+  type NakadiOptions,
+  subscriptionsUrl,
+} from "../../src/collectors/nakadi.ts";
 import type { Collector } from "../../src/collectors/types.ts";
 import { startNakadiFake } from "../fakes/nakadi.ts";
 import type { FakeSubscription, NakadiFake } from "../fakes/nakadi.ts";
@@ -55,18 +59,15 @@ describe("nakadi collector against a Nakadi fake", () => {
     fake.requests.length = 0;
     fake.failNext.length = 0;
   });
-  const make = (config: Record<string, string>, extra: Record<string, unknown> = {}): Collector =>
-    nakadiFactory.create({
-      plan: externalPlan("nakadi", config, "lag"),
-      flags: {
-        "nakadi-endpoint": fake.url,
-        "nakadi-token-name": "nakadi",
-        token: "nakadi-token",
-        "credentials-dir": "/nonexistent",
-        "max-response-bytes": 10485760,
-        ...extra,
-      },
-    });
+  const make = (config: Record<string, string>, extra: NakadiOptions = {}): Collector =>
+    createNakadiFactory({
+      endpoint: fake.url,
+      tokenName: "nakadi",
+      token: "nakadi-token",
+      credentialsDir: "/nonexistent",
+      maxResponseBytes: 10485760,
+      ...extra,
+    }).create({ plan: externalPlan("nakadi", config, "lag"), flags: {} });
   const filter = {
     "owning-application": "shop",
     "event-types": "order.created, order.paid,",
@@ -261,7 +262,7 @@ describe("nakadi collector against a Nakadi fake", () => {
   it("refuses a response larger than --max-response-bytes without retrying", async () => {
     const msg = await rejection(
       make({ "metric-type": "unconsumed-events", "subscription-id": "s-0" }, {
-        "max-response-bytes": 64,
+        maxResponseBytes: 64,
       }).collect(context()),
     );
     assert.match(
@@ -303,17 +304,28 @@ describe("nakadi collector against a Nakadi fake", () => {
     [
       "a missing metric-type",
       { "subscription-id": "s" },
-      "missing metric-type for metric lag (consumer-lag-seconds or unconsumed-events)",
+      "External metric `lag` of HPA default/app needs matchLabels.metric-type or annotation metric-config.external.lag.nakadi/metric-type (consumer-lag-seconds or unconsumed-events)",
     ],
     [
       "an unknown metric-type",
       { "metric-type": "lag", "subscription-id": "s" },
-      'invalid metric-type "lag" for metric lag: want consumer-lag-seconds or unconsumed-events',
+      'invalid metric-type "lag" for External metric `lag` of HPA default/app (annotation metric-config.external.lag.nakadi/metric-type): want consumer-lag-seconds or unconsumed-events',
     ],
     [
       "a partial filter",
       { "metric-type": "unconsumed-events", "owning-application": "shop", "event-types": " , " },
-      "metric lag needs subscription-id or all of owning-application, event-types, consumer-group",
+      'invalid event-types " , " for External metric `lag` of HPA default/app (annotation metric-config.external.lag.nakadi/event-types): want a comma-separated list of event type names; ' +
+      "External metric `lag` of HPA default/app needs matchLabels.subscription-id or all of owning-application, event-types, consumer-group",
+    ],
+    [
+      "event-types with only separators",
+      {
+        "metric-type": "unconsumed-events",
+        "owning-application": "shop",
+        "event-types": "  , ,  ",
+        "consumer-group": "g1",
+      },
+      'invalid event-types "  , ,  " for External metric `lag` of HPA default/app (annotation metric-config.external.lag.nakadi/event-types): want a comma-separated list of event type names',
     ],
   ];
   for (const [name, config, want] of configErrors) {

@@ -8,8 +8,8 @@ import {
   SendMessageCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
-import { createSqsQueueLengthFactory } from "../../src/collectors/sqs.ts";
-import type { Collector, CollectorFactory } from "../../src/collectors/types.ts";
+import { createSqsQueueLengthFactory, type SqsFactoryOptions } from "../../src/collectors/sqs.ts";
+import type { Collector } from "../../src/collectors/types.ts";
 import { startFauxqs } from "../fakes/fauxqs_server.ts";
 import type { FauxqsServer } from "../fakes/fauxqs_server.ts";
 import { startRecordingServer } from "../fakes/recording_server.ts";
@@ -55,18 +55,23 @@ describe("sqs-queue-length collector against fauxqs", () => {
     }
   });
 
-  const flags = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-    "aws-external-metrics": true,
-    "aws-region": [REGION, "eu-west-1"],
-    "aws-endpoint-url": sqs.endpoint,
+  const options = (extra: SqsFactoryOptions = {}): SqsFactoryOptions => ({
+    regions: [REGION, "eu-west-1"],
+    endpointUrl: sqs.endpoint,
     ...extra,
   });
-  const make = (
-    factory: CollectorFactory,
-    config: Record<string, string>,
-    extra?: Record<string, unknown>,
-  ): Collector =>
-    factory.create({ plan: externalPlan("sqs-queue-length", config), flags: flags(extra) });
+  /** A collector of `config` by a factory with the default options over `extra`. */
+  const make = (config: Record<string, string>, extra?: SqsFactoryOptions): Collector =>
+    createSqsQueueLengthFactory(options(extra)).create({
+      plan: externalPlan("sqs-queue-length", config),
+      flags: {},
+    });
+  /** Collectors of one factory (one SQS client per region). */
+  const factoryOf = (extra?: SqsFactoryOptions): (config: Record<string, string>) => Collector => {
+    const factory = createSqsQueueLengthFactory(options(extra));
+    return (config) =>
+      factory.create({ plan: externalPlan("sqs-queue-length", config), flags: {} });
+  };
   const queue = async (name: string): Promise<string> =>
     (await admin.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
   const send = async (url: string, n: number, delaySeconds = 0): Promise<void> => {
@@ -78,10 +83,10 @@ describe("sqs-queue-length collector against fauxqs", () => {
   };
 
   it("follows the queue length through sends and receives, counting in-flight messages when asked", async () => {
-    const factory = createSqsQueueLengthFactory();
+    const make = factoryOf();
     const url = await queue("orders");
-    const visible = make(factory, { "queue-name": "orders", region: REGION });
-    const withInFlight = make(factory, {
+    const visible = make({ "queue-name": "orders", region: REGION });
+    const withInFlight = make({
       "queue-name": "orders",
       region: REGION,
       "include-in-flight": "true",
@@ -108,22 +113,20 @@ describe("sqs-queue-length collector against fauxqs", () => {
   });
 
   it("adds delayed messages when include-delayed is true", async () => {
-    const factory = createSqsQueueLengthFactory();
+    const make = factoryOf();
     const url = await queue("delayed");
     await send(url, 1);
     await send(url, 2, 120);
     const config = { "queue-name": "delayed", region: REGION };
-    assert.equal((await make(factory, config).collect(context())).samples[0].value, 1);
+    assert.equal((await make(config).collect(context())).samples[0].value, 1);
     assert.equal(
-      (await make(factory, { ...config, "include-delayed": "true" }).collect(context())).samples[0]
-        .value,
+      (await make({ ...config, "include-delayed": "true" }).collect(context())).samples[0].value,
       3,
     );
   });
 
   it("reports a missing queue, and finds it once it is created again", async () => {
-    const factory = createSqsQueueLengthFactory();
-    const c = make(factory, { "queue-name": "comes-and-goes", region: REGION });
+    const c = make({ "queue-name": "comes-and-goes", region: REGION });
     assert.equal(
       await rejection(c.collect(context())),
       `sqs queue "comes-and-goes" does not exist in region ${REGION}`,
@@ -145,16 +148,14 @@ describe("sqs-queue-length collector against fauxqs", () => {
     await send(url, 4);
     process.env.AWS_ENDPOINT_URL = sqs.endpoint;
     try {
-      const c = make(createSqsQueueLengthFactory(), { "queue-name": "from-env", region: REGION }, {
-        "aws-endpoint-url": null,
-      });
+      const c = make({ "queue-name": "from-env", region: REGION }, { endpointUrl: null });
       assert.equal((await c.collect(context())).samples[0].value, 4);
     } finally {
       delete process.env.AWS_ENDPOINT_URL;
     }
   });
 
-  const configErrors: [string, Record<string, string>, Record<string, unknown>, string][] = [
+  const configErrors: [string, Record<string, string>, SqsFactoryOptions, string][] = [
     [
       "a region outside --aws-region",
       { "queue-name": "q", region: "us-east-1" },
@@ -164,27 +165,37 @@ describe("sqs-queue-length collector against fauxqs", () => {
     [
       "any region when --aws-region is empty",
       { "queue-name": "q", region: REGION },
-      { "aws-region": [] },
+      { regions: [] },
       `region "${REGION}" of metric queue-length is not configured: want one of --aws-region (none given)`,
     ],
-    ["a missing queue-name", { region: REGION }, {}, "missing queue-name for metric queue-length"],
-    ["a missing region", { "queue-name": "q" }, {}, "missing region for metric queue-length"],
+    [
+      "a missing queue-name",
+      { region: REGION },
+      {},
+      "External metric `queue-length` of HPA default/app needs matchLabels.queue-name or annotation metric-config.external.queue-length.sqs-queue-length/queue-name",
+    ],
+    [
+      "a missing region",
+      { "queue-name": "q" },
+      {},
+      "External metric `queue-length` of HPA default/app needs matchLabels.region or annotation metric-config.external.queue-length.sqs-queue-length/region",
+    ],
     [
       "an invalid queue-name",
       { "queue-name": "a/b", region: REGION },
       {},
-      'invalid queue-name "a/b" for metric queue-length',
+      'invalid queue-name "a/b" for External metric `queue-length` of HPA default/app (annotation metric-config.external.queue-length.sqs-queue-length/queue-name): want up to 80 letters, digits, hyphens and underscores, with .fifo for a FIFO queue',
     ],
     [
       "an include-in-flight that is not a boolean",
       { "queue-name": "q", region: REGION, "include-in-flight": "yes" },
       {},
-      'invalid include-in-flight "yes" for metric queue-length: want true or false',
+      'invalid include-in-flight "yes" for External metric `queue-length` of HPA default/app (annotation metric-config.external.queue-length.sqs-queue-length/include-in-flight): want true or false',
     ],
   ];
   for (const [name, config, extra, want] of configErrors) {
     it(`refuses ${name}`, () => {
-      assert.equal(thrown(() => make(createSqsQueueLengthFactory(), config, extra)), want);
+      assert.equal(thrown(() => make(config, extra)), want);
     });
   }
 
@@ -211,9 +222,9 @@ describe("sqs-queue-length collector against fauxqs", () => {
   for (const [name, answer, want] of broken) {
     it(`reports ${name} from the SQS endpoint as an error`, async () => {
       fakeAnswer = answer;
-      const factory = createSqsQueueLengthFactory({ clientConfig: { maxAttempts: 1 } });
-      const c = make(factory, { "queue-name": "q", region: REGION }, {
-        "aws-endpoint-url": fake.url,
+      const c = make({ "queue-name": "q", region: REGION }, {
+        clientConfig: { maxAttempts: 1 },
+        endpointUrl: fake.url,
       });
       assert.match(await rejection(c.collect(context())), want);
     });
@@ -221,9 +232,9 @@ describe("sqs-queue-length collector against fauxqs", () => {
 
   it("gives up on an endpoint that never answers when the collection times out", async () => {
     fakeAnswer = { hang: true };
-    const factory = createSqsQueueLengthFactory({ clientConfig: { maxAttempts: 1 } });
-    const c = make(factory, { "queue-name": "q", region: REGION }, {
-      "aws-endpoint-url": fake.url,
+    const c = make({ "queue-name": "q", region: REGION }, {
+      clientConfig: { maxAttempts: 1 },
+      endpointUrl: fake.url,
     });
     const start = Date.now();
     assert.equal(

@@ -3,7 +3,11 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { durationToSampling, zmonFactory } from "../../src/collectors/zmon.ts";
+import {
+  createZmonFactory,
+  durationToSampling,
+  type ZmonOptions,
+} from "../../src/collectors/zmon.ts";
 import type { Collector } from "../../src/collectors/types.ts";
 import { startKairosFake } from "../fakes/kairosdb.ts";
 import type { KairosAnswer, KairosFake } from "../fakes/kairosdb.ts";
@@ -40,16 +44,19 @@ describe("zmon collector against a KairosDB fake", () => {
     await fake.close();
     await rm(dir, { recursive: true, force: true });
   });
-  const flags = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
-    "zmon-kariosdb-endpoint": fake.url,
-    "zmon-token-name": "zmon",
+  const options = (extra: ZmonOptions = {}): ZmonOptions => ({
+    endpoint: fake.url,
+    tokenName: "zmon",
     token: "static-token",
-    "credentials-dir": dir,
-    "max-response-bytes": 10485760,
+    credentialsDir: dir,
+    maxResponseBytes: 10485760,
     ...extra,
   });
-  const make = (config: Record<string, string>, extra?: Record<string, unknown>): Collector =>
-    zmonFactory.create({ plan: externalPlan("zmon", config, "my-zmon"), flags: flags(extra) });
+  const make = (config: Record<string, string>, extra?: ZmonOptions): Collector =>
+    createZmonFactory(options(extra)).create({
+      plan: externalPlan("zmon", config, "my-zmon"),
+      flags: {},
+    });
 
   it("posts the KairosDB query kube-metrics-adapter builds, with key, tags and aggregators", async () => {
     answer = () => ({ series: [{ values: [[1699999000000, 3], [1699999500000, 4.5]] }] });
@@ -155,7 +162,7 @@ describe("zmon collector against a KairosDB fake", () => {
       series: [{ values: Array.from({ length: 50 }, (_, i) => [i, i] as [number, number]) }],
     });
     assert.match(
-      await rejection(make({ "check-id": "1" }, { "max-response-bytes": 100 }).collect(context())),
+      await rejection(make({ "check-id": "1" }, { maxResponseBytes: 100 }).collect(context())),
       /^response from http:\/\/127\.0\.0\.1:\d+\/api\/v1\/datapoints\/query exceeds 100 bytes$/,
     );
   });
@@ -189,7 +196,7 @@ describe("zmon collector against a KairosDB fake", () => {
   });
 
   it("names the token file when it is missing", async () => {
-    const c = make({ "check-id": "1" }, { token: null, "zmon-token-name": "absent" });
+    const c = make({ "check-id": "1" }, { token: null, tokenName: "absent" });
     const msg = await rejection(c.collect(context()));
     assert.ok(
       msg.startsWith(`cannot read token "absent" from ${join(dir, "absent-token-secret")}: `),
@@ -198,21 +205,30 @@ describe("zmon collector against a KairosDB fake", () => {
   });
 
   const configErrors: [string, Record<string, string>, string][] = [
-    ["a missing check-id", {}, "missing check-id for metric my-zmon"],
+    [
+      "a missing check-id",
+      {},
+      "External metric `my-zmon` of HPA default/app needs matchLabels.check-id or annotation metric-config.external.my-zmon.zmon/check-id",
+    ],
     [
       "a check-id that is not an integer",
       { "check-id": "12a" },
-      'invalid check-id "12a" for metric my-zmon: want an integer',
+      'invalid check-id "12a" for External metric `my-zmon` of HPA default/app (annotation metric-config.external.my-zmon.zmon/check-id): want an integer',
     ],
     [
       "an unknown aggregator",
       { "check-id": "1", aggregators: "avg,median" },
-      'unknown aggregator "median" (valid: avg, min, max, sum, count, last, diff) for metric my-zmon',
+      'invalid aggregators "avg,median" for External metric `my-zmon` of HPA default/app (annotation metric-config.external.my-zmon.zmon/aggregators): unknown aggregator "median" (valid: avg, min, max, sum, count, last, diff)',
     ],
     [
       "an invalid duration",
       { "check-id": "1", duration: "5 minutes" },
-      'invalid duration "5 minutes" for metric my-zmon',
+      'invalid duration "5 minutes" for External metric `my-zmon` of HPA default/app (annotation metric-config.external.my-zmon.zmon/duration): want a Go duration like 10m',
+    ],
+    [
+      "a duration of 0",
+      { "check-id": "1", duration: "0s" },
+      'invalid duration "0s" for External metric `my-zmon` of HPA default/app (annotation metric-config.external.my-zmon.zmon/duration): want more than 0',
     ],
   ];
   for (const [name, config, want] of configErrors) {

@@ -191,7 +191,7 @@ describe("planHpa collector choice", () => {
     }, {
       collector: "influxdb",
       error: null,
-      config: { depth: "from()", query: "from()", "query-name": "depth" },
+      config: { depth: "from()", "query-name": "depth" },
       warnings: [
         "External metric `flux-query` selects its collector by metric name (deprecated); set matchLabels.type: influxdb",
       ],
@@ -491,19 +491,19 @@ describe("planHpa config checks", () => {
       "External influxdb without query",
       external("q", { type: "influxdb" }),
       {},
-      "External metric `q` needs annotation metric-config.external.q.influxdb/query",
+      "External metric `q` of HPA shop/web needs matchLabels.query or annotation metric-config.external.q.influxdb/query",
     ],
     [
       "sqs without region",
       external("q", { type: "sqs-queue-length", "queue-name": "a" }),
       {},
-      "External metric `q` needs matchLabels.region",
+      "External metric `q` of HPA shop/web needs matchLabels.region or annotation metric-config.external.q.sqs-queue-length/region",
     ],
     [
       "zmon without check-id",
       external("q", { type: "zmon" }),
       {},
-      "External metric `q` needs matchLabels.check-id",
+      "External metric `q` of HPA shop/web needs matchLabels.check-id or annotation metric-config.external.q.zmon/check-id",
     ],
     [
       "nakadi with a bad metric-type and no subscription",
@@ -513,7 +513,7 @@ describe("planHpa config checks", () => {
         "owning-application": "app",
       }),
       {},
-      'invalid metric-type "lag" for External metric `q`: want consumer-lag-seconds or unconsumed-events; External metric `q` needs matchLabels.subscription-id or all of owning-application, event-types, consumer-group',
+      'invalid metric-type "lag" for External metric `q` of HPA shop/web (matchLabels.metric-type): want consumer-lag-seconds or unconsumed-events; External metric `q` of HPA shop/web needs matchLabels.subscription-id or all of owning-application, event-types, consumer-group',
     ],
     [
       "requests-per-second without hostnames",
