@@ -14,7 +14,8 @@
  * other 4xx answers fail at once. Every wait ends when the collection is aborted.
  *
  * Differences from kube-metrics-adapter: a filter that matches no subscription is an error (it
- * reported 0), and a page link to another host is refused.
+ * reported 0), an `event-types` without a name (only commas) is a config error, and a page link
+ * to another host is refused. The config is read with the schema of src/core/configs/nakadi.ts.
  *
  * @module
  */

@@ -2,10 +2,10 @@
  * External metrics of type `sqs-queue-length`: the approximate number of messages in an AWS SQS
  * queue, read with `@aws-sdk/client-sqs` (`--aws-external-metrics`).
  *
- * Config keys (selector labels): `queue-name` and `region` (required; the region must be one of
- * `--aws-region`), and the optional `include-in-flight: "true"` (adds
- * `ApproximateNumberOfMessagesNotVisible`, received but not yet deleted) and
- * `include-delayed: "true"` (adds `ApproximateNumberOfMessagesDelayed`).
+ * Config keys (selector labels, read with the schema of src/core/configs/sqs.ts): `queue-name`
+ * and `region` (required; the region must be one of the operator's, `--aws-region`), and the
+ * optional `include-in-flight: "true"` (adds `ApproximateNumberOfMessagesNotVisible`, received
+ * but not yet deleted) and `include-delayed: "true"` (adds `ApproximateNumberOfMessagesDelayed`).
  *
  * One `SQSClient` per region, credentials from the SDK's default chain; `--aws-endpoint-url`
  * (else the SDK's own `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL`) points it at an emulator or a

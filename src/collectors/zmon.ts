@@ -3,12 +3,13 @@
  * as stored in ZMON's KairosDB (`--zmon-kariosdb-endpoint`), queried with
  * `POST <endpoint>/api/v1/datapoints/query` for the metric `zmon.check.<check-id>`.
  *
- * Config keys (selector labels; annotations win, so `key` and `tag-<name>` may use wildcards that
- * labels cannot hold): `check-id` (integer, required), `key`, `tag-<name>`, `duration` (Go
- * duration, default 10m) and `aggregators` (comma list of avg, count, last, max, min, sum, diff;
- * default last). The query is the one kube-metrics-adapter builds: `start_relative` and each
- * aggregator's sampling are the duration in its largest whole unit, `limit` 10000, tags as
- * one-element lists, and a `group_by` on the tag `key` when a key is set.
+ * Config keys (selector labels, read with the schema of src/core/configs/zmon.ts; annotations
+ * win, so `key` and `tag-<name>` may use wildcards that labels cannot hold): `check-id`
+ * (integer, required), `key`, `tag-<name>`, `duration` (Go duration, default 10m) and
+ * `aggregators` (comma list of avg, count, last, max, min, sum, diff; default last). The query
+ * is the one kube-metrics-adapter builds: `start_relative` and each aggregator's sampling are
+ * the duration in its largest whole unit, `limit` 10000, tags as one-element lists, and a
+ * `group_by` on the tag `key` when a key is set.
  *
  * The value is the last data point of the first result, served with the point's own time. No data
  * point is an error (kube-metrics-adapter silently reported nothing).
