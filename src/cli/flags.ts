@@ -8,6 +8,7 @@ import { parseDuration } from "../core/duration.ts";
 import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
+import { ENGINE_DEFAULTS } from "../engine/engine.ts";
 import { DEFAULT_NAKADI_TOKEN_NAME } from "../collectors/nakadi.ts";
 import { DEFAULT_CREDENTIALS_DIR } from "../collectors/oauth_backend.ts";
 import { DEFAULT_ZMON_TOKEN_NAME } from "../collectors/zmon.ts";
@@ -297,7 +298,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     ENGINE,
     "default-collection-interval",
     "duration",
-    60,
+    ENGINE_DEFAULTS.defaultIntervalSeconds,
     "collection interval of metrics without an interval annotation",
   ),
   def(
@@ -311,7 +312,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     ENGINE,
     "garbage-collector-interval",
     "duration",
-    600,
+    ENGINE_DEFAULTS.garbageCollectorIntervalSeconds,
     "how often expired values are removed from memory",
   ),
   def(
@@ -325,7 +326,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     ENGINE,
     "max-concurrent-collections",
     "int",
-    64,
+    ENGINE_DEFAULTS.maxConcurrentCollections,
     "collections running at once, over all HPAs",
   ),
   def(
@@ -339,7 +340,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     ENGINE,
     "collection-timeout",
     "duration",
-    15,
+    ENGINE_DEFAULTS.collectionTimeoutSeconds,
     "upper bound of one collection (a collector's own timeout may be shorter)",
   ),
   def(

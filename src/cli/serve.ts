@@ -33,6 +33,7 @@ import { type Command, type CommandIO, UsageError } from "./command.ts";
 import { startDemoEndpoint } from "./demo_endpoint.ts";
 import {
   boolFlag,
+  enabledCollectors,
   type FlagValues,
   listFlag,
   numberFlag,
@@ -281,7 +282,15 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       cluster,
       store,
       registry,
-      flags,
+      defaultIntervalSeconds: numberFlag(flags, "default-collection-interval"),
+      maxConcurrentCollections: numberFlag(flags, "max-concurrent-collections"),
+      collectionTimeoutSeconds: numberFlag(flags, "collection-timeout"),
+      garbageCollectorIntervalSeconds: numberFlag(flags, "garbage-collector-interval"),
+      disregardIncompatibleHpas: boolFlag(flags, "disregard-incompatible-hpas"),
+      enabledCollectors: enabledCollectors(flags),
+      allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
+      // transitional: the factories not yet on typed options still read the flags
+      collectorFlags: flags,
       logger: log,
       setTimer: timers.setTimer,
       clearTimer: timers.clearTimer,

@@ -6,29 +6,30 @@
  *   bad metric of an HPA does not stop its good ones; a deleted HPA's plans leave the store.
  * - Plans with the same collector query key share one collection (a "job") per interval.
  * - One global bound on concurrent collections; each collection has a deadline
- *   (`--collection-timeout`, or the collector's own timeout when longer); at the deadline a
- *   collector may still return what it has (the pods that answered).
+ *   (`collectionTimeoutSeconds`, or the collector's own timeout when longer; deadline.ts); at
+ *   the deadline a collector may still return what it has (the pods that answered).
  * - Failures keep the last good value (until its TTL), are logged once per change of the error
  *   text and reported as a Warning event on the HPA when the reason changes (leader only; a
- *   follower keeps them and writes them once it leads). A kind that cannot be listed is the
- *   failure of the plans that read it.
+ *   follower keeps them and writes them once it leads; event_reporter.ts). A kind that cannot
+ *   be listed is the failure of the plans that read it.
  * - Conflicts between plans are checked on reconcile and after collections that may reveal
- *   them, and reported once per change.
+ *   them, and reported once per change (conflict_index.ts).
  */
-import { setMaxListeners } from "node:events";
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
-import type { FlagValues } from "../cli/flags.ts";
-import { enabledCollectors } from "../cli/flags.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { Collector, CollectResult } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
-import { shortenValues } from "../core/quote.ts";
-import { planHpa, planKey, queryKey } from "../core/plan.ts";
+import { planHpa, planKey, type PlanOptions, queryKey } from "../core/plan.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { SmallMap } from "../core/small_map.ts";
 import type { MetricStore } from "../store/store.ts";
 import { describedKindFor } from "../store/store.ts";
 import type { ServedAt, StoredPlan } from "../store/types.ts";
+import { ConflictIndex } from "./conflict_index.ts";
+import { CollectionDeadline } from "./deadline.ts";
+import { errorText } from "./error_text.ts";
+import { EventReporter } from "./event_reporter.ts";
+import { hpaKeyOf } from "./hpa_key.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
 import { servedAtOf } from "./served_at.ts";
@@ -73,13 +74,54 @@ export interface PlanStatus {
   lastError: string | null;
 }
 
-/** Options of {@linkcode Engine}. */
+/** The defaults of {@linkcode EngineOptions} (the serve flags' defaults too). */
+export const ENGINE_DEFAULTS: Readonly<{
+  defaultIntervalSeconds: number;
+  maxConcurrentCollections: number;
+  collectionTimeoutSeconds: number;
+  garbageCollectorIntervalSeconds: number;
+  newCollectionsBurst: number;
+}> = {
+  defaultIntervalSeconds: 60,
+  maxConcurrentCollections: 64,
+  collectionTimeoutSeconds: 15,
+  garbageCollectorIntervalSeconds: 600,
+  newCollectionsBurst: 200,
+};
+
+/** Options of {@linkcode Engine}; the defaults are {@linkcode ENGINE_DEFAULTS}. */
 export interface EngineOptions {
   cluster: ClusterView;
   store: EngineStore;
   registry: CollectorRegistry;
-  /** Parsed serve flags. */
-  flags: FlagValues;
+  /** Interval of metrics without an `interval` annotation, seconds. */
+  defaultIntervalSeconds?: number;
+  /** Collections running at once, over all HPAs (at least 1). */
+  maxConcurrentCollections?: number;
+  /** Deadline of one collection, seconds (a collector may ask for a longer one). */
+  collectionTimeoutSeconds?: number;
+  /** How often expired values are removed from the store, seconds; 0 never. */
+  garbageCollectorIntervalSeconds?: number;
+  /**
+   * Emit no event, and log only at debug level, for metrics whose collector is unknown or
+   * disabled (their HPA belongs to another adapter). Default false.
+   */
+  disregardIncompatibleHpas?: boolean;
+  /**
+   * Collector types that are enabled; a metric of another type is reported as not enabled.
+   * Default: every type of the registry.
+   */
+  enabledCollectors?: ReadonlySet<string>;
+  /**
+   * HPA annotations may name link-local addresses (cloud metadata endpoints); given to
+   * `planHpa` as its config context, as the collectors are. Default false.
+   */
+  allowLinkLocalTargets?: boolean;
+  /**
+   * Transitional, until every collector factory takes typed options: handed as `flags` to
+   * each factory's `create` (the parsed serve flags). Default `{}`.
+   */
+  collectorFlags?: Record<string, unknown>;
   /** The clock, ms since the epoch. */
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
@@ -107,7 +149,7 @@ export interface EngineOptions {
    * memory back then).
    */
   onNewCollectionsDone?: (count: number) => void;
-  /** See `onNewCollectionsDone` (default 200). */
+  /** See `onNewCollectionsDone`. */
   newCollectionsBurst?: number;
 }
 
@@ -118,20 +160,11 @@ export interface ReconcileReport {
   ok: boolean;
 }
 
-/** Event reason of metrics that cannot be planned, collected or served. */
-export const COLLECTOR_EVENT_REASON = "CreateNewMetricsCollector";
-
 /** How long no collection may be created before a burst of new ones counts as over (ms). */
 const BURST_QUIET_MS = 10_000;
 
 /** Largest share of an interval removed at random from each wait. */
 const JITTER = 0.1;
-
-/** How often a replica with events waiting checks whether it became the leader, ms. */
-const LEADER_CHECK_MS = 5000;
-
-/** How long a collection that reached its deadline may take to return what it has. */
-const ABORT_GRACE_MS = 1000;
 
 interface PlanEntry {
   key: string;
@@ -165,21 +198,14 @@ interface Job {
   abort: AbortController | null;
   /** Ends what the job waits for (its kinds, a grace period) when it is stopped. */
   wake: (() => void) | null;
+  /** When its last collection started, ms since the epoch. */
+  startedAt: number;
   ready: Promise<void>;
   /** Whether `ready` resolved. */
   kindsReady: boolean;
   last: { samples: CollectResult["samples"]; at: number; warnings?: string[] } | null;
   lastError: string | null;
   lastWarnings: string;
-}
-
-/** An error's message, with long values (an HPA author's) shortened. */
-function errorText(e: unknown): string {
-  return shortenValues(e instanceof Error ? e.message : String(e));
-}
-
-function hpaKeyOf(obj: KubeObject): string {
-  return `${obj.metadata.namespace ?? "default"}/${obj.metadata.name}`;
 }
 
 /**
@@ -218,18 +244,8 @@ export function collectionPhase(queryKey: string): number {
   return ((h >>> 0) % 10_000 + 1) / 10_000;
 }
 
-function numberOr(flags: FlagValues, name: string, dflt: number): number {
-  const v = flags[name];
-  return typeof v === "number" && Number.isFinite(v) ? v : dflt;
-}
-
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason ?? new Error("aborted"));
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
+function finiteOr(value: number | undefined, dflt: number): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : dflt;
 }
 
 /**
@@ -237,7 +253,7 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  *
  * @example
  * ```ts
- * const engine = new Engine({ cluster, store, registry, flags });
+ * const engine = new Engine({ cluster, store, registry, maxConcurrentCollections: 32 });
  * await engine.start();
  * // ... later
  * await engine.stop();
@@ -247,22 +263,26 @@ export class Engine {
   readonly #cluster: ClusterView;
   readonly #store: EngineStore;
   readonly #registry: CollectorRegistry;
-  readonly #flags: FlagValues;
+  /** Transitional: see `EngineOptions.collectorFlags`. */
+  readonly #collectorFlags: Record<string, unknown>;
   readonly #now: () => number;
   readonly #setTimer: (fn: () => void, ms: number) => unknown;
   readonly #clearTimer: (handle: unknown) => void;
-  readonly #fetch: typeof fetch;
   readonly #random: () => number;
   readonly #log: Logger;
-  readonly #writer?: ClusterWriter;
-  readonly #isLeader: () => boolean;
   readonly #onCollection?: (report: CollectionReport) => void;
   readonly #onReconcile?: (report: ReconcileReport) => void;
   readonly #onNewCollectionsDone?: (count: number) => void;
   readonly #newCollectionsBurst: number;
   readonly #enabled: ReadonlySet<string>;
+  /** What every HPA is planned with (interval default, enabled collectors, config context). */
+  readonly #planOptions: PlanOptions;
+  readonly #disregardIncompatible: boolean;
   readonly #maxCollections: number;
-  readonly #timeoutSeconds: number;
+  readonly #gcSeconds: number;
+  readonly #events: EventReporter;
+  readonly #conflicts: ConflictIndex;
+  readonly #deadline: CollectionDeadline;
 
   #hpas = new Map<string, HpaState>();
   #jobs = new Map<string, Job>();
@@ -271,21 +291,6 @@ export class Engine {
   #ensureErrors = new Map<Kind, string>();
   #kindsReady = new Map<string, Promise<void>>();
   #unwatch: (() => void)[] = [];
-  /** Last event message per plan key (or HPA key), to emit only on change. */
-  #events = new Map<string, string>();
-  /** Events not written because this replica was not the leader, per plan key (or HPA key). */
-  #pendingEvents = new Map<string, { hpa: KubeObject; message: string }>();
-  #leaderTimer: unknown = null;
-  /** Conflict messages logged, per plan key. */
-  #conflicts = new Map<string, string>();
-  /** Slot and query key of every plan declared to the store. */
-  #planSlots = new Map<string, { slot: string; query: string }>();
-  /** Query keys of the plans per slot (where the store's values may collide), counted. */
-  #slotQueries = new Map<string, SmallMap<string, number>>();
-  /** Slots whose plans have different query keys: their collections may change conflicts. */
-  #contested = new Set<string>();
-  /** The store's conflict version at the last `#checkConflicts`. */
-  #conflictsSeen = -1;
   /** Jobs of the start whose first collection has not ended yet (see `firstRound`). */
   #firstPending = new Set<Job>();
   /** Collections created after the start whose first attempt has not ended. */
@@ -309,23 +314,64 @@ export class Engine {
     this.#cluster = options.cluster;
     this.#store = options.store;
     this.#registry = options.registry;
-    this.#flags = options.flags;
+    this.#collectorFlags = options.collectorFlags ?? {};
     this.#now = options.now ?? (() => Date.now());
     this.#setTimer = options.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
     this.#clearTimer = options.clearTimer ??
       ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
-    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#random = options.random ?? Math.random;
     this.#log = options.logger ?? silentLogger();
-    this.#writer = options.writer;
-    this.#isLeader = options.isLeader ?? (() => true);
     this.#onCollection = options.onCollection;
     this.#onReconcile = options.onReconcile;
     this.#onNewCollectionsDone = options.onNewCollectionsDone;
-    this.#newCollectionsBurst = Math.max(1, options.newCollectionsBurst ?? 200);
-    this.#enabled = enabledCollectors(options.flags);
-    this.#maxCollections = Math.max(1, numberOr(options.flags, "max-concurrent-collections", 64));
-    this.#timeoutSeconds = numberOr(options.flags, "collection-timeout", 15);
+    this.#newCollectionsBurst = Math.max(
+      1,
+      options.newCollectionsBurst ?? ENGINE_DEFAULTS.newCollectionsBurst,
+    );
+    this.#enabled = options.enabledCollectors ?? new Set(options.registry.types());
+    this.#planOptions = {
+      defaultIntervalSeconds: finiteOr(
+        options.defaultIntervalSeconds,
+        ENGINE_DEFAULTS.defaultIntervalSeconds,
+      ),
+      enabledCollectors: this.#enabled,
+      allowLinkLocalTargets: options.allowLinkLocalTargets === true,
+    };
+    this.#disregardIncompatible = options.disregardIncompatibleHpas === true;
+    this.#maxCollections = Math.max(
+      1,
+      finiteOr(options.maxConcurrentCollections, ENGINE_DEFAULTS.maxConcurrentCollections),
+    );
+    this.#gcSeconds = finiteOr(
+      options.garbageCollectorIntervalSeconds,
+      ENGINE_DEFAULTS.garbageCollectorIntervalSeconds,
+    );
+    this.#events = new EventReporter({
+      writer: options.writer,
+      isLeader: options.isLeader ?? (() => true),
+      setTimer: this.#setTimer,
+      clearTimer: this.#clearTimer,
+      logger: this.#log,
+      disregardIncompatible: this.#disregardIncompatible,
+    });
+    this.#conflicts = new ConflictIndex({
+      store: this.#store,
+      events: this.#events,
+      hpaOf: (hpaKey) => this.#hpas.get(hpaKey)?.obj,
+      logger: this.#log,
+    });
+    this.#deadline = new CollectionDeadline({
+      cluster: this.#cluster,
+      now: this.#now,
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      setTimer: this.#setTimer,
+      clearTimer: this.#clearTimer,
+      logger: this.#log,
+      timeoutSeconds: finiteOr(
+        options.collectionTimeoutSeconds,
+        ENGINE_DEFAULTS.collectionTimeoutSeconds,
+      ),
+    });
   }
 
   /** Watch HPAs, plan the existing ones and start their collectors. */
@@ -349,13 +395,13 @@ export class Engine {
     for (const job of this.#jobs.values()) this.#firstPending.add(job);
     this.#burstCreated = 0;
     if (this.#firstPending.size === 0) this.#firstRoundDone();
-    const gcSeconds = numberOr(this.#flags, "garbage-collector-interval", 600);
+    const gcSeconds = this.#gcSeconds;
     if (gcSeconds > 0) {
       const gc = (): void => {
         if (this.#stopped) return;
         const freed = this.#store.gc(this.#now());
         if (freed > 0) this.#log.debug(2, "expired values freed", { count: freed });
-        if (freed > 0 && this.#contested.size > 0) this.#checkConflicts();
+        if (freed > 0 && this.#conflicts.contested) this.#conflicts.check();
         this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
       };
       this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
@@ -406,8 +452,8 @@ export class Engine {
     for (const u of this.#unwatch.splice(0)) u();
     if (this.#gcTimer !== null) this.#clearTimer(this.#gcTimer);
     this.#gcTimer = null;
-    if (this.#leaderTimer !== null) this.#clearTimer(this.#leaderTimer);
-    this.#leaderTimer = null;
+    this.#events.stop();
+    this.#deadline.stop();
     this.#cancelBurstTimer();
     for (const job of this.#jobs.values()) this.#stopJob(job);
     this.#jobs.clear();
@@ -446,21 +492,18 @@ export class Engine {
     const hpaKey = hpaKeyOf(hpa);
     let plans: MetricPlan[];
     try {
-      plans = planHpa(hpa, {
-        defaultIntervalSeconds: numberOr(this.#flags, "default-collection-interval", 60),
-        enabledCollectors: this.#enabled,
-      });
+      plans = planHpa(hpa, this.#planOptions);
     } catch (e) {
       const msg = errorText(e);
       this.#removeHpa(hpaKey);
-      if (this.#lastEvent(hpaKey) !== msg) {
+      if (this.#events.last(hpaKey) !== msg) {
         this.#log.error("invalid HPA", { hpa: hpaKey, error: msg });
       }
-      this.#event(hpaKey, hpa, msg, false);
+      this.#events.report(hpaKey, hpa, msg, false);
       this.#onReconcile?.({ hpa: hpaKey, ok: false });
       return;
     }
-    this.#clearEvent(hpaKey);
+    this.#events.clear(hpaKey);
     let state = this.#hpas.get(hpaKey);
     if (!state) {
       state = { key: hpaKey, obj: hpa, plans: new SmallMap() };
@@ -489,7 +532,7 @@ export class Engine {
       this.#stopEntry(entry, true);
       state.plans.delete(key);
     }
-    this.#checkConflicts();
+    this.#conflicts.check();
     this.#onReconcile?.({ hpa: hpaKey, ok });
   }
 
@@ -522,7 +565,7 @@ export class Engine {
           `collector "${plan.collector}" is not available for ${plan.metricType} metrics`;
       } else {
         try {
-          collector = factory.create({ plan, flags: this.#flags });
+          collector = factory.create({ plan, flags: this.#collectorFlags });
         } catch (e) {
           entry.problem = errorText(e);
         }
@@ -533,7 +576,7 @@ export class Engine {
       // a plan that can never be collected serves nothing, so it blocks no other HPA's value
       if (entry.problem !== null || !collector) stored.uncollectable = true;
       this.#store.upsertPlan(stored, now);
-      this.#indexSlot(key, servedAt, stored.queryKey);
+      this.#conflicts.index(key, servedAt, stored.queryKey);
     }
     for (const w of plan.warnings ?? []) {
       this.#log.warn("metric configuration warning", { plan: key, warning: w });
@@ -541,11 +584,11 @@ export class Engine {
     if (entry.problem !== null || !collector) {
       const problem = entry.problem ?? "no collector";
       if (servedAt) this.#store.recordFailure(key, problem, now);
-      const log = entry.incompatible && this.#flags["disregard-incompatible-hpas"] === true
+      const log = entry.incompatible && this.#disregardIncompatible
         ? this.#log.debug.bind(this.#log, 1)
         : this.#log.warn.bind(this.#log);
       log("metric cannot be collected", { plan: key, error: problem });
-      this.#event(
+      this.#events.report(
         key,
         state.obj,
         `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${problem}`,
@@ -553,7 +596,7 @@ export class Engine {
       );
       return entry;
     }
-    this.#clearEvent(key);
+    this.#events.clear(key);
     this.#log.info("collector started", {
       plan: key,
       collector: plan.collector,
@@ -583,9 +626,9 @@ export class Engine {
     if (entry.job) this.#unsubscribe(entry);
     if (removeFromStore) {
       this.#store.removePlan(entry.key);
-      this.#unindexSlot(entry.key);
-      this.#clearEvent(entry.key);
-      this.#conflicts.delete(entry.key);
+      this.#conflicts.unindex(entry.key);
+      this.#events.clear(entry.key);
+      this.#conflicts.forget(entry.key);
       this.#log.info("collector stopped", { plan: entry.key });
     }
   }
@@ -595,72 +638,8 @@ export class Engine {
     if (!state) return;
     for (const entry of state.plans.values()) this.#stopEntry(entry, true);
     this.#hpas.delete(hpaKey);
-    this.#clearEvent(hpaKey);
-    this.#checkConflicts();
-  }
-
-  /**
-   * Where the store may find two plans' values colliding (its slot: namespace, resource and
-   * metric; a Pods plan's pods or an External plan's series are only known once collected).
-   */
-  #indexSlot(key: string, at: ServedAt, query: string): void {
-    const slot = at.kind === "custom"
-      ? JSON.stringify(["c", at.namespace, at.groupResource, at.metricName, at.metricSelector])
-      : JSON.stringify(["e", at.namespace, at.metricName]);
-    const old = this.#planSlots.get(key);
-    if (old?.slot === slot && old.query === query) return;
-    if (old) this.#unindexSlot(key);
-    this.#planSlots.set(key, { slot, query });
-    let queries = this.#slotQueries.get(slot);
-    if (!queries) this.#slotQueries.set(slot, queries = new SmallMap());
-    queries.set(query, (queries.get(query) ?? 0) + 1);
-    if (queries.size > 1) this.#contested.add(slot);
-  }
-
-  #unindexSlot(key: string): void {
-    const old = this.#planSlots.get(key);
-    if (!old) return;
-    this.#planSlots.delete(key);
-    const queries = this.#slotQueries.get(old.slot)!;
-    const n = queries.get(old.query)! - 1;
-    if (n > 0) queries.set(old.query, n);
-    else queries.delete(old.query);
-    if (queries.size === 0) this.#slotQueries.delete(old.slot);
-    if (queries.size <= 1) this.#contested.delete(old.slot);
-  }
-
-  /** Whether a collection for these plans may have changed the store's conflicts. */
-  #mayConflict(keys: Iterable<string>): boolean {
-    if (this.#contested.size === 0) return false;
-    for (const key of keys) {
-      const slot = this.#planSlots.get(key)?.slot;
-      if (slot !== undefined && this.#contested.has(slot)) return true;
-    }
-    return false;
-  }
-
-  /** Log and report the store's conflicts once per change of their message. */
-  #checkConflicts(): void {
-    // nothing started or stopped conflicting since the last check: nothing to report
-    if (this.#store.conflictVersion === this.#conflictsSeen) return;
-    this.#conflictsSeen = this.#store.conflictVersion;
-    const current = new Set<string>();
-    for (const c of this.#store.conflicts()) {
-      current.add(c.plan.key);
-      if (this.#conflicts.get(c.plan.key) === c.message) continue;
-      this.#conflicts.set(c.plan.key, c.message);
-      this.#log.warn("metric conflict", { plan: c.plan.key, error: c.message });
-      const state = this.#hpas.get(`${c.plan.hpa.namespace}/${c.plan.hpa.name}`);
-      if (state) this.#event(c.plan.key, state.obj, c.message, false);
-    }
-    for (const [key, message] of [...this.#conflicts]) {
-      if (current.has(key)) continue;
-      this.#conflicts.delete(key);
-      if (!this.#planSlots.has(key)) continue;
-      this.#log.info("metric conflict resolved", { plan: key });
-      // the same conflict coming back is reported again
-      if (this.#lastEvent(key) === message) this.#clearEvent(key);
-    }
+    this.#events.clear(hpaKey);
+    this.#conflicts.check();
   }
 
   /**
@@ -668,65 +647,8 @@ export class Engine {
    * every few seconds while some wait). Call it when leadership is gained.
    */
   emitPendingEvents(): void {
-    if (this.#stopped || this.#pendingEvents.size === 0 || !this.#isLeader()) return;
-    const pending = [...this.#pendingEvents];
-    this.#pendingEvents.clear();
-    for (const [key, p] of pending) {
-      if (this.#events.get(key) !== p.message) this.#writeEvent(key, p.hpa, p.message);
-    }
-  }
-
-  /** The event message last emitted or waiting for `key`. */
-  #lastEvent(key: string): string | undefined {
-    return this.#pendingEvents.get(key)?.message ?? this.#events.get(key);
-  }
-
-  /** The problem behind `key` is gone: forget its event, written or waiting. */
-  #clearEvent(key: string): void {
-    this.#events.delete(key);
-    this.#pendingEvents.delete(key);
-  }
-
-  /** A Warning event on the HPA, when the message for `key` changed. */
-  #event(key: string, hpa: KubeObject, message: string, incompatible: boolean): void {
-    if (incompatible && this.#flags["disregard-incompatible-hpas"] === true) return;
-    if (this.#events.get(key) === message) {
-      this.#pendingEvents.delete(key);
-      return;
-    }
-    if (!this.#writer) {
-      this.#events.set(key, message);
-      return;
-    }
-    if (!this.#isLeader()) {
-      // Written once this replica leads (another replica may have written it meanwhile; a
-      // repeated event only raises its count).
-      this.#pendingEvents.set(key, { hpa, message });
-      this.#checkLeaderLater();
-      return;
-    }
-    this.#pendingEvents.delete(key);
-    this.#writeEvent(key, hpa, message);
-  }
-
-  #checkLeaderLater(): void {
-    if (this.#leaderTimer !== null || this.#stopped) return;
-    this.#leaderTimer = this.#setTimer(() => {
-      this.#leaderTimer = null;
-      this.emitPendingEvents();
-      if (this.#pendingEvents.size > 0) this.#checkLeaderLater();
-    }, LEADER_CHECK_MS);
-  }
-
-  #writeEvent(key: string, hpa: KubeObject, message: string): void {
-    this.#events.set(key, message);
-    this.#writer!.emitEvent("HorizontalPodAutoscaler", hpa, {
-      type: "Warning",
-      reason: COLLECTOR_EVENT_REASON,
-      message,
-    }).catch((e) => {
-      this.#log.error("failed to write event", { hpa: hpaKeyOf(hpa), error: errorText(e) });
-    });
+    if (this.#stopped) return;
+    this.#events.emitPending();
   }
 
   // -- jobs -------------------------------------------------------------------------------
@@ -748,6 +670,7 @@ export class Engine {
         stopped: false,
         abort: null,
         wake: null,
+        startedAt: 0,
         ready: this.#ensureKinds(collector.kinds ?? []),
         kindsReady: false,
         last: null,
@@ -858,7 +781,7 @@ export class Engine {
             !old?.metadata.deletionTimestamp);
         if (gone) {
           this.#store.removeObject(obj.metadata.namespace ?? "default", "pods", obj.metadata.name);
-          if (this.#contested.size > 0) this.#checkConflicts();
+          if (this.#conflicts.contested) this.#conflicts.check();
         }
       }));
     }
@@ -920,7 +843,7 @@ export class Engine {
           );
         }
         const kindProblem = this.#kindProblem(job);
-        if (kindProblem === null) await this.#collect(job);
+        if (kindProblem === null) this.#collected(job, await this.#deadline.collect(job));
         else this.#kindFailed(job, kindProblem);
       } finally {
         this.#release();
@@ -956,75 +879,12 @@ export class Engine {
     });
   }
 
-  /** The deadline of a collection, ms: `--collection-timeout`, or the collector's own if longer. */
-  #deadlineMs(job: Job): number {
-    let own = 0;
-    try {
-      own = job.collector.timeoutMs?.({ cluster: this.#cluster, now: this.#now }) ?? 0;
-    } catch (e) {
-      this.#log.debug(1, "collector timeout unknown", { query: job.id, error: errorText(e) });
-    }
-    return Math.max(this.#timeoutSeconds * 1000, Number.isFinite(own) ? own : 0);
-  }
-
-  /**
-   * After its deadline aborted it, a collector may still return what it has (a Pods collection
-   * the pods that answered) within a short grace; else the collection timed out.
-   */
-  #afterDeadline(job: Job, pending: Promise<CollectResult>): Promise<CollectResult | null> {
-    return new Promise((resolve) => {
-      const done = (r: CollectResult | null): void => {
-        this.#clearTimer(grace);
-        job.wake = null;
-        resolve(r);
-      };
-      const grace = this.#setTimer(() => done(null), ABORT_GRACE_MS);
-      job.wake = () => done(null);
-      pending.then(done, () => done(null));
-    });
-  }
-
-  async #collect(job: Job): Promise<void> {
-    const abort = new AbortController();
-    // A Pods collection listens on its signal once per pod request: no leak warning (Node's
-    // limit is 10 listeners).
-    setMaxListeners(0, abort.signal);
-    job.abort = abort;
-    const deadlineMs = this.#deadlineMs(job);
-    const timedOut = (): string =>
-      `collection timed out after ${formatDuration(Math.ceil(deadlineMs / 1000))}`;
-    let expired = false;
-    const timeout = this.#setTimer(() => {
-      expired = true;
-      abort.abort(new Error(timedOut()));
-    }, deadlineMs);
-    const startedAt = this.#now();
-    let result: CollectResult | null = null;
-    let error: string | null = null;
-    let pending: Promise<CollectResult>;
-    try {
-      pending = job.collector.collect({
-        signal: abort.signal,
-        now: this.#now,
-        fetch: this.#fetch,
-        cluster: this.#cluster,
-      });
-    } catch (e) {
-      pending = Promise.reject(e);
-    }
-    try {
-      result = await raceAbort(pending, abort.signal);
-    } catch (e) {
-      error = errorText(e);
-      if (expired && !job.stopped && !this.#stopped) {
-        result = await this.#afterDeadline(job, pending);
-        if (!result) error = timedOut();
-      }
-    } finally {
-      this.#clearTimer(timeout);
-      job.abort = null;
-    }
+  /** Record the outcome of a collection (its result, or the text of its error). */
+  #collected(job: Job, outcome: CollectResult | string): void {
     if (job.stopped || this.#stopped) return;
+    const startedAt = job.startedAt;
+    let result = typeof outcome === "string" ? null : outcome;
+    let error = typeof outcome === "string" ? outcome : null;
     const at = this.#now();
     if (result) {
       try {
@@ -1042,7 +902,7 @@ export class Engine {
       this.#succeeded(job, warnings);
       // A Pods plan's pods (an External plan's series) are known once written: conflicts with
       // other plans of the same metric appear or go away here, not only on reconcile.
-      if (this.#mayConflict(job.subscribers.keys())) this.#checkConflicts();
+      if (this.#conflicts.mayConflict(job.subscribers.keys())) this.#conflicts.check();
     } else this.#failed(job, error ?? "collection failed", at);
     this.#log.debug(2, "collection", {
       query: job.id,
@@ -1086,7 +946,7 @@ export class Engine {
       job.lastWarnings = w;
     }
     for (const key of job.subscribers.keys()) {
-      if (!this.#conflicts.has(key)) this.#clearEvent(key);
+      if (!this.#conflicts.has(key)) this.#events.clear(key);
     }
   }
 
@@ -1103,7 +963,7 @@ export class Engine {
     for (const entry of job.subscribers.values()) {
       const state = this.#hpas.get(entry.hpaKey);
       if (!state) continue;
-      this.#event(
+      this.#events.report(
         entry.key,
         state.obj,
         `failed to collect ${entry.plan.metricType} metric ${entry.plan.metricName}: ${error}`,

@@ -3,17 +3,13 @@ import assert from "node:assert/strict";
 import process from "node:process";
 import type { Kind, KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
-import {
-  createPodJsonPathFactory,
-  podJsonPathFactory,
-} from "../../src/collectors/pod_json_path.ts";
+import { createPodJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
 import { skipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
 import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
-import type { FlagValues } from "../../src/cli/flags.ts";
 import { parseSelector } from "../../src/core/label_selector.ts";
 import { collectionPhase, Engine } from "../../src/engine/engine.ts";
-import type { CollectionReport, ReconcileReport } from "../../src/engine/engine.ts";
+import type { CollectionReport, EngineOptions, ReconcileReport } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MetricStore } from "../../src/store/store.ts";
 import { ManualTimers, MemoryCluster, readyPod, RecordingWriter, settle } from "./support.ts";
@@ -205,9 +201,22 @@ interface Setup {
   leader: { value: boolean };
 }
 
+/** The engine's settings a test may change (the rest are the defaults). */
+type EngineSettings = Pick<
+  EngineOptions,
+  | "defaultIntervalSeconds"
+  | "maxConcurrentCollections"
+  | "collectionTimeoutSeconds"
+  | "garbageCollectorIntervalSeconds"
+  | "disregardIncompatibleHpas"
+  | "enabledCollectors"
+  | "allowLinkLocalTargets"
+  | "collectorFlags"
+>;
+
 function setup(
   options: {
-    flags?: FlagValues;
+    engine?: EngineSettings;
     factories?: CollectorFactory[];
     writer?: boolean;
     /** Wraps the manual timers' setTimer (to make a timer fire late). */
@@ -231,7 +240,7 @@ function setup(
     cluster,
     store,
     registry: createCollectorRegistry(options.factories ?? [fakeExternal(backend)]),
-    flags: { ...flagDefaults(SERVE_FLAGS), ...(options.flags ?? {}) },
+    ...options.engine,
     now: timers.clock,
     setTimer: options.setTimer?.(timers.setTimer) ?? timers.setTimer,
     clearTimer: timers.clearTimer,
@@ -276,7 +285,7 @@ describe("Engine", () => {
   });
 
   it("spreads collections that queued behind the bound over the interval by query key", async () => {
-    const s = setup({ flags: { "max-concurrent-collections": 1 } });
+    const s = setup({ engine: { maxConcurrentCollections: 1 } });
     let first = true;
     // A's first collection holds the only slot for 5s; B waits for it.
     s.backend.answers.set("A", () => {
@@ -314,7 +323,7 @@ describe("Engine", () => {
   });
 
   it("ends the first round when every collection of the start has ended once", async () => {
-    const s = setup({ flags: { "max-concurrent-collections": 1 } });
+    const s = setup({ engine: { maxConcurrentCollections: 1 } });
     // A's first collection takes 5s and holds the only slot; B's fails at once after it.
     s.backend.answers.set(
       "A",
@@ -449,7 +458,7 @@ describe("Engine", () => {
   }
 
   it("frees expired values every --garbage-collector-interval", async () => {
-    const s = setup({ flags: { "garbage-collector-interval": 300 } });
+    const s = setup({ engine: { garbageCollectorIntervalSeconds: 300 } });
     s.backend.answers.set("A", 4);
     s.cluster.set(
       "HorizontalPodAutoscaler",
@@ -527,7 +536,13 @@ describe("Engine", () => {
     const calls = { n: 0 };
     const s = setup({
       factories: [skipperFactory],
-      flags: { "prometheus-server": "http://127.0.0.1:9090", "skipper-ingress-metrics": true },
+      engine: {
+        collectorFlags: {
+          ...flagDefaults(SERVE_FLAGS),
+          "prometheus-server": "http://127.0.0.1:9090",
+          "skipper-ingress-metrics": true,
+        },
+      },
       fetch: fakePrometheusFetch("12", calls),
     });
     s.cluster.set("Ingress", {
@@ -583,7 +598,10 @@ describe("Engine", () => {
         collect: (ctx) => Promise.resolve({ samples: [{ value: 42, timestamp: ctx.now() }] }),
       }),
     };
-    const s = setup({ factories: [objects], flags: { "prometheus-server": "http://127.0.0.1:9" } });
+    const s = setup({
+      factories: [objects],
+      engine: { enabledCollectors: new Set(["json-path", "prometheus"]) },
+    });
     s.cluster.set("HorizontalPodAutoscaler", {
       apiVersion: "autoscaling/v2",
       kind: "HorizontalPodAutoscaler",
@@ -700,8 +718,30 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("plans a link-local endpoint only when allowLinkLocalTargets, as the collectors read it", async () => {
+    const hpa = externalHpa("web", [{ name: "q", endpoint: "A" }]);
+    hpa.metadata.annotations!["metric-config.external.q.json-path/endpoint"] =
+      "http://169.254.169.254/";
+    const refused = setup();
+    const allowed = setup({ engine: { allowLinkLocalTargets: true } });
+    for (const s of [refused, allowed]) {
+      s.backend.answers.set("169", 3);
+      s.cluster.set("HorizontalPodAutoscaler", hpa);
+      await s.engine.start();
+    }
+    await settle();
+    assert.deepEqual(refused.engine.status().map((p) => p.problem), [
+      'invalid endpoint "http://169.254.169.254/" for External metric `q` of HPA default/web (annotation metric-config.external.q.json-path/endpoint): a link-local address (allow with --allow-link-local-targets)',
+    ]);
+    assert.equal(refused.backend.calls.size, 0);
+    assert.deepEqual(allowed.engine.status().map((p) => p.problem), [null]);
+    assert.deepEqual(external(allowed, "q"), [3]);
+    await refused.engine.stop();
+    await allowed.engine.stop();
+  });
+
   it("suppresses events for incompatible metrics with --disregard-incompatible-hpas", async () => {
-    const s = setup({ flags: { "disregard-incompatible-hpas": true } });
+    const s = setup({ engine: { disregardIncompatibleHpas: true } });
     s.cluster.set(
       "HorizontalPodAutoscaler",
       externalHpa("web", [
@@ -981,7 +1021,7 @@ describe("Engine", () => {
   });
 
   it("bounds concurrent collections by --max-concurrent-collections", async () => {
-    const s = setup({ flags: { "max-concurrent-collections": 2 } });
+    const s = setup({ engine: { maxConcurrentCollections: 2 } });
     let running = 0;
     let peak = 0;
     const release: (() => void)[] = [];
@@ -1015,7 +1055,7 @@ describe("Engine", () => {
   });
 
   it("fails a collection that outlives --collection-timeout and aborts its signal", async () => {
-    const s = setup({ flags: { "collection-timeout": 5 } });
+    const s = setup({ engine: { collectionTimeoutSeconds: 5 } });
     s.backend.answers.set("A", () => new Promise<number>(() => {}));
     s.cluster.set("HorizontalPodAutoscaler", externalHpa("web", [{ name: "q", endpoint: "A" }]));
     await s.engine.start();
