@@ -6,23 +6,28 @@
 import { createCollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorFactory } from "../collectors/types.ts";
-import { externalRpsFactory } from "../collectors/external_rps.ts";
+import { createExternalRpsFactory } from "../collectors/external_rps.ts";
 import { createHttpJsonPathFactory } from "../collectors/http_json_path.ts";
 import { createInfluxDbFactory } from "../collectors/influxdb.ts";
 import { createNakadiFactory } from "../collectors/nakadi.ts";
 import { createPodJsonPathFactory } from "../collectors/pod_json_path.ts";
-import { prometheusFactory } from "../collectors/prometheus.ts";
+import { createPrometheusFactory } from "../collectors/prometheus.ts";
 import {
   createClusterScalingScheduleFactory,
   createScalingScheduleFactory,
   ScheduleEvaluator,
 } from "../collectors/scaling_schedule.ts";
-import { skipperFactory } from "../collectors/skipper.ts";
+import { createSkipperFactory } from "../collectors/skipper.ts";
 import { createSqsQueueLengthFactory } from "../collectors/sqs.ts";
 import { createZmonFactory } from "../collectors/zmon.ts";
 import { influxDbOptions, nakadiOptions, sqsOptions, zmonOptions } from "./backend_options.ts";
 import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { boolFlag, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
+import {
+  externalRpsOptionsFromFlags,
+  prometheusOptionsFromFlags,
+  skipperOptionsFromFlags,
+} from "./prometheus_options.ts";
 
 /** Every collector factory of this release, with the options the flags give. */
 export function collectorFactories(flags: FlagValues): CollectorFactory[] {
@@ -40,9 +45,9 @@ export function collectorFactories(flags: FlagValues): CollectorFactory[] {
     createScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     createClusterScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     // Prometheus family
-    prometheusFactory,
-    skipperFactory,
-    externalRpsFactory,
+    createPrometheusFactory(prometheusOptionsFromFlags(flags)),
+    createSkipperFactory(skipperOptionsFromFlags(flags)),
+    createExternalRpsFactory(externalRpsOptionsFromFlags(flags)),
     // InfluxDB, SQS, ZMON, Nakadi
     createInfluxDbFactory(influxDbOptions(flags)),
     createSqsQueueLengthFactory(sqsOptions(flags)),

@@ -1,19 +1,23 @@
 /**
- * The `requests-per-second` External collector (`--external-rps-metrics`): requests per second
- * of a set of hostnames from a per-host counter in Prometheus (`--external-rps-metric-name`,
- * Skipper's by default), times a weight, with the PromQL kube-metrics-adapter builds:
+ * The `requests-per-second` External collector: requests per second of a set of hostnames from
+ * a per-host counter in Prometheus (`ExternalRpsOptions.metricName`, Skipper's by default),
+ * times a weight, with the PromQL kube-metrics-adapter builds:
  *
  *     scalar(sum(rate(<metric>{host=~"<a_org|b_org>"}[1m])) * <weight>)
  *
- * Config keys: `hostnames` (comma-separated DNS names, required) and `weight` (percent of the
- * traffic, default 100). Hostnames are checked as DNS names (the original accepted any run of
- * letters, digits, dots and dashes), and a negative weight is refused.
+ * Config keys (see src/core/configs/requests_per_second.ts): `hostnames` (comma-separated DNS
+ * names, required) and `weight` (percent of the traffic, default 100). Hostnames are checked as
+ * DNS names (the original accepted any run of letters, digits, dots and dashes), and a
+ * negative weight is refused.
  */
+import { isDnsName, requestsPerSecondDescriptor } from "../core/configs/requests_per_second.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   collectPrometheus,
   defaultPrometheusServer,
   type PrometheusBackends,
+  prometheusBackends,
+  type PrometheusOptions,
 } from "./prometheus.ts";
 import type { PrometheusClient } from "./prometheus_client.ts";
 import { formatWeight, SKIPPER_RPS_SERIES } from "./skipper.ts";
@@ -24,21 +28,21 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
-import { BackendNotConfiguredError } from "./types.ts";
+import { BackendNotConfiguredError, planConfig } from "./types.ts";
 
-const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
+/** Re-exported from the config's schema, where hostnames are checked. */
+export { isDnsName };
+
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
-/** Whether `host` is a DNS name: dot-separated labels of letters, digits and inner dashes. */
-export function isDnsName(host: string): boolean {
-  if (host.length === 0 || host.length > 253) return false;
-  return host.split(".").every((label) => DNS_LABEL.test(label));
+/** Whether `name` is a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`). */
+export function isPrometheusMetricName(name: string): boolean {
+  return METRIC_NAME.test(name);
 }
 
 /** Options of {@linkcode externalRpsQuery}. */
 export interface ExternalRpsQueryOptions {
-  /** The per-host counter (`--external-rps-metric-name`). */
+  /** The per-host counter (`ExternalRpsOptions.metricName`). */
   metricName: string;
   hostnames: readonly string[];
   /** Share of the traffic, a fraction (`weight` percent / 100). */
@@ -65,40 +69,21 @@ export function externalRpsQuery(options: ExternalRpsQueryOptions): string {
   })`;
 }
 
-/** Parsed config of one plan. */
-export interface ExternalRpsConfig {
-  hostnames: string[];
-  /** A fraction: `weight` percent / 100 (1 by default). */
-  weight: number;
+/** What the operator sets for External requests-per-second metrics. */
+export interface ExternalRpsOptions {
+  /** Serve them (default false). */
+  enabled?: boolean;
+  /** The per-host request counter (default {@linkcode EXTERNAL_RPS_DEFAULTS}: Skipper's). */
+  metricName?: string;
+  /** The Prometheus server the queries go to (its default server). */
+  prometheus?: PrometheusOptions;
 }
 
-/**
- * Read `hostnames` and `weight` from a plan's config. Throws naming the metric and the bad
- * value.
- */
-export function parseExternalRpsConfig(plan: MetricPlan): ExternalRpsConfig {
-  const metric = plan.metricName;
-  const raw = plan.config.hostnames;
-  if (raw === undefined || raw === "") {
-    throw new Error(`missing config "hostnames" for metric ${metric}`);
-  }
-  const hostnames = raw.split(",");
-  for (const h of hostnames) {
-    if (!isDnsName(h)) {
-      throw new Error(`invalid hostname "${h}" for metric ${metric}: want a DNS name`);
-    }
-  }
-  let weight = 1;
-  const w = plan.config.weight;
-  if (w !== undefined) {
-    const n = Number(w);
-    if (!DECIMAL.test(w) || !Number.isFinite(n) || n < 0) {
-      throw new Error(`invalid weight "${w}" for metric ${metric}: want a percentage from 0`);
-    }
-    weight = n / 100;
-  }
-  return { hostnames, weight };
-}
+/** The defaults of {@linkcode ExternalRpsOptions}. */
+export const EXTERNAL_RPS_DEFAULTS: { readonly enabled: boolean; readonly metricName: string } = {
+  enabled: false,
+  metricName: SKIPPER_RPS_SERIES,
+};
 
 class ExternalRpsCollector implements Collector {
   readonly queryKey: string;
@@ -120,7 +105,7 @@ class ExternalRpsCollector implements Collector {
     this.queryKey = `requests-per-second|${JSON.stringify([client.url, query])}`;
   }
 
-  /** The engine's deadline is at least `--prometheus-query-timeout`. */
+  /** The engine's deadline is at least the query timeout. */
   timeoutMs(): number {
     return this.#backends.timeoutSeconds * 1000;
   }
@@ -135,29 +120,49 @@ class ExternalRpsCollector implements Collector {
 }
 
 /**
- * External `requests-per-second` (`--external-rps-metrics`), queried on `--prometheus-server`.
+ * External `requests-per-second` (when `enabled`), queried on the default server of
+ * `options.prometheus`. Config keys (read by {@linkcode requestsPerSecondDescriptor}'s
+ * schema): `hostnames` (required) and `weight`. Throws when enabled with a `metricName` that
+ * is not a Prometheus metric name, or when a server URL of the Prometheus options is not an
+ * http(s) URL.
+ *
+ * @example
+ * ```ts
+ * const factory = createExternalRpsFactory({
+ *   enabled: true,
+ *   prometheus: { server: { url: "http://prometheus:9090" } },
+ * });
+ * factory.type; // "requests-per-second"
+ * ```
  */
-export const externalRpsFactory: CollectorFactory = {
-  type: "requests-per-second",
-  metricTypes: ["External"],
-  create(options: CollectorFactoryOptions): Collector {
-    const { plan, flags } = options;
-    const { hostnames, weight } = parseExternalRpsConfig(plan);
-    if (flags["external-rps-metrics"] !== true) {
-      throw new BackendNotConfiguredError(
-        `requests-per-second metrics are not enabled (start with --external-rps-metrics)`,
-      );
-    }
-    const { backends, client } = defaultPrometheusServer(flags, {
-      type: "requests-per-second",
-      metricName: plan.metricName,
-    });
-    const name = flags["external-rps-metric-name"];
-    const metricName = typeof name === "string" ? name : SKIPPER_RPS_SERIES;
-    if (!METRIC_NAME.test(metricName)) {
-      throw new Error(`invalid --external-rps-metric-name "${metricName}"`);
-    }
-    const query = externalRpsQuery({ metricName, hostnames, weight });
-    return new ExternalRpsCollector(plan, query, client, backends);
-  },
-};
+export function createExternalRpsFactory(rps: ExternalRpsOptions = {}): CollectorFactory {
+  const backends = prometheusBackends(rps.prometheus ?? {});
+  const enabled = rps.enabled ?? EXTERNAL_RPS_DEFAULTS.enabled;
+  const metricName = rps.metricName ?? EXTERNAL_RPS_DEFAULTS.metricName;
+  if (enabled && !isPrometheusMetricName(metricName)) {
+    throw new Error(
+      `invalid requests-per-second metric name "${metricName}": want a Prometheus metric name`,
+    );
+  }
+  return {
+    type: "requests-per-second",
+    metricTypes: ["External"],
+    create(options: CollectorFactoryOptions): Collector {
+      const { plan } = options;
+      const { hostnames, weight } = planConfig(requestsPerSecondDescriptor, plan, {
+        allowLinkLocalTargets: backends.allowLinkLocal,
+      });
+      if (!enabled) {
+        throw new BackendNotConfiguredError(
+          `requests-per-second metrics are not enabled (start with --external-rps-metrics)`,
+        );
+      }
+      const client = defaultPrometheusServer(backends, {
+        type: "requests-per-second",
+        metricName: plan.metricName,
+      });
+      const query = externalRpsQuery({ metricName, hostnames, weight });
+      return new ExternalRpsCollector(plan, query, client, backends);
+    },
+  };
+}

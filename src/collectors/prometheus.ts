@@ -15,13 +15,14 @@
  *   metrics too (the original ignored it there).
  * - `prometheus-server` / `prometheus-server-alias` override the server for Object metrics
  *   too (the original: External only). A URL given in an annotation gets no token (not even
- *   when it is the `--prometheus-server` URL), may not be link-local (as a literal, or a name
- *   resolving to one) unless `--allow-link-local-targets`, and is never quoted in errors.
- * - Every query has a timeout (`--prometheus-query-timeout`) and a response size cap.
+ *   when it is the operator's default server), may not be link-local (as a literal, or a name
+ *   resolving to one) unless `allowLinkLocalTargets`, and is never quoted in errors.
+ * - Every query has a timeout (`queryTimeoutSeconds`) and a response size cap.
  */
 import type { ClusterView, Kind } from "../cluster/types.ts";
+import { type PrometheusConfig, prometheusDescriptor } from "../core/configs/prometheus.ts";
 import type { MetricPlan, ObjectReference } from "../core/types.ts";
-import { isLinkLocalHost, type LookupContext, maxResponseBytes } from "./http_get.ts";
+import { DEFAULT_MAX_RESPONSE_BYTES, type LookupContext } from "./http_get.ts";
 import {
   DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
   PrometheusClient,
@@ -34,117 +35,109 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
-import { BackendNotConfiguredError } from "./types.ts";
+import { BackendNotConfiguredError, planConfig } from "./types.ts";
 
-/** The Prometheus servers and limits the flags configure. */
+/** A Prometheus server the operator configured. */
+export interface PrometheusServerOptions {
+  /** Base URL (`http://prometheus:9090`; a path prefix is kept). */
+  url: string;
+  /** File holding a bearer token, re-read whenever it changes (none when absent). */
+  tokenFile?: string | null;
+}
+
+/**
+ * What the operator sets for Prometheus-backed collectors (`prometheus`, `skipper`,
+ * `requests-per-second`). Read once, when a factory is made: collectors made from one options
+ * object share one client (and one token cache) per server.
+ */
+export interface PrometheusOptions {
+  /** The default server (none when absent: metrics must name one). */
+  server?: PrometheusServerOptions | null;
+  /** More servers, by the alias `prometheus-server-alias` names them with. */
+  additionalServers?: Readonly<Record<string, PrometheusServerOptions>>;
+  /** Deadline of one query, seconds (default {@linkcode PROMETHEUS_DEFAULTS}). */
+  queryTimeoutSeconds?: number;
+  /** Largest response read, bytes (default {@linkcode PROMETHEUS_DEFAULTS}). */
+  maxResponseBytes?: number;
+  /** A `prometheus-server` an HPA names may be a link-local address (default false). */
+  allowLinkLocalTargets?: boolean;
+}
+
+/** The defaults of {@linkcode PrometheusOptions}. */
+export const PROMETHEUS_DEFAULTS: {
+  readonly queryTimeoutSeconds: number;
+  readonly maxResponseBytes: number;
+  readonly allowLinkLocalTargets: boolean;
+} = {
+  queryTimeoutSeconds: DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
+  maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
+  allowLinkLocalTargets: false,
+};
+
+/** The Prometheus servers and limits of one {@linkcode PrometheusOptions}, as clients. */
 export interface PrometheusBackends {
-  /** `--prometheus-server` (with `--prometheus-server-token-file`), or null. */
+  /** The default server, or null. */
   default: PrometheusClient | null;
-  /** `--additional-prometheus-server alias=url` (with their token files), by alias. */
+  /** The additional servers, by alias. */
   aliases: ReadonlyMap<string, PrometheusClient>;
-  /** `--prometheus-query-timeout`, seconds. */
+  /** Deadline of one query, seconds. */
   timeoutSeconds: number;
-  /** `--max-response-bytes`. */
+  /** Largest response read, bytes. */
   maxBytes: number;
-  /** `--allow-link-local-targets`. */
+  /** A server an HPA names may be link-local. */
   allowLinkLocal: boolean;
 }
 
-function stringFlag(flags: Record<string, unknown>, name: string): string | null {
-  const v = flags[name];
-  return typeof v === "string" && v !== "" ? v : null;
-}
-
-function listFlag(flags: Record<string, unknown>, name: string): string[] {
-  const v = flags[name];
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];
-}
-
-function positiveFlag(flags: Record<string, unknown>, name: string, dflt: number): number {
-  const v = flags[name];
+function positive(v: number | undefined, dflt: number): number {
   return typeof v === "number" && Number.isFinite(v) && v > 0 ? v : dflt;
 }
 
-function splitPair(entry: string, flag: string, want: string): [string, string] {
-  const eq = entry.indexOf("=");
-  const key = eq > 0 ? entry.slice(0, eq).trim() : "";
-  const value = eq > 0 ? entry.slice(eq + 1).trim() : "";
-  if (key === "" || value === "") {
-    throw new Error(`invalid --${flag} "${entry}": want ${want}`);
-  }
-  return [key, value];
-}
-
-const backendsCache = new WeakMap<object, PrometheusBackends>();
+const backendsCache = new WeakMap<PrometheusOptions, PrometheusBackends>();
 
 /**
- * Read the Prometheus flags. Throws on a malformed `alias=url` / `alias=path` entry, a repeated
- * alias, a token file for an alias that has no server, or a server that is not an http(s)
- * URL. The result is cached per flags object, so every collector shares one client (and one
- * token cache) per server; call it at startup to fail fast on bad flags.
+ * The clients of `options`, made once per options object, so that every collector of the
+ * Prometheus family shares one client (and one token cache) per server. Throws when a server
+ * URL is not an http(s) URL.
+ *
+ * @example
+ * ```ts
+ * const backends = prometheusBackends({ server: { url: "http://prometheus:9090" } });
+ * backends.default?.queryUrl; // "http://prometheus:9090/api/v1/query"
+ * ```
  */
-export function prometheusBackendsFromFlags(flags: Record<string, unknown>): PrometheusBackends {
-  const cached = backendsCache.get(flags);
+export function prometheusBackends(options: PrometheusOptions): PrometheusBackends {
+  const cached = backendsCache.get(options);
   if (cached) return cached;
-  const url = stringFlag(flags, "prometheus-server");
-  const defaultServer = url === null ? null : new PrometheusClient({
-    url,
-    tokenFile: stringFlag(flags, "prometheus-server-token-file"),
-  });
-  const urls = new Map<string, string>();
-  for (const entry of listFlag(flags, "additional-prometheus-server")) {
-    const [alias, u] = splitPair(entry, "additional-prometheus-server", "alias=url");
-    if (urls.has(alias)) {
-      throw new Error(
-        `invalid --additional-prometheus-server "${entry}": alias "${alias}" repeated`,
-      );
-    }
-    urls.set(alias, u);
-  }
-  const tokenFiles = new Map<string, string>();
-  for (const entry of listFlag(flags, "additional-prometheus-server-token-file")) {
-    const [alias, path] = splitPair(entry, "additional-prometheus-server-token-file", "alias=path");
-    if (!urls.has(alias)) {
-      throw new Error(
-        `invalid --additional-prometheus-server-token-file "${entry}": no --additional-prometheus-server with alias "${alias}"`,
-      );
-    }
-    tokenFiles.set(alias, path);
-  }
+  const server = options.server;
   const aliases = new Map<string, PrometheusClient>();
-  for (const [alias, u] of urls) {
-    aliases.set(alias, new PrometheusClient({ url: u, tokenFile: tokenFiles.get(alias) }));
+  for (const [alias, s] of Object.entries(options.additionalServers ?? {})) {
+    aliases.set(alias, new PrometheusClient({ url: s.url, tokenFile: s.tokenFile }));
   }
   const backends: PrometheusBackends = {
-    default: defaultServer,
+    default: server ? new PrometheusClient({ url: server.url, tokenFile: server.tokenFile }) : null,
     aliases,
-    timeoutSeconds: positiveFlag(
-      flags,
-      "prometheus-query-timeout",
-      DEFAULT_PROMETHEUS_QUERY_TIMEOUT_SECONDS,
-    ),
-    maxBytes: maxResponseBytes(flags),
-    allowLinkLocal: flags["allow-link-local-targets"] === true,
+    timeoutSeconds: positive(options.queryTimeoutSeconds, PROMETHEUS_DEFAULTS.queryTimeoutSeconds),
+    maxBytes: positive(options.maxResponseBytes, PROMETHEUS_DEFAULTS.maxResponseBytes),
+    allowLinkLocal: options.allowLinkLocalTargets ?? PROMETHEUS_DEFAULTS.allowLinkLocalTargets,
   };
-  backendsCache.set(flags, backends);
+  backendsCache.set(options, backends);
   return backends;
 }
 
 /**
- * The backends of the flags and their default server (`--prometheus-server`), for collectors
- * that query only that one. Throws `<type> metric <name> needs --prometheus-server` without it.
+ * The default server of `backends`, for collectors that query only that one. Throws a
+ * `BackendNotConfiguredError` (`<type> metric <name> needs --prometheus-server`) without it.
  */
 export function defaultPrometheusServer(
-  flags: Record<string, unknown>,
+  backends: PrometheusBackends,
   options: { type: string; metricName: string },
-): { backends: PrometheusBackends; client: PrometheusClient } {
-  const backends = prometheusBackendsFromFlags(flags);
+): PrometheusClient {
   if (!backends.default) {
     throw new BackendNotConfiguredError(
       `${options.type} metric ${options.metricName} needs --prometheus-server`,
     );
   }
-  return { backends, client: backends.default };
+  return backends.default;
 }
 
 /** A server URL for a message: without credentials, should the URL carry any. */
@@ -346,54 +339,25 @@ interface PrometheusPlanConfig {
   warning: string | null;
 }
 
-function resolveQuery(plan: MetricPlan): string {
-  const c = plan.config;
-  if (c.query !== undefined && c.query !== "") return c.query;
-  const queryName = c["query-name"];
-  if (plan.metricType === "External" && queryName !== undefined && queryName !== "") {
-    const q = c[queryName];
-    if (q === undefined || q === "") {
-      throw new Error(
-        `missing config "${queryName}" (named by query-name) holding the query of metric ${plan.metricName}`,
-      );
-    }
-    return q;
-  }
-  throw new Error(`missing config "query" for metric ${plan.metricName}`);
-}
-
 function resolveServer(
-  plan: MetricPlan,
+  metric: string,
+  config: PrometheusConfig,
   backends: PrometheusBackends,
 ): { client: PrometheusClient; warning: string | null } {
-  const c = plan.config;
-  const metric = plan.metricName;
-  const url = c["prometheus-server"];
-  const alias = c["prometheus-server-alias"];
-  if (url !== undefined && url !== "") {
-    let client: PrometheusClient;
-    try {
-      // The HPA's choice of server: never the operator's token, never quoted in errors.
-      client = new PrometheusClient({
-        url,
-        chosenByHpa: { allowLinkLocal: backends.allowLinkLocal },
-      });
-    } catch {
-      throw new Error(
-        `invalid prometheus-server "${url}" for metric ${metric}: want an http(s) URL`,
-      );
-    }
-    if (isLinkLocalHost(new URL(url).hostname) && !backends.allowLinkLocal) {
-      throw new Error(
-        `prometheus-server "${url}" of metric ${metric} is a link-local address (allow with --allow-link-local-targets)`,
-      );
-    }
-    const warning = alias !== undefined && alias !== ""
+  const alias = config.serverAlias;
+  if (config.server !== undefined) {
+    // The HPA's choice of server (its schema checked the URL): never the operator's token,
+    // never quoted in errors.
+    const client = new PrometheusClient({
+      url: config.server,
+      chosenByHpa: { allowLinkLocal: backends.allowLinkLocal },
+    });
+    const warning = alias !== undefined
       ? `metric ${metric} sets both prometheus-server and prometheus-server-alias "${alias}"; the URL is used`
       : null;
     return { client, warning };
   }
-  if (alias !== undefined && alias !== "") {
+  if (alias !== undefined) {
     const client = backends.aliases.get(alias);
     if (!client) {
       const known = [...backends.aliases.keys()].sort();
@@ -413,7 +377,8 @@ function resolveServer(
   return { client: backends.default, warning: null };
 }
 
-function parsePlan(plan: MetricPlan, backends: PrometheusBackends): PrometheusPlanConfig {
+/** What a plan must be for the collector besides its config. */
+function checkPlan(plan: MetricPlan): void {
   if (plan.metricType !== "External" && plan.metricType !== "Object") {
     throw new Error(
       `prometheus collects Object and External metrics, not ${plan.metricType} metric ${plan.metricName}`,
@@ -430,8 +395,6 @@ function parsePlan(plan: MetricPlan, backends: PrometheusBackends): PrometheusPl
       }, not ${ref.kind}/${ref.name}`,
     );
   }
-  const query = resolveQuery(plan);
-  return { query, ...resolveServer(plan, backends) };
 }
 
 class PrometheusCollector implements Collector {
@@ -462,7 +425,7 @@ class PrometheusCollector implements Collector {
     }`;
   }
 
-  /** The engine's deadline is at least `--prometheus-query-timeout`. */
+  /** The engine's deadline is at least the query timeout. */
   timeoutMs(): number {
     return this.#backends.timeoutSeconds * 1000;
   }
@@ -487,15 +450,31 @@ class PrometheusCollector implements Collector {
 }
 
 /**
- * Object and External `prometheus` metrics. Config keys (selector labels or annotations):
+ * Object and External `prometheus` metrics, queried on the servers of `prometheus`. Config
+ * keys (selector labels or annotations, read by {@linkcode prometheusDescriptor}'s schema):
  * `query` (or, External, `query-name` naming the key that holds it), `prometheus-server` (a
- * URL) or `prometheus-server-alias` (an `--additional-prometheus-server` alias).
+ * URL) or `prometheus-server-alias` (an alias of `prometheus.additionalServers`). Throws when
+ * a server URL of `prometheus` is not an http(s) URL.
+ *
+ * @example
+ * ```ts
+ * const factory = createPrometheusFactory({ server: { url: "http://prometheus:9090" } });
+ * factory.type; // "prometheus"
+ * ```
  */
-export const prometheusFactory: CollectorFactory = {
-  type: "prometheus",
-  metricTypes: ["Object", "External"],
-  create(options: CollectorFactoryOptions): Collector {
-    const backends = prometheusBackendsFromFlags(options.flags);
-    return new PrometheusCollector(options.plan, parsePlan(options.plan, backends), backends);
-  },
-};
+export function createPrometheusFactory(prometheus: PrometheusOptions = {}): CollectorFactory {
+  const backends = prometheusBackends(prometheus);
+  return {
+    type: "prometheus",
+    metricTypes: ["Object", "External"],
+    create(options: CollectorFactoryOptions): Collector {
+      const { plan } = options;
+      checkPlan(plan);
+      const config = planConfig(prometheusDescriptor, plan, {
+        allowLinkLocalTargets: backends.allowLinkLocal,
+      });
+      const server = resolveServer(plan.metricName, config, backends);
+      return new PrometheusCollector(plan, { query: config.query, ...server }, backends);
+    },
+  };
+}

@@ -7,7 +7,7 @@
  * `<hosts>` are the object's hosts (Ingress `spec.rules[].host`, RouteGroup `spec.hosts`) with
  * dots turned into underscores, regexp-quoted and joined by `|`; `<weight>` is the share of the
  * traffic going to the `backend` label's backend (Ingress: the JSON annotations named by
- * `--skipper-backends-annotation`; RouteGroup: `spec.defaultBackends[].weight`), printed with
+ * `backendsAnnotations`; RouteGroup: `spec.defaultBackends[].weight`), printed with
  * four decimals. When the HPA target has no `averageValue` (Kubernetes < 1.14 style), the value
  * is divided by the scale target's replicas, as the original does.
  *
@@ -17,11 +17,14 @@
  * parse); Rollouts count as scale targets; zero replicas is an error.
  */
 import type { Kind, KubeObject } from "../cluster/types.ts";
+import { skipperDescriptor } from "../core/configs/skipper.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   collectPrometheus,
   defaultPrometheusServer,
   type PrometheusBackends,
+  prometheusBackends,
+  type PrometheusOptions,
   scaleTargetKind,
 } from "./prometheus.ts";
 import type { PrometheusClient } from "./prometheus_client.ts";
@@ -32,7 +35,7 @@ import type {
   CollectorFactoryOptions,
   CollectResult,
 } from "./types.ts";
-import { BackendNotConfiguredError } from "./types.ts";
+import { BackendNotConfiguredError, planConfig } from "./types.ts";
 
 /** Skipper's per-host request counter. */
 export const SKIPPER_RPS_SERIES = "skipper_serve_host_duration_seconds_count";
@@ -102,7 +105,7 @@ const BACKEND_MISSING =
 export interface IngressWeightOptions {
   /** The Ingress' annotations. */
   annotations: Record<string, string>;
-  /** `--skipper-backends-annotation` names, in order. */
+  /** The annotations holding backend weights (`SkipperOptions.backendsAnnotations`), in order. */
   backendAnnotations: readonly string[];
   /** The `backend` label ("" for none). */
   backend: string;
@@ -178,19 +181,37 @@ export function skipperHosts(kind: "Ingress" | "RouteGroup", obj: KubeObject): s
   return raw.filter((h): h is string => typeof h === "string" && h !== "");
 }
 
-/** The backend a skipper plan is for: the `backend` label, else `requests-per-second,<b>`. */
-export function skipperBackend(plan: MetricPlan): string {
-  const b = plan.config.backend;
-  if (b !== undefined) return b;
-  const parts = plan.metricName.split(",");
+/** The backend of a skipper metric: the `backend` key, else `requests-per-second,<backend>`. */
+export function skipperBackend(metricName: string, backend: string | undefined): string {
+  if (backend !== undefined) return backend;
+  const parts = metricName.split(",");
   return parts.length === 2 && parts[0] === RPS_METRIC_NAME ? parts[1] : "";
 }
 
-interface SkipperConfig {
+/** What the operator sets for skipper metrics. */
+export interface SkipperOptions {
+  /** Serve requests-per-second of Ingresses (default false). */
+  ingressMetrics?: boolean;
+  /** Serve requests-per-second of RouteGroups (default false). */
+  routeGroupMetrics?: boolean;
+  /** Ingress annotations holding backend weights (JSON), in order (default none). */
+  backendsAnnotations?: readonly string[];
+  /** The Prometheus server the queries go to (its default server). */
+  prometheus?: PrometheusOptions;
+}
+
+/** The defaults of {@linkcode SkipperOptions}. */
+export const SKIPPER_DEFAULTS: {
+  readonly ingressMetrics: boolean;
+  readonly routeGroupMetrics: boolean;
+  readonly backendsAnnotations: readonly string[];
+} = { ingressMetrics: false, routeGroupMetrics: false, backendsAnnotations: [] };
+
+interface SkipperPlanConfig {
   kind: "Ingress" | "RouteGroup";
   name: string;
   backend: string;
-  backendAnnotations: string[];
+  backendAnnotations: readonly string[];
   /** Divide by replicas: the target has no averageValue. */
   average: boolean;
   client: PrometheusClient;
@@ -200,10 +221,10 @@ class SkipperCollector implements Collector {
   readonly queryKey: string;
   readonly kinds: readonly Kind[];
   readonly #plan: MetricPlan;
-  readonly #config: SkipperConfig;
+  readonly #config: SkipperPlanConfig;
   readonly #backends: PrometheusBackends;
 
-  constructor(plan: MetricPlan, config: SkipperConfig, backends: PrometheusBackends) {
+  constructor(plan: MetricPlan, config: SkipperPlanConfig, backends: PrometheusBackends) {
     this.#plan = plan;
     this.#config = config;
     this.#backends = backends;
@@ -249,7 +270,7 @@ class SkipperCollector implements Collector {
     return skipperRpsQuery({ hosts, weight });
   }
 
-  /** The engine's deadline is at least `--prometheus-query-timeout`. */
+  /** The engine's deadline is at least the query timeout. */
   timeoutMs(): number {
     return this.#backends.timeoutSeconds * 1000;
   }
@@ -274,50 +295,80 @@ class SkipperCollector implements Collector {
 
 /**
  * Object `requests-per-second` (or `requests-per-second,<backend>`) on an Ingress
- * (`--skipper-ingress-metrics`) or RouteGroup (`--skipper-routegroup-metrics`), queried on
- * `--prometheus-server`. Config key: `backend` (optional).
+ * (`ingressMetrics`) or RouteGroup (`routeGroupMetrics`), queried on the default server of
+ * `options.prometheus`. Config key: `backend` (optional). Throws when a server URL of the
+ * Prometheus options is not an http(s) URL.
+ *
+ * @example
+ * ```ts
+ * const factory = createSkipperFactory({
+ *   ingressMetrics: true,
+ *   prometheus: { server: { url: "http://prometheus:9090" } },
+ * });
+ * factory.type; // "skipper"
+ * ```
  */
-export const skipperFactory: CollectorFactory = {
-  type: "skipper",
-  metricTypes: ["Object"],
-  create(options: CollectorFactoryOptions): Collector {
-    const { plan, flags } = options;
-    const d = plan.describedObject;
-    if (!d || (d.kind !== "Ingress" && d.kind !== "RouteGroup") || !d.name) {
-      throw new Error(
-        `metric ${plan.metricName} of type skipper needs a describedObject of kind Ingress or RouteGroup`,
-      );
-    }
-    if (plan.metricName !== RPS_METRIC_NAME && !plan.metricName.startsWith(`${RPS_METRIC_NAME},`)) {
-      throw new Error(`skipper serves only ${RPS_METRIC_NAME}, not metric ${plan.metricName}`);
-    }
-    const flag = d.kind === "Ingress" ? "skipper-ingress-metrics" : "skipper-routegroup-metrics";
-    if (flags[flag] !== true) {
-      throw new BackendNotConfiguredError(
-        `skipper metrics of ${d.kind} objects are not enabled (start with --${flag})`,
-      );
-    }
-    const { backends, client } = defaultPrometheusServer(flags, {
-      type: "skipper",
-      metricName: plan.metricName,
-    });
-    const annos = flags["skipper-backends-annotation"];
-    const average = plan.target.averageValue === undefined;
-    if (average && scaleTargetKind(plan.scaleTargetRef) === undefined) {
-      const ref = plan.scaleTargetRef;
-      throw new Error(
-        `metric ${plan.metricName} has no averageValue target, so it is averaged over replicas, but scale target ${ref.kind}/${ref.name} is not a Deployment, StatefulSet or Rollout`,
-      );
-    }
-    return new SkipperCollector(plan, {
-      kind: d.kind,
-      name: d.name,
-      backend: skipperBackend(plan),
-      backendAnnotations: Array.isArray(annos)
-        ? annos.filter((a): a is string => typeof a === "string")
-        : [],
-      average,
-      client,
-    }, backends);
-  },
-};
+export function createSkipperFactory(skipper: SkipperOptions = {}): CollectorFactory {
+  const backends = prometheusBackends(skipper.prometheus ?? {});
+  const enabled = {
+    Ingress: skipper.ingressMetrics ?? SKIPPER_DEFAULTS.ingressMetrics,
+    RouteGroup: skipper.routeGroupMetrics ?? SKIPPER_DEFAULTS.routeGroupMetrics,
+  };
+  const backendAnnotations = [
+    ...(skipper.backendsAnnotations ?? SKIPPER_DEFAULTS.backendsAnnotations),
+  ];
+  return {
+    type: "skipper",
+    metricTypes: ["Object"],
+    create(options: CollectorFactoryOptions): Collector {
+      const { plan } = options;
+      const d = plan.describedObject;
+      if (!d || (d.kind !== "Ingress" && d.kind !== "RouteGroup") || !d.name) {
+        throw new Error(
+          `metric ${plan.metricName} of type skipper needs a describedObject of kind Ingress or RouteGroup`,
+        );
+      }
+      if (
+        plan.metricName !== RPS_METRIC_NAME && !plan.metricName.startsWith(`${RPS_METRIC_NAME},`)
+      ) {
+        throw new Error(`skipper serves only ${RPS_METRIC_NAME}, not metric ${plan.metricName}`);
+      }
+      const config = planConfig(skipperDescriptor, plan, {
+        allowLinkLocalTargets: backends.allowLinkLocal,
+      });
+      const average = plan.target.averageValue === undefined;
+      if (average && scaleTargetKind(plan.scaleTargetRef) === undefined) {
+        const ref = plan.scaleTargetRef;
+        throw new Error(
+          `metric ${plan.metricName} has no averageValue target, so it is averaged over replicas, but scale target ${ref.kind}/${ref.name} is not a Deployment, StatefulSet or Rollout`,
+        );
+      }
+      if (!enabled[d.kind]) {
+        const flag = d.kind === "Ingress"
+          ? "skipper-ingress-metrics"
+          : "skipper-routegroup-metrics";
+        throw new BackendNotConfiguredError(
+          `skipper metrics of ${d.kind} objects are not enabled (start with --${flag})`,
+        );
+      }
+      const client = defaultPrometheusServer(backends, {
+        type: "skipper",
+        metricName: plan.metricName,
+      });
+      return new SkipperCollector(plan, {
+        kind: d.kind,
+        name: d.name,
+        backend: skipperBackend(plan.metricName, config.backend),
+        backendAnnotations,
+        average,
+        client,
+      }, backends);
+    },
+  };
+}
+
+/**
+ * `skipper` with the default options: nothing enabled (kept for callers that have not moved
+ * to {@linkcode createSkipperFactory}).
+ */
+export const skipperFactory: CollectorFactory = createSkipperFactory();

@@ -9,6 +9,9 @@ import type { CollectorDescriptor, ConfigSchema } from "./collector_config.ts";
 import { influxDbDescriptor } from "./configs/influxdb.ts";
 import { jsonPathDescriptor } from "./configs/json_path.ts";
 import { nakadiDescriptor } from "./configs/nakadi.ts";
+import { prometheusDescriptor } from "./configs/prometheus.ts";
+import { requestsPerSecondDescriptor } from "./configs/requests_per_second.ts";
+import { skipperDescriptor } from "./configs/skipper.ts";
 import { sqsDescriptor } from "./configs/sqs.ts";
 import { zmonDescriptor } from "./configs/zmon.ts";
 import type { MetricType } from "./types.ts";
@@ -31,20 +34,10 @@ export const COLLECTOR_DESCRIPTORS: readonly CollectorDescriptor[] = [
   influxDbDescriptor,
   jsonPathDescriptor,
   nakadiDescriptor,
-  described("prometheus", ["Object", "External"], "--prometheus-server", ["prometheus-query"]),
-  described(
-    "requests-per-second",
-    ["External"],
-    "--prometheus-server and --external-rps-metrics",
-  ),
+  prometheusDescriptor,
+  requestsPerSecondDescriptor,
   described("scaling-schedule", ["Object"], "--scaling-schedule"),
-  {
-    ...described("skipper", ["Object"], ""),
-    enabledBy: (kind) =>
-      kind === "RouteGroup"
-        ? "--prometheus-server and --skipper-routegroup-metrics"
-        : "--prometheus-server and --skipper-ingress-metrics",
-  },
+  skipperDescriptor,
   sqsDescriptor,
   zmonDescriptor,
 ] as readonly CollectorDescriptor[];

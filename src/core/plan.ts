@@ -231,63 +231,6 @@ function choosePods(e: Entry): Choice {
   };
 }
 
-const HOSTNAME_RE = /^[a-zA-Z0-9.-]+$/;
-
-/**
- * Cheap, pure checks of a collector's required config. Mutates `config` only to resolve the
- * legacy `query-name` form into `query`. Returns the problems found.
- */
-function checkConfig(
-  collector: string,
-  e: Entry,
-  config: Record<string, string>,
-  annotationCollector: string,
-): string[] {
-  const errors: string[] = [];
-  const what = `${e.metricType} metric \`${e.metricName}\``;
-  const anno = (key: string): string => `${annotationPrefix(e, annotationCollector)}/${key}`;
-  const queryChecks = (): void => {
-    if (config.query !== undefined) return;
-    const queryName = config["query-name"];
-    if (e.metricType === "External" && queryName !== undefined) {
-      const q = config[queryName];
-      if (q === undefined) {
-        errors.push(
-          `${what} has query-name "${queryName}" but no annotation ${
-            anno(queryName)
-          } holding the query`,
-        );
-      } else config.query = q;
-      return;
-    }
-    errors.push(`${what} needs annotation ${anno("query")}`);
-  };
-  switch (collector) {
-    case "prometheus":
-      queryChecks();
-      break;
-    case "requests-per-second": {
-      const hostnames = config.hostnames;
-      if (!hostnames) errors.push(`${what} needs annotation ${anno("hostnames")}`);
-      else {
-        for (const h of hostnames.split(",")) {
-          if (!HOSTNAME_RE.test(h)) {
-            errors.push(
-              `invalid hostname "${h}" for ${what}: want letters, digits, dots and dashes`,
-            );
-          }
-        }
-      }
-      const weight = config.weight;
-      if (weight !== undefined && (weight.trim() === "" || !Number.isFinite(Number(weight)))) {
-        errors.push(`invalid weight "${weight}" for ${what}: want a number (percent)`);
-      }
-      break;
-    }
-  }
-  return errors;
-}
-
 function copySelector(s: HpaLabelSelector | undefined): LabelSelector | null {
   if (s === undefined) return null;
   const out: LabelSelector = {};
@@ -397,7 +340,6 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
       // with two collectors named, "no collector" would only repeat the conflict
       if (!conflict) errors.push(choice.error);
     } else if (choice.collector !== null) {
-      errors.push(...checkConfig(choice.collector, entry, config, choice.annotationCollector));
       const descriptor = collectorDescriptor(choice.collector);
       if (descriptor !== undefined) {
         const parsed = parseCollectorConfig(descriptor, config, {

@@ -230,13 +230,13 @@ describe("plan command", () => {
         "ll-prom",
         "prometheus",
         { "prometheus-server": "http://169.254.169.254" },
-        'prometheus-server "http://169.254.169.254" of metric ll-prom is a link-local address (allow with --allow-link-local-targets)',
+        'invalid prometheus-server "http://169.254.169.254" for External metric `ll-prom` of HPA faults/h-ll-prom (annotation metric-config.external.ll-prom.prometheus/prometheus-server): a link-local address (allow with --allow-link-local-targets)',
       ],
       [
         "file",
         "prometheus",
         { "prometheus-server": "file:///etc/passwd" },
-        'invalid prometheus-server "file:///etc/passwd" for metric file: want an http(s) URL',
+        'invalid prometheus-server "file:///etc/passwd" for External metric `file` of HPA faults/h-file (annotation metric-config.external.file.prometheus/prometheus-server): want an http:// or https:// URL',
       ],
       [
         "alias",

@@ -5,11 +5,16 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
-  externalRpsFactory,
+  createExternalRpsFactory,
+  type ExternalRpsOptions,
   externalRpsQuery,
   isDnsName,
-  parseExternalRpsConfig,
 } from "../../src/collectors/external_rps.ts";
+import { type Collector, planConfig } from "../../src/collectors/types.ts";
+import { externalRpsOptionsFromFlags } from "../../src/cli/prometheus_options.ts";
+import type { FlagValues } from "../../src/cli/flags.ts";
+import { requestsPerSecondDescriptor } from "../../src/core/configs/requests_per_second.ts";
+import type { MetricPlan } from "../../src/core/types.ts";
 import {
   context,
   externalPlan,
@@ -78,54 +83,69 @@ describe("isDnsName", () => {
   }
 });
 
-describe("parseExternalRpsConfig", () => {
+describe("requests-per-second config", () => {
   const plan = (config: Record<string, string>) => externalPlan("requests-per-second", config);
+  const read = (config: Record<string, string>) =>
+    planConfig(requestsPerSecondDescriptor, plan(config), {});
   it("defaults the weight to 100 percent", () => {
-    assert.deepEqual(parseExternalRpsConfig(plan({ hostnames: "a.org,b.org" })), {
+    assert.deepEqual(read({ hostnames: "a.org,b.org" }), {
       hostnames: ["a.org", "b.org"],
       weight: 1,
     });
   });
   it("reads the weight as a percentage", () => {
-    assert.deepEqual(parseExternalRpsConfig(plan({ hostnames: "a.org", weight: "12.5" })), {
+    assert.deepEqual(read({ hostnames: "a.org", weight: "12.5" }), {
       hostnames: ["a.org"],
       weight: 0.125,
     });
   });
-  const errors: [Record<string, string>, RegExp][] = [
-    [{}, /^missing config "hostnames" for metric queue-length$/],
-    [{ hostnames: "" }, /^missing config "hostnames" for metric queue-length$/],
+  const what = "External metric `queue-length` of HPA default/web";
+  const anno = "annotation metric-config.external.queue-length.requests-per-second";
+  const missing = `${what} needs matchLabels.hostnames or ${anno}/hostnames`;
+  const errors: [Record<string, string>, string][] = [
+    [{}, missing],
+    [{ hostnames: "" }, missing],
     [
       { hostnames: "a.org, b.org" },
-      /^invalid hostname " b.org" for metric queue-length: want a DNS name$/,
+      `invalid hostnames "a.org, b.org" for ${what} (${anno}/hostnames): " b.org" is not a DNS name`,
     ],
     [
       { hostnames: "a.org,,b.org" },
-      /^invalid hostname "" for metric queue-length: want a DNS name$/,
+      `invalid hostnames "a.org,,b.org" for ${what} (${anno}/hostnames): "" is not a DNS name`,
     ],
     [
       { hostnames: 'a.org"}[1m]))' },
-      /^invalid hostname "a.org"\}\[1m\]\)\)" for metric queue-length: want a DNS name$/,
+      `invalid hostnames "a.org"}[1m]))" for ${what} (${anno}/hostnames): "a.org"}[1m]))" is not a DNS name`,
     ],
     [
       { hostnames: "a.org", weight: "half" },
-      /^invalid weight "half" for metric queue-length: want a percentage from 0$/,
+      `invalid weight "half" for ${what} (${anno}/weight): want a percentage from 0`,
     ],
     [
       { hostnames: "a.org", weight: "-5" },
-      /^invalid weight "-5" for metric queue-length: want a percentage from 0$/,
+      `invalid weight "-5" for ${what} (${anno}/weight): want a percentage from 0`,
     ],
     [
       { hostnames: "a.org", weight: "" },
-      /^invalid weight "" for metric queue-length: want a percentage from 0$/,
+      `invalid weight "" for ${what} (${anno}/weight): want a percentage from 0`,
     ],
   ];
   for (const [config, want] of errors) {
     it(`refuses ${JSON.stringify(config)}`, () => {
-      throwsMatching(() => parseExternalRpsConfig(plan(config)), want);
+      assert.throws(() => read(config), { message: want });
     });
   }
 });
+
+/** The collector of `plan` from a factory made with typed options. */
+function create(plan: MetricPlan, options: ExternalRpsOptions): Collector {
+  return createExternalRpsFactory(options).create({ plan, flags: {} });
+}
+
+/** The collector of `plan` from a factory built as serve builds it from `flags`. */
+function createFromFlags(plan: MetricPlan, flags: FlagValues): Collector {
+  return createExternalRpsFactory(externalRpsOptionsFromFlags(flags)).create({ plan, flags: {} });
+}
 
 describe("external requests-per-second collector", () => {
   let fake: FakePrometheusApi;
@@ -139,14 +159,10 @@ describe("external requests-per-second collector", () => {
   it("queries the configured counter and serves the value with the selector's labels", async () => {
     fake.seen.length = 0;
     fake.reply = () => ({ status: 200, body: scalarBody("33.5") });
-    const c = externalRpsFactory.create({
-      plan: externalPlan("requests-per-second", { hostnames: "just.testing.com", weight: "42" }),
-      flags: {
-        "external-rps-metrics": true,
-        "external-rps-metric-name": "a_metric",
-        "prometheus-server": fake.url,
-      },
-    });
+    const c = create(
+      externalPlan("requests-per-second", { hostnames: "just.testing.com", weight: "42" }),
+      { enabled: true, metricName: "a_metric", prometheus: { server: { url: fake.url } } },
+    );
     assert.deepEqual(await c.collect(context()), {
       samples: [{ value: 33.5, timestamp: NOW }],
     });
@@ -155,30 +171,38 @@ describe("external requests-per-second collector", () => {
     ]);
   });
 
-  it("asks the engine for a deadline of --prometheus-query-timeout (default 10s)", () => {
-    const make = (flags: Record<string, unknown>) =>
-      externalRpsFactory.create({
-        plan: externalPlan("requests-per-second", { hostnames: "a.org" }),
-        flags: { "external-rps-metrics": true, "prometheus-server": fake.url, ...flags },
+  it("asks the engine for a deadline of the query timeout (default 10s)", () => {
+    const make = (queryTimeoutSeconds?: number) =>
+      create(externalPlan("requests-per-second", { hostnames: "a.org" }), {
+        enabled: true,
+        prometheus: { server: { url: fake.url }, queryTimeoutSeconds },
       });
     const ctx = { cluster: context().cluster, now: () => NOW };
-    assert.equal(make({}).timeoutMs?.(ctx), 10_000);
-    assert.equal(make({ "prometheus-query-timeout": 40 }).timeoutMs?.(ctx), 40_000);
+    assert.equal(make().timeoutMs?.(ctx), 10_000);
+    assert.equal(make(40).timeoutMs?.(ctx), 40_000);
+    const fromFlags = (flags: FlagValues) =>
+      createFromFlags(externalPlan("requests-per-second", { hostnames: "a.org" }), {
+        "external-rps-metrics": true,
+        "prometheus-server": fake.url,
+        ...flags,
+      });
+    assert.equal(fromFlags({}).timeoutMs?.(ctx), 10_000);
+    assert.equal(fromFlags({ "prometheus-query-timeout": 40 }).timeoutMs?.(ctx), 40_000);
   });
 
-  it("uses Skipper's counter when the flag is not given", () => {
-    const c = externalRpsFactory.create({
-      plan: externalPlan("requests-per-second", { hostnames: "a.org" }),
-      flags: { "external-rps-metrics": true, "prometheus-server": fake.url },
+  it("uses Skipper's counter when no metric name is given", () => {
+    const c = create(externalPlan("requests-per-second", { hostnames: "a.org" }), {
+      enabled: true,
+      prometheus: { server: { url: fake.url } },
     });
     assert.match(c.queryKey, /skipper_serve_host_duration_seconds_count\{host=~\\"a_org\\"\}/);
   });
 
   it("records no traffic (NaN) as an error naming the query", async () => {
     fake.reply = () => ({ status: 200, body: scalarBody("NaN") });
-    const c = externalRpsFactory.create({
-      plan: externalPlan("requests-per-second", { hostnames: "a.org" }),
-      flags: { "external-rps-metrics": true, "prometheus-server": fake.url },
+    const c = create(externalPlan("requests-per-second", { hostnames: "a.org" }), {
+      enabled: true,
+      prometheus: { server: { url: fake.url } },
     });
     await rejectsMatching(
       c.collect(context()),
@@ -186,7 +210,7 @@ describe("external requests-per-second collector", () => {
     );
   });
 
-  const createErrors: [string, Record<string, unknown>, RegExp][] = [
+  const createErrors: [string, FlagValues, RegExp][] = [
     [
       "when not enabled",
       { "prometheus-server": "http://127.0.0.1:1" },
@@ -219,13 +243,16 @@ describe("external requests-per-second collector", () => {
   for (const [name, flags, want] of createErrors) {
     it(`refuses ${name}`, () => {
       throwsMatching(
-        () =>
-          externalRpsFactory.create({
-            plan: externalPlan("requests-per-second", { hostnames: "a.org" }),
-            flags,
-          }),
+        () => createFromFlags(externalPlan("requests-per-second", { hostnames: "a.org" }), flags),
         want,
       );
     });
   }
+
+  it("refuses typed options whose metric name is not one, when enabled", () => {
+    assert.throws(() => createExternalRpsFactory({ enabled: true, metricName: "a-b" }), {
+      message: 'invalid requests-per-second metric name "a-b": want a Prometheus metric name',
+    });
+    assert.equal(createExternalRpsFactory({ metricName: "a-b" }).type, "requests-per-second");
+  });
 });

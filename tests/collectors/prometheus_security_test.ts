@@ -8,7 +8,11 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { prometheusFactory } from "../../src/collectors/prometheus.ts";
+import {
+  createPrometheusFactory,
+  type PrometheusOptions,
+} from "../../src/collectors/prometheus.ts";
+import type { Collector } from "../../src/collectors/types.ts";
 import { PrometheusClient } from "../../src/collectors/prometheus_client.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import {
@@ -51,6 +55,11 @@ function plans(config: Record<string, string>): [string, MetricPlan][] {
   ];
 }
 
+/** The collector of `plan` from a factory made with typed options. */
+function create(plan: MetricPlan, options: PrometheusOptions = {}): Collector {
+  return createPrometheusFactory(options).create({ plan, flags: {} });
+}
+
 async function message(p: Promise<unknown>): Promise<string> {
   try {
     await p;
@@ -61,22 +70,18 @@ async function message(p: Promise<unknown>): Promise<string> {
 }
 
 describe("prometheus-server named by an annotation", () => {
-  it("gets no --prometheus-server-token-file token, even when it is that server", async () => {
+  it("gets no token of the operator's server, even when it is that server", async () => {
     for (const url of [fake.url, `${fake.url}/`]) {
       for (const [kind, plan] of plans({ "prometheus-server": url })) {
         fake.seen.length = 0;
-        const flags = { "prometheus-server": fake.url, "prometheus-server-token-file": tokenFile };
-        await prometheusFactory.create({ plan, flags }).collect(context());
+        await create(plan, { server: { url: fake.url, tokenFile } }).collect(context());
         assert.equal(fake.seen.length, 1, kind);
         assert.equal(fake.seen[0].authorization, undefined, `${kind} metric to ${url}`);
       }
     }
-    // The flag's server itself does get it.
+    // The operator's server itself does get it.
     const [, plan] = plans({})[0];
-    await prometheusFactory.create({
-      plan,
-      flags: { "prometheus-server": fake.url, "prometheus-server-token-file": tokenFile },
-    }).collect(context());
+    await create(plan, { server: { url: fake.url, tokenFile } }).collect(context());
     assert.equal(fake.seen.at(-1)?.authorization, "Bearer operator-token");
   });
 
@@ -106,7 +111,7 @@ describe("prometheus-server named by an annotation", () => {
           return Promise.resolve(["169.254.169.254"]);
         },
       };
-      const c = prometheusFactory.create({ plan, flags: { "prometheus-server": fake.url } });
+      const c = create(plan, { server: { url: fake.url } });
       assert.equal(
         await message(c.collect(ctx)),
         `prometheus query "up" for metric ${plan.metricName} failed: request to ${url}/api/v1/query refused: host "prom.test" resolves to link-local address 169.254.169.254 (allow with --allow-link-local-targets)`,
@@ -117,7 +122,7 @@ describe("prometheus-server named by an annotation", () => {
     assert.equal(fake.seen.length, 0);
   });
 
-  it("is asked when its name resolves elsewhere, or with --allow-link-local-targets", async () => {
+  it("is asked when its name resolves elsewhere, or with allowLinkLocalTargets", async () => {
     const url = `http://prom.test:${new URL(fake.url).port}`;
     const [, plan] = plans({ "prometheus-server": url })[0];
     const ctx = (address: string) => ({
@@ -127,12 +132,12 @@ describe("prometheus-server named by an annotation", () => {
       lookup: () => Promise.resolve([address]),
     });
     for (
-      const [address, flags] of [
+      const [address, options] of [
         ["10.0.0.9", {}],
-        ["169.254.169.254", { "allow-link-local-targets": true }],
+        ["169.254.169.254", { allowLinkLocalTargets: true }],
       ] as const
     ) {
-      const c = prometheusFactory.create({ plan, flags });
+      const c = create(plan, options);
       assert.equal((await c.collect(ctx(address))).samples[0].value, 1);
     }
     assert.equal(fake.seen.length, 2);
@@ -172,10 +177,7 @@ describe("prometheus-server named by an annotation", () => {
   for (const [name, reply, want] of answers) {
     it(`does not quote ${name}`, async () => {
       fake.reply = () => reply;
-      const c = prometheusFactory.create({
-        plan: externalPlan("prometheus", { query: "up", "prometheus-server": fake.url }),
-        flags: {},
-      });
+      const c = create(externalPlan("prometheus", { query: "up", "prometheus-server": fake.url }));
       assert.equal(
         await message(c.collect(context())),
         `prometheus query "up" for metric queue-length failed: ${
@@ -197,10 +199,9 @@ describe("prometheus-server named by an annotation", () => {
         },
       }),
     });
-    const annotated = prometheusFactory.create({
-      plan: externalPlan("prometheus", { query: "up", "prometheus-server": fake.url }),
-      flags: {},
-    });
+    const annotated = create(
+      externalPlan("prometheus", { query: "up", "prometheus-server": fake.url }),
+    );
     assert.equal(
       await message(annotated.collect(context())),
       `prometheus query "up" at ${fake.url} returned NaN in series {} for metric queue-length`,
@@ -222,16 +223,15 @@ describe("prometheus-server named by an annotation", () => {
   });
 });
 
-describe("prometheus servers of the flags", () => {
+describe("prometheus servers of the operator", () => {
   it("never follow a redirect, so the token does not go along", async () => {
     fake.reply = () => ({
       status: 302,
       body: "",
       headers: { location: "http://169.254.169.254/api/v1/query" },
     });
-    const c = prometheusFactory.create({
-      plan: externalPlan("prometheus", { query: "up" }),
-      flags: { "prometheus-server": fake.url, "prometheus-server-token-file": tokenFile },
+    const c = create(externalPlan("prometheus", { query: "up" }), {
+      server: { url: fake.url, tokenFile },
     });
     assert.equal(
       await message(c.collect(context())),
@@ -245,10 +245,7 @@ describe("prometheus servers of the flags", () => {
       status: 422,
       body: JSON.stringify({ status: "error", errorType: "execution", error: "x".repeat(500) }),
     });
-    const c = prometheusFactory.create({
-      plan: externalPlan("prometheus", { query: "up" }),
-      flags: { "prometheus-server": fake.url },
-    });
+    const c = create(externalPlan("prometheus", { query: "up" }), { server: { url: fake.url } });
     assert.equal(
       await message(c.collect(context())),
       `prometheus query "up" for metric queue-length failed: execution: ${"x".repeat(200)}...`,

@@ -9,11 +9,14 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  prometheusBackendsFromFlags,
-  prometheusFactory,
+  createPrometheusFactory,
+  prometheusBackends,
   prometheusValue,
   scaleTargetReplicas,
 } from "../../src/collectors/prometheus.ts";
+import type { Collector } from "../../src/collectors/types.ts";
+import { prometheusOptionsFromFlags } from "../../src/cli/prometheus_options.ts";
+import type { FlagValues } from "../../src/cli/flags.ts";
 import {
   parseQueryResponse,
   parseSampleValue,
@@ -106,19 +109,29 @@ async function waitForData(url: string, query: string): Promise<void> {
   throw new Error(`no data for ${query} after 10s`);
 }
 
-/** A fresh flags object (the backends are cached per flags object). */
-function flags(extra: Record<string, unknown> = {}): Record<string, unknown> {
+/** A fresh flags object (the options and their clients are cached per flags object). */
+function flags(extra: FlagValues = {}): FlagValues {
   return { "prometheus-server": prom.url, "prometheus-query-timeout": 10, ...extra };
+}
+
+/** The collector of `plan`, from a factory built as serve builds it from `flags`. */
+function create(plan: MetricPlan, f: FlagValues): Collector {
+  return createPrometheusFactory(prometheusOptionsFromFlags(f)).create({ plan, flags: {} });
+}
+
+/** {@linkcode create} with named arguments. */
+function createFrom(options: { plan: MetricPlan; flags: FlagValues }): Collector {
+  return create(options.plan, options.flags);
 }
 
 function collectExternal(
   query: string,
-  options: { flags?: Record<string, unknown>; config?: Record<string, string> } = {},
+  options: { flags?: FlagValues; config?: Record<string, string> } = {},
 ) {
-  const c = prometheusFactory.create({
-    plan: externalPlan("prometheus", { query, ...options.config }),
-    flags: options.flags ?? flags(),
-  });
+  const c = create(
+    externalPlan("prometheus", { query, ...options.config }),
+    options.flags ?? flags(),
+  );
   return c.collect(live());
 }
 
@@ -183,7 +196,7 @@ describe("prometheus collector against a real Prometheus", () => {
   }
 
   it("reads the legacy query-name form", async () => {
-    const c = prometheusFactory.create({
+    const c = createFrom({
       plan: externalPlan("prometheus", { "query-name": "my-query", "my-query": "test_single" }, {
         metricName: "prometheus-query",
       }),
@@ -193,7 +206,7 @@ describe("prometheus collector against a real Prometheus", () => {
   });
 
   it("an Object metric on any kind is the described object's value", async () => {
-    const c = prometheusFactory.create({
+    const c = createFrom({
       plan: objectPlan("prometheus", { apiVersion: "v1", kind: "Service", name: "web-svc" }, {
         query: "sum(test_gauge)",
       }, { metricName: "queue-depth" }),
@@ -211,7 +224,7 @@ describe("prometheus collector against a real Prometheus", () => {
   ];
   for (const [name, kind, ref, replicas] of perReplica) {
     it(`per-replica divides by the ${name}'s status.replicas`, async () => {
-      const c = prometheusFactory.create({
+      const c = createFrom({
         plan: objectPlan("prometheus", { apiVersion: "v1", kind: "Service", name: "web-svc" }, {
           query: "sum(test_gauge)",
         }, { perReplica: true, scaleTargetRef: ref }),
@@ -226,7 +239,7 @@ describe("prometheus collector against a real Prometheus", () => {
   }
 
   it("per-replica applies to External metrics too", async () => {
-    const c = prometheusFactory.create({
+    const c = createFrom({
       plan: externalPlan("prometheus", { query: "test_single" }, { perReplica: true }),
       flags: flags(),
     });
@@ -255,7 +268,7 @@ describe("prometheus collector against a real Prometheus", () => {
   ];
   for (const [name, objects, want] of replicaErrors) {
     it(`per-replica with ${name} is an error, not a division`, async () => {
-      const c = prometheusFactory.create({
+      const c = createFrom({
         plan: objectPlan("prometheus", { kind: "Service", name: "web-svc" }, {
           query: "sum(test_gauge)",
         }, { perReplica: true }),
@@ -324,7 +337,7 @@ describe("prometheus servers", () => {
     assert.deepEqual(r, { samples: [{ value: 42, timestamp: clock }] });
   });
 
-  const createErrors: [string, Record<string, unknown>, Record<string, string>, RegExp][] = [
+  const createErrors: [string, FlagValues, Record<string, string>, RegExp | string][] = [
     [
       "an unknown alias",
       { "additional-prometheus-server": ["a=http://127.0.0.1:1", "b=http://127.0.0.1:2"] },
@@ -347,13 +360,13 @@ describe("prometheus servers", () => {
       "a link-local prometheus-server",
       { "prometheus-server": "http://127.0.0.1:1" },
       { "prometheus-server": "http://169.254.169.254/" },
-      /^prometheus-server "http:\/\/169.254.169.254\/" of metric queue-length is a link-local address/,
+      'invalid prometheus-server "http://169.254.169.254/" for External metric `queue-length` of HPA default/web (annotation metric-config.external.queue-length.prometheus/prometheus-server): a link-local address (allow with --allow-link-local-targets)',
     ],
     [
       "a prometheus-server that is no URL",
       { "prometheus-server": "http://127.0.0.1:1" },
       { "prometheus-server": "prometheus:9090" },
-      /^invalid prometheus-server "prometheus:9090" for metric queue-length: want an http\(s\) URL$/,
+      'invalid prometheus-server "prometheus:9090" for External metric `queue-length` of HPA default/web (annotation metric-config.external.queue-length.prometheus/prometheus-server): want an http:// or https:// URL',
     ],
     [
       "a malformed --additional-prometheus-server",
@@ -380,30 +393,29 @@ describe("prometheus servers", () => {
       "a missing query",
       { "prometheus-server": "http://127.0.0.1:1" },
       { query: "" },
-      /^missing config "query" for metric queue-length$/,
+      "External metric `queue-length` of HPA default/web needs matchLabels.query or annotation metric-config.external.queue-length.prometheus/query",
     ],
     [
       "a query-name naming no key",
       { "prometheus-server": "http://127.0.0.1:1" },
       { query: "", "query-name": "q1" },
-      /^missing config "q1" \(named by query-name\) holding the query of metric queue-length$/,
+      "External metric `queue-length` of HPA default/web needs matchLabels.q1 or annotation metric-config.external.queue-length.prometheus/q1 (the query named by query-name)",
     ],
   ];
   for (const [name, f, config, want] of createErrors) {
     it(`refuses ${name}`, () => {
-      throwsMatching(
-        () =>
-          prometheusFactory.create({
-            plan: externalPlan("prometheus", { query: "up", ...config }),
-            flags: { ...f },
-          }),
-        want,
-      );
+      const make = () =>
+        createFrom({
+          plan: externalPlan("prometheus", { query: "up", ...config }),
+          flags: { ...f },
+        });
+      if (typeof want === "string") assert.throws(make, { message: want });
+      else throwsMatching(make, want);
     });
   }
 
   it("allows a link-local prometheus-server with --allow-link-local-targets", () => {
-    const c = prometheusFactory.create({
+    const c = createFrom({
       plan: externalPlan("prometheus", {
         query: "up",
         "prometheus-server": "http://169.254.169.254/",
@@ -416,7 +428,7 @@ describe("prometheus servers", () => {
   it("refuses per-replica with a scale target whose replicas it cannot read", () => {
     throwsMatching(
       () =>
-        prometheusFactory.create({
+        createFrom({
           plan: objectPlan("prometheus", { kind: "Service", name: "s" }, { query: "up" }, {
             perReplica: true,
             scaleTargetRef: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "rs" },
@@ -429,13 +441,15 @@ describe("prometheus servers", () => {
 
   it("shares one client per server across collectors of one flags object", () => {
     const f = { "additional-prometheus-server": ["a=http://127.0.0.1:1"] };
-    assert.equal(prometheusBackendsFromFlags(f), prometheusBackendsFromFlags(f));
-    assert.equal(prometheusBackendsFromFlags(f).aliases.get("a")?.url, "http://127.0.0.1:1");
+    const backends = (): ReturnType<typeof prometheusBackends> =>
+      prometheusBackends(prometheusOptionsFromFlags(f));
+    assert.equal(backends(), backends());
+    assert.equal(backends().aliases.get("a")?.url, "http://127.0.0.1:1");
   });
 
   it("query keys: equal for equal queries, different across servers, objects and targets", () => {
     const f = flags({ "additional-prometheus-server": ["a=http://127.0.0.1:1"] });
-    const key = (plan: MetricPlan): string => prometheusFactory.create({ plan, flags: f }).queryKey;
+    const key = (plan: MetricPlan): string => create(plan, f).queryKey;
     const base = externalPlan("prometheus", { query: "up" });
     assert.equal(key(base), key(externalPlan("prometheus", { query: "up", other: "x" })));
     assert.notEqual(key(base), key(externalPlan("prometheus", { query: "up2" })));
@@ -454,7 +468,7 @@ describe("prometheus servers", () => {
 });
 
 describe("prometheus client over HTTP", () => {
-  function clientFlags(url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  function clientFlags(url: string, extra: FlagValues = {}): FlagValues {
     return { "prometheus-server": url, ...extra };
   }
 
@@ -496,7 +510,7 @@ describe("prometheus client over HTTP", () => {
         ? { status: 200, body: scalarBody("1") }
         : { status: 401, body: "unauthorized", headers: { "content-type": "text/plain" } };
     const f = clientFlags(fake.url, { "prometheus-server-token-file": tokenFile });
-    const c = prometheusFactory.create({
+    const c = createFrom({
       plan: externalPlan("prometheus", { query: "up" }),
       flags: f,
     });
@@ -565,7 +579,7 @@ describe("prometheus client over HTTP", () => {
   });
 
   it("stops when the collection's signal aborts", async () => {
-    const c = prometheusFactory.create({
+    const c = createFrom({
       plan: externalPlan("prometheus", { query: "up" }),
       flags: clientFlags(silent.url),
     });

@@ -5,13 +5,17 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
+  createSkipperFactory,
   formatWeight,
   ingressBackendWeight,
   quoteMeta,
   routeGroupBackendWeight,
-  skipperFactory,
+  skipperBackend,
+  type SkipperOptions,
   skipperRpsQuery,
 } from "../../src/collectors/skipper.ts";
+import type { Collector } from "../../src/collectors/types.ts";
+import { skipperOptionsFromFlags } from "../../src/cli/prometheus_options.ts";
 import type { Kind, KubeObject } from "../../src/cluster/types.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import {
@@ -179,11 +183,16 @@ function routeGroup(hosts: string[], defaultBackends: unknown[] = []): KubeObjec
   return { metadata: { name: "app", namespace: "default" }, spec: { hosts, defaultBackends } };
 }
 
-const FLAGS_BASE = {
-  "skipper-ingress-metrics": true,
-  "skipper-routegroup-metrics": true,
-  "skipper-backends-annotation": ["zalando.org/backend-weights"],
+const OPTIONS_BASE: SkipperOptions = {
+  ingressMetrics: true,
+  routeGroupMetrics: true,
+  backendsAnnotations: ["zalando.org/backend-weights"],
 };
+
+/** The collector of `plan` from a factory made with typed options. */
+function create(plan: MetricPlan, options: SkipperOptions): Collector {
+  return createSkipperFactory(options).create({ plan, flags: {} });
+}
 
 function skipperPlan(kind: "Ingress" | "RouteGroup", overrides: Partial<MetricPlan> = {}) {
   return objectPlan(
@@ -206,7 +215,10 @@ describe("skipper collector", () => {
   after(async () => {
     await fake?.close();
   });
-  const flags = (): Record<string, unknown> => ({ ...FLAGS_BASE, "prometheus-server": fake.url });
+  const options = (): SkipperOptions => ({
+    ...OPTIONS_BASE,
+    prometheus: { server: { url: fake.url } },
+  });
 
   const cases: [string, MetricPlan, [Kind, KubeObject][], string, number][] = [
     [
@@ -265,7 +277,7 @@ describe("skipper collector", () => {
     it(name, async () => {
       fake.seen.length = 0;
       fake.reply = () => ({ status: 200, body: scalarBody("12") });
-      const c = skipperFactory.create({ plan, flags: flags() });
+      const c = create(plan, options());
       const r = await c.collect(context(new StaticCluster(objects)));
       assert.deepEqual(r, { samples: [{ objectName: "app", value: want, timestamp: NOW }] });
       assert.deepEqual(fake.seen.map((s) => s.params.query), [query]);
@@ -273,12 +285,12 @@ describe("skipper collector", () => {
   }
 
   it("reads the object (and the scale target when averaging) from the cluster", () => {
-    const avg = skipperFactory.create({ plan: skipperPlan("RouteGroup"), flags: flags() });
+    const avg = create(skipperPlan("RouteGroup"), options());
     assert.deepEqual(avg.kinds, ["RouteGroup"]);
-    const val = skipperFactory.create({
-      plan: skipperPlan("Ingress", { target: { type: "Value", value: "1" } }),
-      flags: flags(),
-    });
+    const val = create(
+      skipperPlan("Ingress", { target: { type: "Value", value: "1" } }),
+      options(),
+    );
     assert.deepEqual(val.kinds, ["Ingress", "Deployment"]);
   });
 
@@ -306,28 +318,28 @@ describe("skipper collector", () => {
   for (const [name, plan, objects, want] of failures) {
     it(`fails on ${name}`, async () => {
       fake.reply = () => ({ status: 200, body: scalarBody("12") });
-      const c = skipperFactory.create({ plan, flags: flags() });
+      const c = create(plan, options());
       await rejectsMatching(c.collect(context(new StaticCluster(objects))), want);
     });
   }
 
-  const createErrors: [string, MetricPlan, Record<string, unknown>, RegExp][] = [
+  const createErrors: [string, MetricPlan, SkipperOptions, RegExp][] = [
     [
       "Ingress metrics when only RouteGroups are enabled",
       skipperPlan("Ingress"),
-      { "skipper-routegroup-metrics": true, "prometheus-server": "http://127.0.0.1:1" },
+      { routeGroupMetrics: true, prometheus: { server: { url: "http://127.0.0.1:1" } } },
       /^skipper metrics of Ingress objects are not enabled \(start with --skipper-ingress-metrics\)$/,
     ],
     [
       "no Prometheus server",
       skipperPlan("Ingress"),
-      { "skipper-ingress-metrics": true },
+      { ingressMetrics: true },
       /^skipper metric requests-per-second needs --prometheus-server$/,
     ],
     [
       "another metric name",
       skipperPlan("Ingress", { metricName: "latency" }),
-      { ...FLAGS_BASE, "prometheus-server": "http://127.0.0.1:1" },
+      { ...OPTIONS_BASE, prometheus: { server: { url: "http://127.0.0.1:1" } } },
       /^skipper serves only requests-per-second, not metric latency$/,
     ],
     [
@@ -336,13 +348,54 @@ describe("skipper collector", () => {
         target: { type: "Value", value: "1" },
         scaleTargetRef: { kind: "ReplicaSet", name: "rs" },
       }),
-      { ...FLAGS_BASE, "prometheus-server": "http://127.0.0.1:1" },
+      { ...OPTIONS_BASE, prometheus: { server: { url: "http://127.0.0.1:1" } } },
       /scale target ReplicaSet\/rs is not a Deployment, StatefulSet or Rollout$/,
     ],
   ];
-  for (const [name, plan, f, want] of createErrors) {
+  for (const [name, plan, o, want] of createErrors) {
     it(`refuses ${name}`, () => {
-      throwsMatching(() => skipperFactory.create({ plan, flags: f }), want);
+      throwsMatching(() => create(plan, o), want);
     });
   }
+});
+
+describe("skipperBackend", () => {
+  const cases: [string, string, string | undefined, string][] = [
+    ["the backend key", "requests-per-second", "b1", "b1"],
+    ["the backend key over the deprecated name", "requests-per-second,b2", "b1", "b1"],
+    [
+      "the deprecated requests-per-second,<backend> name",
+      "requests-per-second,b2",
+      undefined,
+      "b2",
+    ],
+    ["none", "requests-per-second", undefined, ""],
+  ];
+  for (const [name, metricName, backend, want] of cases) {
+    it(name, () => assert.equal(skipperBackend(metricName, backend), want));
+  }
+});
+
+describe("skipper options from serve's flags", () => {
+  it("reads the switches, the backends annotations and the Prometheus server", () => {
+    const options = skipperOptionsFromFlags({
+      "skipper-ingress-metrics": true,
+      "skipper-backends-annotation": ["a/weights", "b/weights"],
+      "prometheus-server": "http://127.0.0.1:1",
+    });
+    assert.deepEqual(
+      { ...options, prometheus: options.prometheus?.server },
+      {
+        ingressMetrics: true,
+        routeGroupMetrics: false,
+        backendsAnnotations: ["a/weights", "b/weights"],
+        prometheus: { url: "http://127.0.0.1:1", tokenFile: null },
+      },
+    );
+    const plan = skipperPlan("RouteGroup");
+    throwsMatching(
+      () => createSkipperFactory(options).create({ plan, flags: {} }),
+      /^skipper metrics of RouteGroup objects are not enabled \(start with --skipper-routegroup-metrics\)$/,
+    );
+  });
 });

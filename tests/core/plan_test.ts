@@ -156,7 +156,7 @@ describe("planHpa collector choice", () => {
     }],
     // External, legacy metric names
     [
-      "legacy prometheus-query resolves query-name into query",
+      "legacy prometheus-query reads the query query-name names (the schema resolves it)",
       external("prometheus-query", {
         "query-name": "rps",
       }),
@@ -164,7 +164,7 @@ describe("planHpa collector choice", () => {
       {
         collector: "prometheus",
         error: null,
-        config: { query: "sum(rate(x[1m]))", "query-name": "rps", rps: "sum(rate(x[1m]))" },
+        config: { "query-name": "rps", rps: "sum(rate(x[1m]))" },
         warnings: [
           "External metric `prometheus-query` selects its collector by metric name (deprecated); set matchLabels.type: prometheus",
         ],
@@ -179,7 +179,7 @@ describe("planHpa collector choice", () => {
       {
         collector: "prometheus",
         error:
-          'External metric `prometheus-query` has query-name "rps" but no annotation metric-config.external.prometheus-query.prometheus/rps holding the query',
+          "External metric `prometheus-query` of HPA shop/web needs matchLabels.rps or annotation metric-config.external.prometheus-query.prometheus/rps (the query named by query-name)",
         config: { other: "up", "query-name": "rps" },
         warnings: [
           "External metric `prometheus-query` selects its collector by metric name (deprecated); set matchLabels.type: prometheus",
@@ -377,7 +377,8 @@ describe("planHpa collector choice", () => {
       "metric-config.object.events.prometheus/per-replica": "true",
     }, {
       collector: "prometheus",
-      error: "Object metric `events` needs annotation metric-config.object.events.prometheus/query",
+      error:
+        "Object metric `events` of HPA shop/web needs matchLabels.query or annotation metric-config.object.events.prometheus/query",
       config: {},
     }],
     // Pods
@@ -485,7 +486,7 @@ describe("planHpa config checks", () => {
       "External prometheus without query",
       external("q", { type: "prometheus" }),
       {},
-      "External metric `q` needs annotation metric-config.external.q.prometheus/query",
+      "External metric `q` of HPA shop/web needs matchLabels.query or annotation metric-config.external.q.prometheus/query",
     ],
     [
       "External influxdb without query",
@@ -519,7 +520,7 @@ describe("planHpa config checks", () => {
       "requests-per-second without hostnames",
       external("q", { type: "requests-per-second" }),
       {},
-      "External metric `q` needs annotation metric-config.external.q.requests-per-second/hostnames",
+      "External metric `q` of HPA shop/web needs matchLabels.hostnames or annotation metric-config.external.q.requests-per-second/hostnames",
     ],
     [
       "requests-per-second with a bad hostname and weight",
@@ -530,7 +531,7 @@ describe("planHpa config checks", () => {
         "metric-config.external.q.requests-per-second/hostnames": "a.org,b_c.org",
         "metric-config.external.q.requests-per-second/weight": "half",
       },
-      'invalid hostname "b_c.org" for External metric `q`: want letters, digits, dots and dashes; invalid weight "half" for External metric `q`: want a number (percent)',
+      'invalid hostnames "a.org,b_c.org" for External metric `q` of HPA shop/web (annotation metric-config.external.q.requests-per-second/hostnames): "b_c.org" is not a DNS name; invalid weight "half" for External metric `q` of HPA shop/web (annotation metric-config.external.q.requests-per-second/weight): want a percentage from 0',
     ],
   ];
   for (const [name, metric, annotations, error] of cases) {

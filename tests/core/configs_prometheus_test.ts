@@ -1,0 +1,267 @@
+/**
+ * The config schemas of the Prometheus family (src/core/configs/prometheus.ts, skipper.ts,
+ * requests_per_second.ts) as `plan` and `serve` meet them: each invalid config has one
+ * message, the same from `planHpa` and from the collector's factory (created with typed
+ * options, every backend set up), and a config one accepts the other accepts too.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createExternalRpsFactory } from "../../src/collectors/external_rps.ts";
+import {
+  createPrometheusFactory,
+  type PrometheusOptions,
+} from "../../src/collectors/prometheus.ts";
+import { createSkipperFactory } from "../../src/collectors/skipper.ts";
+import type { CollectorFactory } from "../../src/collectors/types.ts";
+import { planHpa } from "../../src/core/plan.ts";
+import type { MetricPlan, MetricType } from "../../src/core/types.ts";
+
+/** The factories as serve makes them, every backend set up; link-local targets as given. */
+function factories(allowLinkLocalTargets: boolean): Readonly<Record<string, CollectorFactory>> {
+  const prometheus: PrometheusOptions = {
+    server: { url: "http://prometheus.test:9090" },
+    additionalServers: { other: { url: "http://other.test:9090" } },
+    allowLinkLocalTargets,
+  };
+  return {
+    prometheus: createPrometheusFactory(prometheus),
+    skipper: createSkipperFactory({ ingressMetrics: true, routeGroupMetrics: true, prometheus }),
+    "requests-per-second": createExternalRpsFactory({ enabled: true, prometheus }),
+  };
+}
+
+/** One metric of a case: External `q` (with a `type` label) or Object `name` on `kind`. */
+interface Metric {
+  metricType: MetricType;
+  collector: string;
+  name?: string;
+  kind?: string;
+}
+
+const EXTERNAL_PROMETHEUS: Metric = { metricType: "External", collector: "prometheus" };
+const OBJECT_PROMETHEUS: Metric = {
+  metricType: "Object",
+  collector: "prometheus",
+  name: "events",
+  kind: "Service",
+};
+const RPS: Metric = { metricType: "External", collector: "requests-per-second" };
+const SKIPPER: Metric = {
+  metricType: "Object",
+  collector: "skipper",
+  name: "requests-per-second",
+  kind: "Ingress",
+};
+
+/** The plan of one metric of HPA shop/web, its config set by annotations. */
+function plan(
+  metric: Metric,
+  config: Record<string, string>,
+  allowLinkLocalTargets: boolean,
+): MetricPlan {
+  const name = metric.name ?? "q";
+  const segment = metric.metricType.toLowerCase();
+  const annotations: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) {
+    annotations[`metric-config.${segment}.${name}.${metric.collector}/${k}`] = v;
+  }
+  const target = { type: "AverageValue", averageValue: "10" };
+  const entry = metric.metricType === "External"
+    ? {
+      type: "External",
+      external: {
+        metric: { name, selector: { matchLabels: { type: metric.collector } } },
+        target,
+      },
+    }
+    : {
+      type: "Object",
+      object: {
+        describedObject: { apiVersion: "v1", kind: metric.kind, name: "front" },
+        metric: { name },
+        target,
+      },
+    };
+  const [p] = planHpa({
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name: "web", namespace: "shop", annotations },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [entry],
+    },
+  }, { allowLinkLocalTargets });
+  assert.equal(p.collector, metric.collector);
+  return p;
+}
+
+/** What the factory says about a plan's config: its error message, or null. */
+function factoryError(p: MetricPlan, allowLinkLocalTargets: boolean): string | null {
+  try {
+    factories(allowLinkLocalTargets)[p.collector!].create({
+      plan: { ...p, error: null },
+      flags: {},
+    });
+    return null;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+const EXTERNAL = "External metric `q` of HPA shop/web";
+const OBJECT = "Object metric `events` of HPA shop/web";
+const at = (m: Metric, key: string): string =>
+  `annotation metric-config.${m.metricType.toLowerCase()}.${m.name ?? "q"}.${m.collector}/${key}`;
+const what = (m: Metric): string => (m.metricType === "External" ? EXTERNAL : OBJECT);
+const needs = (m: Metric, key: string, why = ""): string =>
+  `${what(m)} needs matchLabels.${key} or ${at(m, key)}${why}`;
+const invalid = (m: Metric, key: string, value: string, why: string): string =>
+  `invalid ${key} "${value}" for ${what(m)} (${at(m, key)}): ${why}`;
+
+const LINK_LOCAL = "a link-local address (allow with --allow-link-local-targets)";
+const NOT_HTTP = "want an http:// or https:// URL";
+const NAMED = " (the query named by query-name)";
+const DNS = (h: string): string => `"${h}" is not a DNS name`;
+const PERCENT = "want a percentage from 0";
+
+/** [name, metric, config (annotations), the message of plan and factory]. */
+const INVALID: [string, Metric, Record<string, string>, string][] = [
+  // prometheus, External
+  [
+    "External prometheus without a query",
+    EXTERNAL_PROMETHEUS,
+    {},
+    needs(EXTERNAL_PROMETHEUS, "query"),
+  ],
+  [
+    "External prometheus with an empty query",
+    EXTERNAL_PROMETHEUS,
+    { query: "" },
+    needs(EXTERNAL_PROMETHEUS, "query"),
+  ],
+  [
+    "a query-name naming no key",
+    EXTERNAL_PROMETHEUS,
+    { "query-name": "q1" },
+    needs(EXTERNAL_PROMETHEUS, "q1", NAMED),
+  ],
+  [
+    "a query-name naming an empty key",
+    EXTERNAL_PROMETHEUS,
+    { "query-name": "q1", q1: "" },
+    needs(EXTERNAL_PROMETHEUS, "q1", NAMED),
+  ],
+  [
+    "a link-local prometheus-server",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "prometheus-server": "http://169.254.169.254" },
+    invalid(EXTERNAL_PROMETHEUS, "prometheus-server", "http://169.254.169.254", LINK_LOCAL),
+  ],
+  [
+    "a link-local IPv6 prometheus-server",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "prometheus-server": "http://[fe80::1]:9090" },
+    invalid(EXTERNAL_PROMETHEUS, "prometheus-server", "http://[fe80::1]:9090", LINK_LOCAL),
+  ],
+  [
+    "a file:// prometheus-server",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "prometheus-server": "file:///etc/passwd" },
+    invalid(EXTERNAL_PROMETHEUS, "prometheus-server", "file:///etc/passwd", NOT_HTTP),
+  ],
+  [
+    "a prometheus-server without a scheme",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "prometheus-server": "prometheus:9090" },
+    invalid(EXTERNAL_PROMETHEUS, "prometheus-server", "prometheus:9090", NOT_HTTP),
+  ],
+  // prometheus, Object
+  ["Object prometheus without a query (the annotation of its server chose it)", OBJECT_PROMETHEUS, {
+    "prometheus-server-alias": "other",
+  }, needs(OBJECT_PROMETHEUS, "query")],
+  [
+    "Object prometheus with only a query-name (External only)",
+    OBJECT_PROMETHEUS,
+    { "query-name": "q1", q1: "up" },
+    needs(OBJECT_PROMETHEUS, "query"),
+  ],
+  [
+    "Object prometheus with a link-local prometheus-server",
+    OBJECT_PROMETHEUS,
+    { query: "up", "prometheus-server": "http://169.254.169.254/" },
+    invalid(OBJECT_PROMETHEUS, "prometheus-server", "http://169.254.169.254/", LINK_LOCAL),
+  ],
+  // requests-per-second
+  ["requests-per-second without hostnames", RPS, {}, needs(RPS, "hostnames")],
+  ["requests-per-second with empty hostnames", RPS, { hostnames: "" }, needs(RPS, "hostnames")],
+  [
+    "a hostname that is not a DNS name",
+    RPS,
+    { hostnames: "a.org,b_c.org" },
+    invalid(RPS, "hostnames", "a.org,b_c.org", DNS("b_c.org")),
+  ],
+  [
+    "an empty hostname in the list",
+    RPS,
+    { hostnames: "a.org,,b.org" },
+    invalid(RPS, "hostnames", "a.org,,b.org", DNS("")),
+  ],
+  [
+    "a negative weight",
+    RPS,
+    { hostnames: "a.org", weight: "-5" },
+    invalid(RPS, "weight", "-5", PERCENT),
+  ],
+  [
+    "a bad hostname and a bad weight, each said",
+    RPS,
+    { hostnames: "a.org,b_c.org", weight: "half" },
+    `${invalid(RPS, "hostnames", "a.org,b_c.org", DNS("b_c.org"))}; ${
+      invalid(RPS, "weight", "half", PERCENT)
+    }`,
+  ],
+];
+
+/** [name, metric, config (annotations), link-local targets allowed]: both accept. */
+const VALID: [string, Metric, Record<string, string>, boolean][] = [
+  ["External prometheus", EXTERNAL_PROMETHEUS, { query: "sum(up)" }, false],
+  ["the legacy query-name form", EXTERNAL_PROMETHEUS, { "query-name": "q1", q1: "up" }, false],
+  [
+    "a prometheus-server URL and an alias",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "prometheus-server": "http://p.test", "prometheus-server-alias": "other" },
+    false,
+  ],
+  ["an empty prometheus-server (not set)", EXTERNAL_PROMETHEUS, {
+    query: "up",
+    "prometheus-server": "",
+  }, false],
+  [
+    "a link-local prometheus-server when allowed",
+    OBJECT_PROMETHEUS,
+    { query: "up", "prometheus-server": "http://169.254.169.254" },
+    true,
+  ],
+  ["requests-per-second", RPS, { hostnames: "a.org,www.a.org", weight: "12.5" }, false],
+  ["skipper without a backend", SKIPPER, {}, false],
+  ["skipper with a backend", SKIPPER, { backend: "b1" }, false],
+];
+
+describe("prometheus, skipper and requests-per-second configs: plan and factory agree", () => {
+  for (const [name, metric, config, want] of INVALID) {
+    it(`refuses ${name} with one message`, () => {
+      const p = plan(metric, config, false);
+      assert.equal(p.error, want, "planHpa");
+      assert.equal(factoryError(p, false), want, "factory");
+    });
+  }
+  for (const [name, metric, config, allowLinkLocal] of VALID) {
+    it(`accepts ${name} in both`, () => {
+      const p = plan(metric, config, allowLinkLocal);
+      assert.equal(p.error, null, "planHpa");
+      assert.equal(factoryError(p, allowLinkLocal), null, "factory");
+    });
+  }
+});
