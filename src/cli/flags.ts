@@ -5,6 +5,9 @@
  */
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { parseDuration } from "../core/duration.ts";
+import { EXTERNAL_RPS_DEFAULTS } from "../collectors/external_rps.ts";
+import { PROMETHEUS_DEFAULTS } from "../collectors/prometheus.ts";
+import { SKIPPER_DEFAULTS } from "../collectors/skipper.ts";
 import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
@@ -394,40 +397,46 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     [],
     "bearer token file for an additional server as alias=path (repeatable)",
   ),
-  def(BACKENDS, "prometheus-query-timeout", "duration", 10, "timeout of one Prometheus query"),
+  def(
+    BACKENDS,
+    "prometheus-query-timeout",
+    "duration",
+    PROMETHEUS_DEFAULTS.queryTimeoutSeconds,
+    "timeout of one Prometheus query",
+  ),
   def(
     BACKENDS,
     "skipper-ingress-metrics",
     "bool",
-    false,
+    SKIPPER_DEFAULTS.ingressMetrics,
     "collect requests-per-second of Ingresses from Skipper's metrics in Prometheus",
   ),
   def(
     BACKENDS,
     "skipper-routegroup-metrics",
     "bool",
-    false,
+    SKIPPER_DEFAULTS.routeGroupMetrics,
     "collect requests-per-second of RouteGroups from Skipper's metrics in Prometheus",
   ),
   def(
     BACKENDS,
     "skipper-backends-annotation",
     "stringArray",
-    [],
+    [...SKIPPER_DEFAULTS.backendsAnnotations],
     "annotation holding backend weights (JSON) for Skipper metrics (repeatable)",
   ),
   def(
     BACKENDS,
     "external-rps-metrics",
     "bool",
-    false,
+    EXTERNAL_RPS_DEFAULTS.enabled,
     "enable the External requests-per-second collector (per hostname)",
   ),
   def(
     BACKENDS,
     "external-rps-metric-name",
     "string",
-    "skipper_serve_host_duration_seconds_count",
+    EXTERNAL_RPS_DEFAULTS.metricName,
     "Prometheus metric counting requests per hostname",
   ),
   def(

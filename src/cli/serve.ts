@@ -19,7 +19,7 @@ import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
 import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
-import { prometheusBackendsFromFlags } from "../collectors/prometheus.ts";
+import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
 import { Engine } from "../engine/engine.ts";
@@ -268,7 +268,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const isLeader = (): boolean => leader.isLeader();
 
     // bad Prometheus flags (alias=url pairs, token files) fail the start, not each collection
-    prometheusBackendsFromFlags(flags);
+    prometheusOptionsFromFlags(flags);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
     const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
     const registry = collectorRegistry(flags);
