@@ -4,6 +4,8 @@
  * The definitions are data: the README's flag reference is generated from them.
  */
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
+import { LEASE_TIMING_DEFAULTS } from "../cluster/leader.ts";
+import { KUBE_CLIENT_DEFAULTS } from "../cluster/rate_limiter.ts";
 import { parseDuration } from "../core/duration.ts";
 import { EXTERNAL_RPS_DEFAULTS } from "../collectors/external_rps.ts";
 import { PROMETHEUS_DEFAULTS } from "../collectors/prometheus.ts";
@@ -252,8 +254,20 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "kubeconfig of the cluster to watch (default: in-cluster config)",
     ["lister-kubeconfig"],
   ),
-  def(CLUSTER, "kube-client-qps", "float", 50, "queries per second to the Kubernetes API"),
-  def(CLUSTER, "kube-client-burst", "int", 100, "burst of queries to the Kubernetes API"),
+  def(
+    CLUSTER,
+    "kube-client-qps",
+    "float",
+    KUBE_CLIENT_DEFAULTS.qps,
+    "queries per second to the Kubernetes API",
+  ),
+  def(
+    CLUSTER,
+    "kube-client-burst",
+    "int",
+    KUBE_CLIENT_DEFAULTS.burst,
+    "burst of queries to the Kubernetes API",
+  ),
   def(
     CLUSTER,
     "leader-elect",
@@ -279,21 +293,21 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     CLUSTER,
     "leader-elect-lease-duration",
     "duration",
-    15,
+    LEASE_TIMING_DEFAULTS.leaseDurationSeconds,
     "how long a leader's Lease is valid without renewal",
   ),
   def(
     CLUSTER,
     "leader-elect-renew-deadline",
     "duration",
-    10,
+    LEASE_TIMING_DEFAULTS.renewDeadlineSeconds,
     "how long the leader keeps trying to renew before it steps down",
   ),
   def(
     CLUSTER,
     "leader-elect-retry-period",
     "duration",
-    2,
+    LEASE_TIMING_DEFAULTS.retryPeriodSeconds,
     "how often candidates try to acquire or renew the Lease",
   ),
 
