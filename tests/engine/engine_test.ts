@@ -4,9 +4,8 @@ import process from "node:process";
 import type { Kind, KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import { createPodJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
-import { skipperFactory } from "../../src/collectors/skipper.ts";
+import { createSkipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
-import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import { parseSelector } from "../../src/core/label_selector.ts";
 import { collectionPhase, Engine } from "../../src/engine/engine.ts";
 import type { CollectionReport, EngineOptions, ReconcileReport } from "../../src/engine/engine.ts";
@@ -535,14 +534,12 @@ describe("Engine", () => {
   it("restarts a Skipper metric whose target changes from Value to AverageValue, not for a new target value", async () => {
     const calls = { n: 0 };
     const s = setup({
-      factories: [skipperFactory],
-      engine: {
-        collectorFlags: {
-          ...flagDefaults(SERVE_FLAGS),
-          "prometheus-server": "http://127.0.0.1:9090",
-          "skipper-ingress-metrics": true,
-        },
-      },
+      factories: [
+        createSkipperFactory({
+          ingressMetrics: true,
+          prometheus: { server: { url: "http://127.0.0.1:9090" } },
+        }),
+      ],
       fetch: fakePrometheusFetch("12", calls),
     });
     s.cluster.set("Ingress", {
@@ -671,7 +668,7 @@ describe("Engine", () => {
           "default/web",
           "Warning",
           "CreateNewMetricsCollector",
-          "failed to create metrics collector for External metric prom: External metric `prom` needs annotation metric-config.external.prom.json-path/query; collector `prometheus` is not enabled (start with --prometheus-server)",
+          "failed to create metrics collector for External metric prom: External metric `prom` of HPA default/web needs matchLabels.query or annotation metric-config.external.prom.json-path/query; collector `prometheus` is not enabled (start with --prometheus-server)",
         ],
       ],
     );
