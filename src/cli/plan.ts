@@ -87,7 +87,7 @@ export function collectorError(
     return `collector "${plan.collector}" is not available for ${plan.metricType} metrics`;
   }
   try {
-    factory.create({ plan, flags: options.flags });
+    factory.create({ plan });
     return null;
   } catch (e) {
     if (e instanceof BackendNotConfiguredError && options.assumeBackends) return null;

@@ -289,8 +289,6 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       disregardIncompatibleHpas: boolFlag(flags, "disregard-incompatible-hpas"),
       enabledCollectors: enabledCollectors(flags),
       allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
-      // transitional: the factories not yet on typed options still read the flags
-      collectorFlags: flags,
       logger: log,
       setTimer: timers.setTimer,
       clearTimer: timers.clearTimer,

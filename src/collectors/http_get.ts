@@ -11,12 +11,6 @@ import type { JsonExtractionOptions } from "../core/json_extract.ts";
 /** Default cap on a backend response, bytes (the default of `--max-response-bytes`). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 
-/** The `--max-response-bytes` flag, or {@linkcode DEFAULT_MAX_RESPONSE_BYTES}. */
-export function maxResponseBytes(flags: Record<string, unknown>): number {
-  const v = flags["max-response-bytes"];
-  return typeof v === "number" && v > 0 ? v : DEFAULT_MAX_RESPONSE_BYTES;
-}
-
 /** Thrown when the caller's signal aborted a request: not worth a retry. */
 export class RequestAbortedError extends Error {
   /** Set the name so logs say what happened. */

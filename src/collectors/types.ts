@@ -46,11 +46,12 @@ export interface Collector {
   collect(ctx: CollectContext): Promise<CollectResult>;
 }
 
-/** Options every factory receives: the flags' values it needs, and the plan. */
+/**
+ * What a factory's `create` receives: the plan. What the operator set (servers, limits, what
+ * is allowed) each factory took as typed options when it was made (src/cli/collectors.ts).
+ */
 export interface CollectorFactoryOptions {
   plan: MetricPlan;
-  /** Parsed serve flags (see src/cli/flags.ts). */
-  flags: Record<string, unknown>;
 }
 
 /** Builds collectors of one type; registered by `type` in src/collectors/registry.ts. */

@@ -117,11 +117,6 @@ export interface EngineOptions {
    * `planHpa` as its config context, as the collectors are. Default false.
    */
   allowLinkLocalTargets?: boolean;
-  /**
-   * Transitional, until every collector factory takes typed options: handed as `flags` to
-   * each factory's `create` (the parsed serve flags). Default `{}`.
-   */
-  collectorFlags?: Record<string, unknown>;
   /** The clock, ms since the epoch. */
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
@@ -263,8 +258,6 @@ export class Engine {
   readonly #cluster: ClusterView;
   readonly #store: EngineStore;
   readonly #registry: CollectorRegistry;
-  /** Transitional: see `EngineOptions.collectorFlags`. */
-  readonly #collectorFlags: Record<string, unknown>;
   readonly #now: () => number;
   readonly #setTimer: (fn: () => void, ms: number) => unknown;
   readonly #clearTimer: (handle: unknown) => void;
@@ -314,7 +307,6 @@ export class Engine {
     this.#cluster = options.cluster;
     this.#store = options.store;
     this.#registry = options.registry;
-    this.#collectorFlags = options.collectorFlags ?? {};
     this.#now = options.now ?? (() => Date.now());
     this.#setTimer = options.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
     this.#clearTimer = options.clearTimer ??
@@ -565,7 +557,7 @@ export class Engine {
           `collector "${plan.collector}" is not available for ${plan.metricType} metrics`;
       } else {
         try {
-          collector = factory.create({ plan, flags: this.#collectorFlags });
+          collector = factory.create({ plan });
         } catch (e) {
           entry.problem = errorText(e);
         }

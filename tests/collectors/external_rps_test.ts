@@ -139,12 +139,12 @@ describe("requests-per-second config", () => {
 
 /** The collector of `plan` from a factory made with typed options. */
 function create(plan: MetricPlan, options: ExternalRpsOptions): Collector {
-  return createExternalRpsFactory(options).create({ plan, flags: {} });
+  return createExternalRpsFactory(options).create({ plan });
 }
 
 /** The collector of `plan` from a factory built as serve builds it from `flags`. */
 function createFromFlags(plan: MetricPlan, flags: FlagValues): Collector {
-  return createExternalRpsFactory(externalRpsOptionsFromFlags(flags)).create({ plan, flags: {} });
+  return createExternalRpsFactory(externalRpsOptionsFromFlags(flags)).create({ plan });
 }
 
 describe("external requests-per-second collector", () => {

@@ -69,7 +69,6 @@ describe("http json-path collector", () => {
           "json-key": "$.queues[*].length",
           aggregator: "sum",
         }),
-        flags: {},
       });
       assert.deepEqual(await c.collect(ctx()), { samples: [{ value: 10, timestamp: NOW }] });
     } finally {
@@ -83,7 +82,6 @@ describe("http json-path collector", () => {
       const url = `http://127.0.0.2:${srv.port}/q`;
       const c = httpJsonPathFactory.create({
         plan: plan({ endpoint: url, "json-key": "$.n" }),
-        flags: {},
       });
       await assert.rejects(c.collect(ctx()), {
         message: `unsuccessful response "500 Internal Server Error" from ${url}`,
@@ -99,7 +97,6 @@ describe("http json-path collector", () => {
       const url = `http://127.0.0.2:${srv.port}/slow`;
       const c = httpJsonPathFactory.create({
         plan: plan({ endpoint: url, "json-key": "$.n", "request-timeout": "200ms" }),
-        flags: {},
       });
       await assert.rejects(c.collect(ctx()), {
         message: `request to ${url} failed: timed out after 0.2s`,
@@ -112,8 +109,7 @@ describe("http json-path collector", () => {
   it("refuses link-local endpoints unless --allow-link-local-targets", () => {
     for (const endpoint of ["http://169.254.169.254/latest", "http://[fe80::1]:8080/x"]) {
       assert.throws(
-        () =>
-          httpJsonPathFactory.create({ plan: plan({ endpoint, "json-key": "$.n" }), flags: {} }),
+        () => httpJsonPathFactory.create({ plan: plan({ endpoint, "json-key": "$.n" }) }),
         {
           message:
             `invalid endpoint "${endpoint}" for External metric \`queue-length\` of HPA default/worker (annotation metric-config.external.queue-length.json-path/endpoint): a link-local address (allow with --allow-link-local-targets)`,
@@ -121,7 +117,6 @@ describe("http json-path collector", () => {
       );
       const c = createHttpJsonPathFactory({ allowLinkLocalTargets: true }).create({
         plan: plan({ endpoint, "json-key": "$.n" }),
-        flags: {},
       });
       assert.match(c.queryKey, /^json-path\/External\|/);
     }
@@ -143,7 +138,7 @@ describe("http json-path collector", () => {
       ],
     ];
     for (const [config, message] of cases) {
-      assert.throws(() => httpJsonPathFactory.create({ plan: plan(config), flags: {} }), {
+      assert.throws(() => httpJsonPathFactory.create({ plan: plan(config) }), {
         message,
       });
     }
@@ -152,11 +147,9 @@ describe("http json-path collector", () => {
   it("asks the engine for a deadline of its own request-timeout (default 15s)", () => {
     const custom = httpJsonPathFactory.create({
       plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n", "request-timeout": "30s" }),
-      flags: {},
     });
     const dflt = httpJsonPathFactory.create({
       plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
-      flags: {},
     });
     assert.equal(custom.timeoutMs?.({ cluster: new MemoryCluster(), now: () => 0 }), 30_000);
     assert.equal(dflt.timeoutMs?.({ cluster: new MemoryCluster(), now: () => 0 }), 15_000);
@@ -165,18 +158,15 @@ describe("http json-path collector", () => {
   it("shares a query between HPAs with the same endpoint and extraction", () => {
     const a = httpJsonPathFactory.create({
       plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
-      flags: {},
     });
     const b = httpJsonPathFactory.create({
       plan: {
         ...plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.n" }),
         hpa: { namespace: "x", name: "y" },
       },
-      flags: {},
     });
     const c = httpJsonPathFactory.create({
       plan: plan({ endpoint: "http://127.0.0.2/q", "json-key": "$.m" }),
-      flags: {},
     });
     assert.equal(a.queryKey, b.queryKey);
     assert.notEqual(a.queryKey, c.queryKey);
@@ -191,7 +181,6 @@ describe("http json-path collector and secrets", () => {
     const asked: string[] = [];
     const c = httpJsonPathFactory.create({
       plan: plan({ endpoint: "http://metadata.test/latest/meta-data", "json-key": "$.n" }),
-      flags: {},
     });
     const lookupCtx = {
       ...ctx(),
@@ -212,7 +201,6 @@ describe("http json-path collector and secrets", () => {
     assert.deepEqual(asked, ["metadata.test"]);
     const allowed = createHttpJsonPathFactory({ allowLinkLocalTargets: true }).create({
       plan: plan({ endpoint: "http://metadata.test/latest/meta-data", "json-key": "$.n" }),
-      flags: {},
     });
     assert.deepEqual(await allowed.collect(lookupCtx), {
       samples: [{ value: 1, timestamp: NOW }],
@@ -236,7 +224,6 @@ describe("http json-path collector and secrets", () => {
       const url = `http://127.0.0.2:${redirector.port}/q`;
       const c = httpJsonPathFactory.create({
         plan: plan({ endpoint: url, "json-key": "$.n" }),
-        flags: {},
       });
       await assert.rejects(c.collect(ctx()), {
         message: `refused to follow redirect "302" from ${url} to "${target}"`,
@@ -273,7 +260,6 @@ describe("http json-path collector and secrets", () => {
         const url = `http://127.0.0.2:${srv.port}/user-data`;
         const c = httpJsonPathFactory.create({
           plan: plan({ endpoint: url, "json-key": "$.n" }),
-          flags: {},
         });
         await assert.rejects(c.collect(ctx()), { message: message(url) });
       } finally {

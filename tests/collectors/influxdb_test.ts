@@ -79,7 +79,6 @@ describe("influxdb collector against an InfluxDB 2 fake", () => {
   const make = (config: Record<string, string>, extra?: InfluxDbOptions): Collector =>
     createInfluxDbFactory(options(extra)).create({
       plan: externalPlan("influxdb", config, "queue-depth"),
-      flags: {},
     });
 
   it("posts the Flux query to /api/v2/query?org= with the token and reads _value", async () => {

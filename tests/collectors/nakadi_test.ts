@@ -67,7 +67,7 @@ describe("nakadi collector against a Nakadi fake", () => {
       credentialsDir: "/nonexistent",
       maxResponseBytes: 10485760,
       ...extra,
-    }).create({ plan: externalPlan("nakadi", config, "lag"), flags: {} });
+    }).create({ plan: externalPlan("nakadi", config, "lag") });
   const filter = {
     "owning-application": "shop",
     "event-types": "order.created, order.paid,",

@@ -146,7 +146,6 @@ describe("pod json-path collector", () => {
           "raw-query": "format=json",
           "request-timeout": "300ms",
         }),
-        flags: {},
       });
       const result = await collector.collect(ctx(cluster));
       assert.deepEqual(result.samples, [
@@ -172,7 +171,6 @@ describe("pod json-path collector", () => {
       cluster.set("Pod", readyPod("web-3", { ip: "127.0.0.3" }));
       const collector = podJsonPathFactory.create({
         plan: plan({ "json-key": "$.rps", port: String(srv.port) }),
-        flags: {},
       });
       await assert.rejects(collector.collect(ctx(cluster)), {
         message:
@@ -200,7 +198,6 @@ describe("pod json-path collector", () => {
       hosts.forEach((ip, i) => cluster.set("Pod", readyPod(`web-${i}`, { ip })));
       const collector = createPodJsonPathFactory({ maxConcurrentPodRequests: 2 }).create({
         plan: plan({ "json-key": "$.v", port: String(srv.port) }),
-        flags: {},
       });
       const result = await collector.collect(ctx(cluster));
       assert.equal(result.samples.length, 6);
@@ -220,7 +217,6 @@ describe("pod json-path collector", () => {
       cluster.set("Pod", readyPod("small", { ip: "127.0.0.3" }));
       const collector = createPodJsonPathFactory({ maxResponseBytes: 100 }).create({
         plan: plan({ "json-key": "$.v", port: String(srv.port) }),
-        flags: {},
       });
       const result = await collector.collect(ctx(cluster));
       assert.deepEqual(result.samples, [{ objectName: "small", value: 2, timestamp: NOW }]);
@@ -252,7 +248,7 @@ describe("pod json-path collector", () => {
       ],
     ];
     for (const [config, message] of cases) {
-      assert.throws(() => podJsonPathFactory.create({ plan: plan(config), flags: {} }), {
+      assert.throws(() => podJsonPathFactory.create({ plan: plan(config) }), {
         message,
       });
     }
@@ -261,17 +257,14 @@ describe("pod json-path collector", () => {
   it("shares the query key only for the same target and config", () => {
     const a = podJsonPathFactory.create({
       plan: plan({ "json-key": "$.v", port: "80" }),
-      flags: {},
     });
     const b = podJsonPathFactory.create({
       plan: plan({ "json-key": "$.v", port: "80" }, {
         hpa: { namespace: "default", name: "other" },
       }),
-      flags: {},
     });
     const c = podJsonPathFactory.create({
       plan: plan({ "json-key": "$.w", port: "80" }),
-      flags: {},
     });
     assert.equal(a.queryKey, b.queryKey);
     assert.notEqual(a.queryKey, c.queryKey);
@@ -314,7 +307,6 @@ describe("pod json-path collector deadline", () => {
         plan: plan({ "json-key": "$.v", port: "9090", "request-timeout": "5s" }, {
           intervalSeconds: interval,
         }),
-        flags: {},
       });
       assert.equal(collector.timeoutMs?.({ cluster, now: () => NOW }), want);
     });
@@ -325,7 +317,6 @@ describe("pod json-path collector deadline", () => {
     for (let i = 1; i <= 4; i++) cluster.set("Pod", readyPod(`web-${i}`, { ip: `10.0.0.${i}` }));
     const collector = createPodJsonPathFactory({ maxConcurrentPodRequests: 3 }).create({
       plan: plan({ "json-key": "$.v", port: "9090" }),
-      flags: {},
     });
     const abort = new AbortController();
     const pending = collector.collect({
@@ -349,7 +340,6 @@ describe("pod json-path collector deadline", () => {
     cluster.set("Pod", readyPod("web-1", { ip: "10.0.0.1" }));
     const collector = podJsonPathFactory.create({
       plan: plan({ "json-key": "$.v", port: "9090" }),
-      flags: {},
     });
     const abort = new AbortController();
     const pending = collector.collect({

@@ -57,7 +57,7 @@ function plans(config: Record<string, string>): [string, MetricPlan][] {
 
 /** The collector of `plan` from a factory made with typed options. */
 function create(plan: MetricPlan, options: PrometheusOptions = {}): Collector {
-  return createPrometheusFactory(options).create({ plan, flags: {} });
+  return createPrometheusFactory(options).create({ plan });
 }
 
 async function message(p: Promise<unknown>): Promise<string> {

@@ -116,7 +116,7 @@ function flags(extra: FlagValues = {}): FlagValues {
 
 /** The collector of `plan`, from a factory built as serve builds it from `flags`. */
 function create(plan: MetricPlan, f: FlagValues): Collector {
-  return createPrometheusFactory(prometheusOptionsFromFlags(f)).create({ plan, flags: {} });
+  return createPrometheusFactory(prometheusOptionsFromFlags(f)).create({ plan });
 }
 
 /** {@linkcode create} with named arguments. */

@@ -34,7 +34,6 @@ function plan(kind: string, name: string): MetricPlan {
   };
 }
 
-const FLAGS = {};
 const EVALUATOR = new ScheduleEvaluator({
   defaultTimeZone: "UTC",
   defaultScalingWindowSeconds: 600,
@@ -81,7 +80,6 @@ describe("scaling schedule collectors", () => {
       cluster.set("ScalingSchedule", schedule("ScalingSchedule", "peak", "shop"));
       const c = scalingScheduleFactory.create({
         plan: plan("ScalingSchedule", "peak"),
-        flags: FLAGS,
       });
       assert.deepEqual(await c.collect(ctx(cluster, at)), {
         samples: [{ objectName: "peak", value: want, timestamp: Date.parse(at) }],
@@ -94,7 +92,6 @@ describe("scaling schedule collectors", () => {
     cluster.set("ClusterScalingSchedule", schedule("ClusterScalingSchedule", "sale"));
     const c = clusterScalingScheduleFactory.create({
       plan: plan("ClusterScalingSchedule", "sale"),
-      flags: FLAGS,
     });
     const r = await c.collect(ctx(cluster, "2024-03-04T12:10:00Z"));
     assert.deepEqual(r.samples.map((s) => s.value), [100]);
@@ -108,7 +105,6 @@ describe("scaling schedule collectors", () => {
     cluster.set("ScalingSchedule", schedule("ScalingSchedule", "peak", "other"));
     const c = scalingScheduleFactory.create({
       plan: plan("ScalingSchedule", "peak"),
-      flags: FLAGS,
     });
     await assert.rejects(c.collect(ctx(cluster, "2024-03-04T12:00:00Z")), {
       message: "ScalingSchedule shop/peak not found",
@@ -122,7 +118,6 @@ describe("scaling schedule collectors", () => {
     cluster.set("ScalingSchedule", bad);
     const c = scalingScheduleFactory.create({
       plan: plan("ScalingSchedule", "peak"),
-      flags: FLAGS,
     });
     await assert.rejects(c.collect(ctx(cluster, "2024-03-04T12:00:00Z")), (e: Error) => {
       assert.match(e.message, /^invalid ScalingSchedule shop\/peak: spec\.schedules\[0\]/);
@@ -132,8 +127,7 @@ describe("scaling schedule collectors", () => {
 
   it("refuses a describedObject of another kind", () => {
     assert.throws(
-      () =>
-        scalingScheduleFactory.create({ plan: plan("ClusterScalingSchedule", "x"), flags: FLAGS }),
+      () => scalingScheduleFactory.create({ plan: plan("ClusterScalingSchedule", "x") }),
       {
         message:
           "metric peak of type scaling-schedule needs a describedObject of kind ScalingSchedule",

@@ -191,7 +191,7 @@ const OPTIONS_BASE: SkipperOptions = {
 
 /** The collector of `plan` from a factory made with typed options. */
 function create(plan: MetricPlan, options: SkipperOptions): Collector {
-  return createSkipperFactory(options).create({ plan, flags: {} });
+  return createSkipperFactory(options).create({ plan });
 }
 
 function skipperPlan(kind: "Ingress" | "RouteGroup", overrides: Partial<MetricPlan> = {}) {
@@ -394,7 +394,7 @@ describe("skipper options from serve's flags", () => {
     );
     const plan = skipperPlan("RouteGroup");
     throwsMatching(
-      () => createSkipperFactory(options).create({ plan, flags: {} }),
+      () => createSkipperFactory(options).create({ plan }),
       /^skipper metrics of RouteGroup objects are not enabled \(start with --skipper-routegroup-metrics\)$/,
     );
   });

@@ -64,13 +64,11 @@ describe("sqs-queue-length collector against fauxqs", () => {
   const make = (config: Record<string, string>, extra?: SqsFactoryOptions): Collector =>
     createSqsQueueLengthFactory(options(extra)).create({
       plan: externalPlan("sqs-queue-length", config),
-      flags: {},
     });
   /** Collectors of one factory (one SQS client per region). */
   const factoryOf = (extra?: SqsFactoryOptions): (config: Record<string, string>) => Collector => {
     const factory = createSqsQueueLengthFactory(options(extra));
-    return (config) =>
-      factory.create({ plan: externalPlan("sqs-queue-length", config), flags: {} });
+    return (config) => factory.create({ plan: externalPlan("sqs-queue-length", config) });
   };
   const queue = async (name: string): Promise<string> =>
     (await admin.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;

@@ -55,7 +55,6 @@ describe("zmon collector against a KairosDB fake", () => {
   const make = (config: Record<string, string>, extra?: ZmonOptions): Collector =>
     createZmonFactory(options(extra)).create({
       plan: externalPlan("zmon", config, "my-zmon"),
-      flags: {},
     });
 
   it("posts the KairosDB query kube-metrics-adapter builds, with key, tags and aggregators", async () => {

@@ -54,7 +54,7 @@ function plan(collector: string, config: Record<string, string>): MetricPlan {
 /** What the factory says about a plan's config: its error message, or null. */
 function factoryError(p: MetricPlan): string | null {
   try {
-    FACTORIES[p.collector!].create({ plan: { ...p, error: null }, flags: {} });
+    FACTORIES[p.collector!].create({ plan: { ...p, error: null } });
     return null;
   } catch (e) {
     return (e as Error).message;

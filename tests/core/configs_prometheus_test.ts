@@ -102,7 +102,6 @@ function factoryError(p: MetricPlan, allowLinkLocalTargets: boolean): string | n
   try {
     factories(allowLinkLocalTargets)[p.collector!].create({
       plan: { ...p, error: null },
-      flags: {},
     });
     return null;
   } catch (e) {

@@ -210,7 +210,6 @@ type EngineSettings = Pick<
   | "disregardIncompatibleHpas"
   | "enabledCollectors"
   | "allowLinkLocalTargets"
-  | "collectorFlags"
 >;
 
 function setup(
