@@ -318,6 +318,64 @@ describe("plan command", () => {
     );
   });
 
+  it("exits 1 under --strict on the four configs plan used to call OK and the collectors refused", async () => {
+    const own = await mkdtemp(join(tmpdir(), "plan-four-"));
+    const file = join(own, "four.yaml");
+    await writeFile(
+      file,
+      `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+  namespace: shop
+  annotations:
+    metric-config.pods.a.json-path/json-key: "{}"
+    metric-config.pods.a.json-path/port: "9090"
+    metric-config.pods.b.json-path/json-key: "$.v"
+    metric-config.pods.b.json-path/port: "9090"
+    metric-config.pods.b.json-path/request-timeout: "-256ms"
+    metric-config.pods.c.json-path/json-key: "$.v"
+    metric-config.pods.c.json-path/port: "9090"
+    metric-config.pods.c.json-path/connect-timeout: "-256ms"
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  metrics:
+  - {type: Pods, pods: {metric: {name: a}, target: {type: AverageValue, averageValue: "1"}}}
+  - {type: Pods, pods: {metric: {name: b}, target: {type: AverageValue, averageValue: "1"}}}
+  - {type: Pods, pods: {metric: {name: c}, target: {type: AverageValue, averageValue: "1"}}}
+  - type: External
+    external:
+      metric:
+        name: n
+        selector:
+          matchLabels: {type: nakadi, metric-type: unconsumed-events, owning-application: x, consumer-group: g, event-types: "  , ,  "}
+      target: {type: Value, value: "1"}
+`,
+    );
+    const io = captureIO();
+    try {
+      assert.equal(await planCommand.run(["-f", file, "-o", "json", "--strict"], io), 1);
+    } finally {
+      await rm(own, { recursive: true, force: true });
+    }
+    const errors = JSON.parse(io.out()).map((r: { error: string | null }) => r.error);
+    const at = (m: string, key: string): string =>
+      `(annotation metric-config.pods.${m}.json-path/${key})`;
+    assert.deepEqual(errors, [
+      `invalid json-key "{}" for Pods metric \`a\` of HPA shop/web ${
+        at("a", "json-key")
+      }: a JSONPath starts with "$"`,
+      `invalid request-timeout "-256ms" for Pods metric \`b\` of HPA shop/web ${
+        at("b", "request-timeout")
+      }: must not be negative`,
+      `invalid connect-timeout "-256ms" for Pods metric \`c\` of HPA shop/web ${
+        at("c", "connect-timeout")
+      }: must not be negative`,
+      'invalid event-types "  , ,  " for External metric `n` of HPA shop/web (matchLabels.event-types): want a comma-separated list of event type names',
+    ]);
+  });
+
   it("leaves out a backend the flags do not set up only when no collector flag is given", async () => {
     const io = captureIO();
     assert.equal(await planCommand.run(["-f", good, "-o", "json", "--strict"], io), 0);
