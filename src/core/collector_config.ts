@@ -88,7 +88,7 @@ export function parseCollectorConfig<C>(
   origin: ConfigOrigin,
   context: ConfigContext = {},
 ): ParsedConfig<C> {
-  const result = descriptor.schema(origin.metricType, context).safeParse({ ...config });
+  const result = schemaOf(descriptor, origin.metricType, context).safeParse({ ...config });
   if (result.success) return { ok: true, config: result.data };
   const errors: string[] = [];
   for (const issue of result.error.issues) {
@@ -96,6 +96,32 @@ export function parseCollectorConfig<C>(
     if (!errors.includes(message)) errors.push(message);
   }
   return { ok: false, errors };
+}
+
+/**
+ * A descriptor's schema for a metric type and context, made once: building a zod schema costs
+ * far more than parsing with it, and every HPA's metrics are parsed at each start.
+ */
+const schemas = new WeakMap<CollectorDescriptor, Map<string, ConfigSchema<unknown>>>();
+
+function schemaOf<C>(
+  descriptor: CollectorDescriptor<C>,
+  metricType: MetricType,
+  context: ConfigContext,
+): ConfigSchema<C> {
+  let byKey = schemas.get(descriptor as CollectorDescriptor);
+  if (byKey === undefined) {
+    byKey = new Map();
+    schemas.set(descriptor as CollectorDescriptor, byKey);
+  }
+  // (the context has one fact today; a new one must be part of this key)
+  const key = `${metricType}|${context.allowLinkLocalTargets === true}`;
+  let schema = byKey.get(key);
+  if (schema === undefined) {
+    schema = descriptor.schema(metricType, context) as ConfigSchema<unknown>;
+    byKey.set(key, schema);
+  }
+  return schema as ConfigSchema<C>;
 }
 
 /** Where a key is set, or to set: the annotation, or the selector label. */
