@@ -35,3 +35,4 @@ export * from "./src/core/link_local.ts";
 export * from "./src/core/quote.ts";
 export * from "./src/core/scaling_schedule.ts";
 export * from "./src/core/hpa_algorithm.ts";
+export * from "./src/core/fallback.ts";

@@ -6,12 +6,14 @@
  * ```
  *
  * The type segment `pods` means Pods, `object` means Object and anything else External. The
- * keys `interval`, `per-replica` and `min-pod-ready-age` are reserved; every other key is
- * collector config. Unlike the original, nothing here is silently skipped or decided by map
- * order: malformed keys become warnings, and bad values or conflicting collectors become
- * errors of the one metric they belong to.
+ * keys `interval`, `per-replica`, `min-pod-ready-age` and the fallback keys
+ * (`fallback-failure-threshold`, `fallback-replicas`, `fallback-behavior`) are reserved; every
+ * other key is collector config. Unlike the original, nothing here is silently skipped or
+ * decided by map order: malformed keys become warnings, and bad values or conflicting
+ * collectors become errors of the one metric they belong to.
  */
 import { DurationError, parseDuration, TOO_LONG } from "./duration.ts";
+import { type Fallback, FALLBACK_KEYS, parseFallback } from "./fallback.ts";
 import { quote } from "./quote.ts";
 import type { MetricType } from "./types.ts";
 
@@ -23,6 +25,7 @@ export const RESERVED_CONFIG_KEYS: readonly string[] = [
   "interval",
   "per-replica",
   "min-pod-ready-age",
+  ...FALLBACK_KEYS,
 ];
 
 /** The annotations of one (metric type, metric name), merged over all collectors named. */
@@ -39,6 +42,8 @@ export interface MetricAnnotations {
   perReplica?: boolean;
   /** From `min-pod-ready-age`, if given and valid. */
   minPodReadyAgeSeconds?: number;
+  /** From the `fallback-*` keys, if given and valid. */
+  fallback?: Fallback;
   /** Problems that make this metric uncollectable (bad values, conflicting collectors). */
   errors: string[];
 }
@@ -90,6 +95,8 @@ export function parseMetricAnnotations(
 ): ParsedAnnotations {
   const metrics = new Map<string, MetricAnnotations>();
   const warnings: string[] = [];
+  // per metric: the fallback keys' values and the annotations they came from
+  const fallbackKeys = new Map<MetricAnnotations, Map<string, [string, string]>>();
   const keys = Object.keys(annotations ?? {}).filter((k) => k.startsWith(METRIC_CONFIG_PREFIX))
     .sort();
   for (const key of keys) {
@@ -151,8 +158,29 @@ export function parseMetricAnnotations(
           );}
         break;
       default:
-        entry.config[configKey] = value;
+        if (FALLBACK_KEYS.includes(configKey)) {
+          let given = fallbackKeys.get(entry);
+          if (!given) fallbackKeys.set(entry, given = new Map());
+          given.set(configKey, [value, key]);
+        } else entry.config[configKey] = value;
     }
+  }
+  for (const [entry, given] of fallbackKeys) {
+    // a missing key is named under the collector of the first key given
+    const prefix = [...given.values()][0][1].split("/")[0];
+    const parsed = parseFallback(
+      Object.fromEntries([...given].map(([k, [value]]) => [k, value])),
+      {
+        // only a formula metric takes scalingModifiers; formulas are not planned yet
+        formula: false,
+        where: {
+          metric: `${entry.metricType} metric ${entry.metricName}`,
+          annotation: (k) => given.get(k)?.[1] ?? `${prefix}/${k}`,
+        },
+      },
+    );
+    entry.errors.push(...parsed.errors);
+    if (parsed.fallback) entry.fallback = parsed.fallback;
   }
   for (const entry of metrics.values()) {
     if (entry.collectors.length > 1) {

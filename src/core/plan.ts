@@ -375,6 +375,8 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
       config: sortedRecord(config),
       error: errors.length > 0 ? shortenValues(errors.join("; ")) : null,
     };
+    const fallback = entry.annotations?.fallback;
+    if (fallback) plan.fallback = { ...fallback };
     const warnings = choice.warnings.map(shortenValues);
     const ttl = options.metricsTtlSeconds;
     if (ttl !== undefined && plan.error === null && plan.intervalSeconds > ttl) {

@@ -3,6 +3,7 @@
  * joins the core to the engine, the store and the API. Plain interfaces only; the zod schemas
  * that validate objects at the edge live beside the code that parses them.
  */
+import type { Fallback } from "./fallback.ts";
 
 /** metav1.LabelSelectorRequirement. */
 export interface LabelSelectorRequirement {
@@ -66,6 +67,8 @@ export interface MetricPlan {
   /** Selector matchLabels (External, Object) overridden by annotations; reserved keys removed. */
   config: Record<string, string>;
   error: string | null;
+  /** From the `fallback-*` annotation keys; absent when none is set. */
+  fallback?: Fallback;
   /**
    * Problems that do not stop collection (malformed `metric-config.` keys on the HPA, deprecated
    * forms, annotations that name a metric the HPA does not have). Absent or empty when none.

@@ -4,6 +4,7 @@ import {
   annotationKey,
   type MetricAnnotations,
   parseMetricAnnotations,
+  RESERVED_CONFIG_KEYS,
 } from "../../src/core/annotations.ts";
 
 function only(annotations: Record<string, string>): MetricAnnotations {
@@ -162,6 +163,61 @@ describe("parseMetricAnnotations", () => {
     };
     assert.deepEqual(only(forward), want);
     assert.deepEqual(only(backward), want);
+  });
+
+  it("reads the reserved fallback keys into fallback, never into config", () => {
+    const m = only({
+      "metric-config.external.q.prometheus/query": "up",
+      "metric-config.external.q.prometheus/fallback-failure-threshold": "3",
+      "metric-config.external.q.prometheus/fallback-replicas": "10",
+      "metric-config.external.q.prometheus/fallback-behavior": "currentReplicasIfLower",
+    });
+    assert.deepEqual(m, {
+      metricType: "External",
+      metricName: "q",
+      collectors: ["prometheus"],
+      config: { query: "up" },
+      fallback: { failureThreshold: 3, replicas: 10, behavior: "currentReplicasIfLower" },
+      errors: [],
+    });
+    for (const key of ["fallback-failure-threshold", "fallback-replicas", "fallback-behavior"]) {
+      assert.ok(RESERVED_CONFIG_KEYS.includes(key), key);
+    }
+  });
+
+  it("makes bad or partial fallback keys errors of that one metric, naming the annotation", () => {
+    const parsed = parseMetricAnnotations({
+      "metric-config.pods.p.json-path/fallback-failure-threshold": "-1",
+      "metric-config.pods.p.json-path/fallback-replicas": "2",
+      "metric-config.object.o.prometheus/fallback-replicas": "4",
+      "metric-config.external.e.prometheus/fallback-failure-threshold": "1",
+      "metric-config.external.e.prometheus/fallback-replicas": "1",
+      "metric-config.external.e.prometheus/fallback-behavior": "scalingModifiers",
+      "metric-config.external.ok.prometheus/fallback-failure-threshold": "0",
+      "metric-config.external.ok.prometheus/fallback-replicas": "5",
+    });
+    const get = (type: "Pods" | "Object" | "External", name: string) =>
+      parsed.metrics.get(annotationKey(type, name))!;
+    assert.deepEqual(get("Pods", "p").errors, [
+      'invalid fallback-failure-threshold "-1" for Pods metric p (annotation metric-config.pods.p.json-path/fallback-failure-threshold): want an integer >= 0',
+    ]);
+    assert.deepEqual(get("Object", "o").errors, [
+      'missing fallback-failure-threshold for Object metric o: fallback-replicas "4" is set and a fallback needs both fallback-failure-threshold and fallback-replicas (add metric-config.object.o.prometheus/fallback-failure-threshold)',
+    ]);
+    // formula metrics are not planned yet: no metric takes scalingModifiers
+    assert.deepEqual(get("External", "e").errors, [
+      'invalid fallback-behavior "scalingModifiers" for External metric e (annotation metric-config.external.e.prometheus/fallback-behavior): scalingModifiers is only valid on a formula metric',
+    ]);
+    for (const m of [get("Pods", "p"), get("Object", "o"), get("External", "e")]) {
+      assert.equal(m.fallback, undefined, m.metricName);
+      assert.deepEqual(m.config, {}, m.metricName);
+    }
+    assert.deepEqual(get("External", "ok").errors, []);
+    assert.deepEqual(get("External", "ok").fallback, {
+      failureThreshold: 0,
+      replicas: 5,
+      behavior: "static",
+    });
   });
 
   it("keeps the same metric name of different types apart", () => {
