@@ -17,6 +17,7 @@ export * from "./src/core/quantity.ts";
 export * from "./src/core/label_selector.ts";
 export * from "./src/core/aggregators.ts";
 export * from "./src/core/json_extract.ts";
+export * from "./src/core/formula.ts";
 export * from "./src/core/annotations.ts";
 export * from "./src/core/dictionary.ts";
 export * from "./src/core/hpa.ts";

@@ -27,6 +27,17 @@ import {
   type AggregatorName,
   parseAggregator,
 } from "./aggregators.ts";
+import {
+  endOfString,
+  type Grammar,
+  type Lexicon,
+  MAX_EXPRESSION_LENGTH,
+  type Node,
+  parseExpression,
+  type Parser,
+  roundHalfAway,
+  type Token,
+} from "./expression.ts";
 
 /** How to get the value out of a document: exactly one of `jsonKey` and `jsonEval`. */
 export interface JsonExtractionOptions {
@@ -38,8 +49,6 @@ export interface JsonExtractionOptions {
   aggregator?: AggregatorName;
 }
 
-const MAX_EXPRESSION_LENGTH = 4096;
-const MAX_DEPTH = 64;
 const JSON_NUMBER_RE = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
 
 // ---- values --------------------------------------------------------------------------
@@ -151,16 +160,6 @@ function matchingBracket(s: string, open: number): number {
   throw new Error(`unterminated "[" at position ${open}`);
 }
 
-/** Index of the quote closing the string that opens at `start`. */
-function endOfString(s: string, start: number): number {
-  const quote = s[start];
-  for (let i = start + 1; i < s.length; i++) {
-    if (s[i] === "\\") i++;
-    else if (s[i] === quote) return i;
-  }
-  throw new Error(`unterminated string at position ${start}`);
-}
-
 /**
  * jsonpath-plus hands scripts (`[?(...)]`, `[(...)]`) to this function instead of running
  * JavaScript. It sees `@` as `_$_v` and `@root` as `_$_root`.
@@ -211,44 +210,6 @@ function queryPath(path: string, json: unknown): unknown[] {
 
 // ---- expressions ---------------------------------------------------------------------
 
-type Node =
-  | { t: "lit"; v: unknown }
-  | { t: "path"; path: string }
-  | { t: "call"; name: string; args: Node[] }
-  | { t: "unary"; op: string; arg: Node }
-  | { t: "binary"; op: string; left: Node; right: Node };
-
-type Token =
-  | { k: "num"; v: number; pos: number }
-  | { k: "str"; v: string; pos: number }
-  | { k: "id"; v: string; pos: number }
-  | { k: "path"; v: string; pos: number }
-  | { k: "op"; v: string; pos: number }
-  | { k: "end"; pos: number };
-
-const OPERATORS = [
-  "===",
-  "!==",
-  "**",
-  "==",
-  "!=",
-  "<=",
-  ">=",
-  "&&",
-  "||",
-  "+",
-  "-",
-  "*",
-  "/",
-  "%",
-  "<",
-  ">",
-  "!",
-  "(",
-  ")",
-  ",",
-];
-
 const CONSTANTS: Record<string, unknown> = {
   e: Math.E,
   pi: Math.PI,
@@ -265,11 +226,6 @@ const CONSTANTS: Record<string, unknown> = {
   false: false,
   null: null,
 };
-
-/** Go's math.Round: half away from zero. */
-function roundHalfAway(x: number): number {
-  return x < 0 ? -Math.round(-x) : Math.round(x);
-}
 
 /** Go's math.RoundToEven. */
 function roundHalfEven(x: number): number {
@@ -309,175 +265,92 @@ const MATH_FUNCTIONS: Record<string, (x: number) => number> = {
 
 const LIST_FUNCTIONS = ["length", "size", "first"];
 
-function tokenize(s: string, depth: number): Token[] {
-  const tokens: Token[] = [];
-  let i = 0;
-  while (i < s.length) {
-    const c = s[i];
-    if (/\s/.test(c)) {
-      i++;
-      continue;
+/** A json-eval word: a function call (ajson's math and aggregate functions) or a constant. */
+function jsonEvalPrimary(p: Parser, t: Token, depth: number): Node | undefined {
+  if (t.k !== "id") return undefined;
+  if (p.isOp(["("])) {
+    p.next();
+    const name = t.v.toLowerCase();
+    if (
+      !Object.hasOwn(MATH_FUNCTIONS, name) && !LIST_FUNCTIONS.includes(name) &&
+      !(AGGREGATOR_NAMES as readonly string[]).includes(name)
+    ) {
+      throw new Error(`unknown function "${t.v}" at position ${t.pos}`);
     }
-    const rest = s.slice(i);
-    const num = /^(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/.exec(rest);
-    if (num) {
-      tokens.push({ k: "num", v: Number(num[0]), pos: i });
-      i += num[0].length;
-      continue;
-    }
-    if (c === "'" || c === '"') {
-      const end = endOfString(s, i);
-      const raw = s.slice(i + 1, end);
-      tokens.push({ k: "str", v: raw.replace(/\\(.)/g, "$1"), pos: i });
-      i = end + 1;
-      continue;
-    }
-    if (c === "$" || c === "@") {
-      const end = scanPath(s, i, false, depth);
-      tokens.push({ k: "path", v: s.slice(i, end), pos: i });
-      i = end;
-      continue;
-    }
-    const id = /^[A-Za-z_][A-Za-z0-9_]*/.exec(rest);
-    if (id) {
-      tokens.push({ k: "id", v: id[0], pos: i });
-      i += id[0].length;
-      continue;
-    }
-    const op = OPERATORS.find((o) => rest.startsWith(o));
-    if (!op) throw new Error(`unexpected "${c}" at position ${i}`);
-    tokens.push({ k: "op", v: op === "===" ? "==" : op === "!==" ? "!=" : op, pos: i });
-    i += op.length;
-  }
-  tokens.push({ k: "end", pos: s.length });
-  return tokens;
-}
-
-class ExpressionParser {
-  private pos = 0;
-  constructor(private readonly tokens: Token[], private readonly baseDepth: number) {}
-
-  parse(): Node {
-    const node = this.binary(0, 0);
-    const t = this.tokens[this.pos];
-    if (t.k !== "end") throw new Error(`unexpected ${show(t)} at position ${t.pos}`);
-    return node;
-  }
-
-  private static readonly LEVELS: readonly (readonly string[])[] = [
-    ["||"],
-    ["&&"],
-    ["==", "!=", "<", "<=", ">", ">="],
-    ["+", "-"],
-    ["*", "/", "%"],
-  ];
-
-  private isOp(values: readonly string[]): string | null {
-    const t = this.tokens[this.pos];
-    return t.k === "op" && values.includes(t.v) ? t.v : null;
-  }
-
-  private binary(level: number, depth: number): Node {
-    if (level >= ExpressionParser.LEVELS.length) return this.unary(depth);
-    let left = this.binary(level + 1, depth);
-    let op: string | null;
-    while ((op = this.isOp(ExpressionParser.LEVELS[level])) !== null) {
-      this.pos++;
-      const right = this.binary(level + 1, depth);
-      left = { t: "binary", op, left, right };
-    }
-    return left;
-  }
-
-  /** Unary operators bind looser than `**` on their right: `-2**2` is -4, `2**-1` is 0.5. */
-  private unary(depth: number): Node {
-    if (this.baseDepth + depth > MAX_DEPTH) throw new Error("expression nested too deeply");
-    const op = this.isOp(["-", "+", "!"]);
-    if (op) {
-      this.pos++;
-      return { t: "unary", op, arg: this.unary(depth + 1) };
-    }
-    const base = this.primary(depth);
-    if (this.isOp(["**"])) {
-      this.pos++;
-      return { t: "binary", op: "**", left: base, right: this.unary(depth + 1) };
-    }
-    return base;
-  }
-
-  private primary(depth: number): Node {
-    const t = this.tokens[this.pos++];
-    switch (t.k) {
-      case "num":
-      case "str":
-        return { t: "lit", v: t.v };
-      case "path":
-        return { t: "path", path: t.v };
-      case "id": {
-        if (this.isOp(["("])) {
-          this.pos++;
-          const name = t.v.toLowerCase();
-          if (
-            !Object.hasOwn(MATH_FUNCTIONS, name) && !LIST_FUNCTIONS.includes(name) &&
-            !(AGGREGATOR_NAMES as readonly string[]).includes(name)
-          ) {
-            throw new Error(`unknown function "${t.v}" at position ${t.pos}`);
-          }
-          const args: Node[] = [];
-          if (!this.isOp([")"])) {
-            args.push(this.binary(0, depth + 1));
-            while (this.isOp([","])) {
-              this.pos++;
-              args.push(this.binary(0, depth + 1));
-            }
-          }
-          this.expect(")");
-          if (
-            (Object.hasOwn(MATH_FUNCTIONS, name) || LIST_FUNCTIONS.includes(name)) &&
-            args.length !== 1
-          ) {
-            throw new Error(`function ${name} takes one argument, got ${args.length}`);
-          }
-          if (args.length === 0) throw new Error(`function ${name} needs an argument`);
-          return { t: "call", name, args };
-        }
-        const name = t.v.toLowerCase();
-        if (!Object.hasOwn(CONSTANTS, name)) {
-          throw new Error(`unknown name "${t.v}" at position ${t.pos}`);
-        }
-        return { t: "lit", v: CONSTANTS[name] };
+    const args: Node[] = [];
+    if (!p.isOp([")"])) {
+      args.push(p.expression(depth + 1));
+      while (p.isOp([","])) {
+        p.next();
+        args.push(p.expression(depth + 1));
       }
-      case "op":
-        if (t.v === "(") {
-          const inner = this.binary(0, depth + 1);
-          this.expect(")");
-          return inner;
-        }
-        throw new Error(`unexpected "${t.v}" at position ${t.pos}`);
-      case "end":
-        throw new Error("unexpected end of expression");
     }
-  }
-
-  private expect(op: string): void {
-    const t = this.tokens[this.pos];
-    if (t.k !== "op" || t.v !== op) {
-      throw new Error(`expected "${op}" but found ${show(t)} at position ${t.pos}`);
+    p.expect(")");
+    if (
+      (Object.hasOwn(MATH_FUNCTIONS, name) || LIST_FUNCTIONS.includes(name)) &&
+      args.length !== 1
+    ) {
+      throw new Error(`function ${name} takes one argument, got ${args.length}`);
     }
-    this.pos++;
+    if (args.length === 0) throw new Error(`function ${name} needs an argument`);
+    return { t: "call", name, args, pos: t.pos };
   }
+  const name = t.v.toLowerCase();
+  if (!Object.hasOwn(CONSTANTS, name)) {
+    throw new Error(`unknown name "${t.v}" at position ${t.pos}`);
+  }
+  return { t: "lit", v: CONSTANTS[name], pos: t.pos };
 }
 
-function show(t: Token): string {
-  return t.k === "end" ? "the end" : `"${String(t.v)}"`;
-}
+/** json-eval: ajson's script subset; unary operators bind looser than `**` on their right. */
+const JSON_EVAL: { lexicon: Lexicon; grammar: Grammar } = {
+  lexicon: {
+    operators: [
+      "===",
+      "!==",
+      "**",
+      "==",
+      "!=",
+      "<=",
+      ">=",
+      "&&",
+      "||",
+      "+",
+      "-",
+      "*",
+      "/",
+      "%",
+      "<",
+      ">",
+      "!",
+      "(",
+      ")",
+      ",",
+    ],
+    aliases: { "===": "==", "!==": "!=" },
+    strings: true,
+  },
+  grammar: {
+    levels: [
+      ["||"],
+      ["&&"],
+      ["==", "!=", "<", "<=", ">", ">="],
+      ["+", "-"],
+      ["*", "/", "%"],
+    ],
+    prefix: ["-", "+", "!"],
+    power: "**",
+    primary: jsonEvalPrimary,
+  },
+};
 
 function compileExpression(expr: string, depth: number): Node {
-  if (depth > MAX_DEPTH) throw new Error("expression nested too deeply");
-  if (expr.length > MAX_EXPRESSION_LENGTH) {
-    throw new Error(`expression longer than ${MAX_EXPRESSION_LENGTH} characters`);
-  }
-  return new ExpressionParser(tokenize(expr, depth), depth).parse();
+  // paths are scanned at this depth, so that scripts nested in their filters count
+  const lexicon: Lexicon = {
+    ...JSON_EVAL.lexicon,
+    scanPath: (s, start) => scanPath(s, start, false, depth),
+  };
+  return parseExpression(expr, { lexicon, grammar: JSON_EVAL.grammar }, depth);
 }
 
 interface EvalContext {
@@ -514,6 +387,7 @@ function evaluate(node: Node, ctx: EvalContext): unknown {
     case "call":
       return callFunction(node.name, node.args.map((a) => evaluate(a, ctx)));
   }
+  throw new Error(`unsupported expression at position ${node.pos}`);
 }
 
 function operand(v: unknown, op: string): number {
