@@ -388,6 +388,12 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
         }: its value expires between collections and is not served meanwhile`,
       );
     }
+    if (fallback) {
+      // read and checked now; the engine does not serve fallback values yet
+      warnings.push(
+        `fallback of ${metricType} metric \`${metricName}\` is checked but not applied by this version: a failing source still gives the HPA no value`,
+      );
+    }
     if (warnings.length > 0) plan.warnings = warnings;
     plans.push(plan);
   });
