@@ -379,7 +379,7 @@ class InfluxDbCollector implements Collector {
  * @example
  * ```ts
  * const factory = createInfluxDbFactory({ address: "http://influx:8086", org: "acme" });
- * factory.create({ plan, flags: {} }).queryKey; // "influxdb/External|[\"http://influx:8086\",...]"
+ * factory.create({ plan }).queryKey; // "influxdb/External|[\"http://influx:8086\",...]"
  * ```
  */
 export function createInfluxDbFactory(options: InfluxDbOptions): CollectorFactory {

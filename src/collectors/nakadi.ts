@@ -259,7 +259,7 @@ export interface NakadiOptions extends OAuthBackendOptions {}
  * @example
  * ```ts
  * const factory = createNakadiFactory({ endpoint: "https://nakadi.example.org", token: "t" });
- * factory.create({ plan, flags: {} }); // throws naming the key when the config is unusable
+ * factory.create({ plan }); // throws naming the key when the config is unusable
  * ```
  */
 export function createNakadiFactory(options: NakadiOptions): CollectorFactory {

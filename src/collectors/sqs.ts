@@ -176,7 +176,7 @@ class SqsQueueLengthCollector implements Collector {
  * @example
  * ```ts
  * const factory = createSqsQueueLengthFactory({ regions: ["eu-central-1"] });
- * factory.create({ plan, flags: {} }); // throws for a region other than eu-central-1
+ * factory.create({ plan }); // throws for a region other than eu-central-1
  * ```
  */
 export function createSqsQueueLengthFactory(options: SqsFactoryOptions = {}): CollectorFactory {

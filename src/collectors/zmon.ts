@@ -213,7 +213,7 @@ export interface ZmonOptions extends OAuthBackendOptions {}
  * @example
  * ```ts
  * const factory = createZmonFactory({ endpoint: "http://kairosdb:8083", token: "t" });
- * factory.create({ plan, flags: {} }).queryKey; // "zmon/External|http://kairosdb:8083/..."
+ * factory.create({ plan }).queryKey; // "zmon/External|http://kairosdb:8083/..."
  * ```
  */
 export function createZmonFactory(options: ZmonOptions): CollectorFactory {
