@@ -178,6 +178,23 @@ export class Parser {
     this.#pos++;
   }
 
+  /**
+   * Comma-separated items up to `closer`, which is consumed (the opener already is): call
+   * arguments, array literals. `item` reads one, given how many came before it.
+   */
+  list<T>(closer: string, item: (index: number) => T): T[] {
+    const items: T[] = [];
+    if (!this.isOp([closer])) {
+      items.push(item(0));
+      while (this.isOp([","])) {
+        this.next();
+        items.push(item(items.length));
+      }
+    }
+    this.expect(closer);
+    return items;
+  }
+
   /** One full expression (ternary included) at nesting `depth`. */
   expression(depth: number): Node {
     const test = this.#binary(0, depth);

@@ -128,15 +128,7 @@ class FormulaGrammar implements Grammar {
     if (t.k !== "op") return undefined;
     switch (t.v) {
       case "[": {
-        const items: Node[] = [];
-        if (!p.isOp(["]"])) {
-          items.push(p.expression(depth + 1));
-          while (p.isOp([","])) {
-            p.next();
-            items.push(p.expression(depth + 1));
-          }
-        }
-        p.expect("]");
+        const items = p.list("]", () => p.expression(depth + 1));
         return { t: "array", items, pos: t.pos };
       }
       case "#":
@@ -156,15 +148,7 @@ class FormulaGrammar implements Grammar {
     const arity = Object.hasOwn(FUNCTIONS, name) ? FUNCTIONS[name] : undefined;
     if (!arity) throw new Error(`unknown function ${name} at position ${pos}`);
     p.expect("(");
-    const args: Node[] = [];
-    if (!p.isOp([")"])) {
-      args.push(this.#argument(p, name, 0, depth + 1));
-      while (p.isOp([","])) {
-        p.next();
-        args.push(this.#argument(p, name, args.length, depth + 1));
-      }
-    }
-    p.expect(")");
+    const args = p.list(")", (i) => this.#argument(p, name, i, depth + 1));
     if (args.length < arity.min || args.length > arity.max) {
       const wanted = arity.max === Infinity
         ? `at least ${arity.min} argument`

@@ -277,15 +277,7 @@ function jsonEvalPrimary(p: Parser, t: Token, depth: number): Node | undefined {
     ) {
       throw new Error(`unknown function "${t.v}" at position ${t.pos}`);
     }
-    const args: Node[] = [];
-    if (!p.isOp([")"])) {
-      args.push(p.expression(depth + 1));
-      while (p.isOp([","])) {
-        p.next();
-        args.push(p.expression(depth + 1));
-      }
-    }
-    p.expect(")");
+    const args = p.list(")", () => p.expression(depth + 1));
     if (
       (Object.hasOwn(MATH_FUNCTIONS, name) || LIST_FUNCTIONS.includes(name)) &&
       args.length !== 1

@@ -66,14 +66,6 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
   }) as unknown as ConfigSchema<PrometheusConfig>;
 }
 
-/** The schemas by metric type, without and with link-local servers allowed. */
-const SCHEMAS: Readonly<
-  Record<string, readonly [ConfigSchema<PrometheusConfig>, ConfigSchema<PrometheusConfig>]>
-> = {
-  Object: [schema("Object", {}), schema("Object", { allowLinkLocalTargets: true })],
-  External: [schema("External", {}), schema("External", { allowLinkLocalTargets: true })],
-};
-
 /**
  * `prometheus`: External and Object metrics from a PromQL query (legacy External type and
  * metric name `prometheus-query`).
@@ -84,7 +76,7 @@ export const prometheusDescriptor: CollectorDescriptor<PrometheusConfig> = {
   metricTypes: ["Object", "External"],
   enabledBy: "--prometheus-server",
   schema(metricType: MetricType, context: ConfigContext): ConfigSchema<PrometheusConfig> {
-    const pair = SCHEMAS[metricType] ?? SCHEMAS.External;
-    return pair[context.allowLinkLocalTargets === true ? 1 : 0];
+    // (made once per metric type and context by parseCollectorConfig)
+    return schema(metricType === "Object" ? "Object" : "External", context);
   },
 };
