@@ -171,8 +171,8 @@ export function parseMetricAnnotations(
     const parsed = parseFallback(
       Object.fromEntries([...given].map(([k, [value]]) => [k, value])),
       {
-        // only a formula metric takes scalingModifiers; formulas are not planned yet
-        formula: false,
+        // only a formula metric (its keys under the `formula` collector) takes scalingModifiers
+        formula: entry.collectors.length === 1 && entry.collectors[0] === "formula",
         where: {
           metric: `${entry.metricType} metric ${entry.metricName}`,
           annotation: (k) => given.get(k)?.[1] ?? `${prefix}/${k}`,

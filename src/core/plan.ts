@@ -17,6 +17,9 @@ import { parseHpa } from "./hpa.ts";
 import { collectorDescriptor, EXTERNAL_ALIASES, EXTERNAL_COLLECTORS } from "./collectors.ts";
 import { type ConfigContext, metricWhat, parseCollectorConfig } from "./collector_config.ts";
 import { formatDuration } from "./duration.ts";
+import { FORMULA_TYPE, type FormulaConfig, formulaDescriptor } from "./configs/formula.ts";
+import { checkFormula, compileFormula, formulaIdentifier } from "./formula.ts";
+import { parseQuantity } from "./quantity.ts";
 import { shortenValues } from "./quote.ts";
 import type { Hpa, HpaLabelSelector, HpaMetricTarget, HpaObjectReference } from "./hpa.ts";
 import {
@@ -27,6 +30,7 @@ import {
   RESERVED_CONFIG_KEYS,
 } from "./annotations.ts";
 import type {
+  FormulaInput,
   HpaRef,
   LabelSelector,
   MetricPlan,
@@ -85,18 +89,28 @@ function annotationPrefix(e: Entry, collector: string): string {
 }
 
 function isEnabled(collector: string, options: PlanOptions): boolean {
-  return options.enabledCollectors === undefined || options.enabledCollectors.has(collector);
+  return collector === FORMULA_TYPE || options.enabledCollectors === undefined ||
+    options.enabledCollectors.has(collector);
+}
+
+/** The External type a `matchLabels.type`, metric name or annotation collector selects. */
+function externalType(name: string): string | undefined {
+  return name === FORMULA_TYPE ? FORMULA_TYPE : EXTERNAL_ALIASES[name];
+}
+
+function descriptorOf(collector: string) {
+  return collector === FORMULA_TYPE ? formulaDescriptor : collectorDescriptor(collector);
 }
 
 function chooseExternal(e: Entry): Choice {
   const warnings: string[] = [];
   const annotated = e.annotations?.collectors.length === 1 ? e.annotations.collectors[0] : null;
-  const annotatedType = annotated === null ? null : EXTERNAL_ALIASES[annotated] ?? null;
+  const annotatedType = annotated === null ? null : externalType(annotated) ?? null;
   const typeLabel = e.selector?.matchLabels?.type;
-  const choices = EXTERNAL_COLLECTORS.join(", ");
+  const choices = [...EXTERNAL_COLLECTORS, FORMULA_TYPE].sort().join(", ");
   let collector: string;
   if (typeLabel !== undefined) {
-    const t = EXTERNAL_ALIASES[typeLabel];
+    const t = externalType(typeLabel);
     if (t === undefined) {
       return {
         collector: null,
@@ -265,10 +279,153 @@ function sortedRecord(r: Record<string, string>): Record<string, string> {
   return out;
 }
 
+/** What one plan is made from: a `spec.metrics` entry, or a hidden formula input. */
+interface PlanInput extends Entry {
+  index: number;
+  target: MetricTarget;
+  hidden: boolean;
+}
+
+/** Plans one entry; also returns a formula's parsed config (when the entry is a valid one). */
+function planEntry(
+  input: PlanInput,
+  ref: HpaRef,
+  scaleTargetRef: ObjectReference,
+  options: PlanOptions,
+): { plan: MetricPlan; formula?: FormulaConfig } {
+  const { metricType, metricName, describedObject } = input;
+  const entry: Entry = input;
+  let choice = metricType === "External"
+    ? chooseExternal(entry)
+    : metricType === "Object"
+    ? chooseObject(entry, options)
+    : choosePods(entry);
+  if (input.hidden && metricType === "Object" && choice.error === undefined) {
+    choice = {
+      ...choice,
+      error:
+        `Object metric \`${metricName}\` is a formula input that spec.metrics does not list: an Object input needs its describedObject, so list it in spec.metrics`,
+    };
+  }
+  if (input.hidden && choice.collector === FORMULA_TYPE) {
+    choice = {
+      ...choice,
+      error:
+        `External metric \`${metricName}\` is a formula that spec.metrics does not list: a formula cannot be the input of another`,
+    };
+  }
+
+  const config: Record<string, string> = {};
+  if (metricType !== "Pods") Object.assign(config, entry.selector?.matchLabels ?? {});
+  Object.assign(config, entry.annotations?.config ?? {});
+  for (const k of RESERVED_CONFIG_KEYS) delete config[k];
+
+  const errors = [...(entry.annotations?.errors ?? [])];
+  const conflict = (entry.annotations?.collectors.length ?? 0) > 1;
+  let formula: FormulaConfig | undefined;
+  if (choice.error !== undefined) {
+    // with two collectors named, "no collector" would only repeat the conflict
+    if (!conflict) errors.push(choice.error);
+  } else if (choice.collector !== null) {
+    const descriptor = descriptorOf(choice.collector);
+    if (descriptor !== undefined) {
+      const parsed = parseCollectorConfig(descriptor, config, {
+        what: metricWhat(metricType, metricName, ref),
+        annotationPrefix: annotationPrefix(entry, choice.annotationCollector),
+        annotated: new Set(Object.keys(entry.annotations?.config ?? {})),
+        metricType,
+      }, options);
+      if (!parsed.ok) errors.push(...parsed.errors);
+      else if (choice.collector === FORMULA_TYPE) formula = parsed.config as FormulaConfig;
+    }
+    if (!isEnabled(choice.collector, options)) {
+      errors.push(
+        `collector \`${choice.collector}\` is not enabled (start with ${
+          enableHint(choice.collector, describedObject?.kind)
+        })`,
+      );
+    }
+  }
+  const interval = entry.annotations?.intervalSeconds;
+  const plan: MetricPlan = {
+    hpa: ref,
+    index: input.index,
+    metricType,
+    metricName,
+    metricSelector: copySelector(entry.selector),
+    target: input.target,
+    describedObject: describedObject ? copyRef(describedObject) : null,
+    scaleTargetRef,
+    collector: choice.collector,
+    intervalSeconds: interval !== undefined && interval > 0
+      ? interval
+      : options.defaultIntervalSeconds ?? 60,
+    perReplica: entry.annotations?.perReplica ?? false,
+    minPodReadyAgeSeconds: entry.annotations?.minPodReadyAgeSeconds ?? 0,
+    config: sortedRecord(config),
+    error: errors.length > 0 ? shortenValues(errors.join("; ")) : null,
+  };
+  if (input.hidden) plan.hidden = true;
+  const fallback = entry.annotations?.fallback;
+  if (fallback) plan.fallback = { ...fallback };
+  const warnings = choice.warnings.map(shortenValues);
+  const ttl = options.metricsTtlSeconds;
+  if (ttl !== undefined && plan.error === null && plan.intervalSeconds > ttl) {
+    warnings.push(
+      `interval ${
+        formatDuration(plan.intervalSeconds)
+      } of ${metricType} metric \`${metricName}\` is longer than the metrics TTL ${
+        formatDuration(ttl)
+      }: its value expires between collections and is not served meanwhile`,
+    );
+  }
+  if (warnings.length > 0) plan.warnings = warnings;
+  return formula === undefined ? { plan } : { plan, formula };
+}
+
+/** What an identifier of a formula may name on its HPA. */
+type Candidate =
+  | { kind: "plan"; plan: MetricPlan }
+  | { kind: "hidden"; annotations: MetricAnnotations }
+  | { kind: "resource"; name: string };
+
+function candidateText(c: Candidate): string {
+  switch (c.kind) {
+    case "plan":
+      return `${c.plan.metricType} metric ${c.plan.metricName}`;
+    case "hidden":
+      return `${c.annotations.metricType} metric ${c.annotations.metricName}`;
+    default:
+      return `Resource metric ${c.name}`;
+  }
+}
+
+/** Why a formula's target cannot be one (`invalid <what>: <why>`), or undefined. */
+function formulaTargetError(target: MetricTarget): { what: string; why: string } | undefined {
+  if (target.type === "Utilization") {
+    return { what: "target type Utilization", why: "want AverageValue or Value" };
+  }
+  const field = target.type === "Value" ? "value" : "averageValue";
+  const raw = (target.type === "Value" ? target.value : target.averageValue) ?? "";
+  let n = NaN;
+  try {
+    n = parseQuantity(raw);
+  } catch {
+    // not a quantity: reported as not a number > 0
+  }
+  return n > 0 ? undefined : { what: `target ${field} "${raw}"`, why: "want a number > 0" };
+}
+
 /**
  * Plan every Pods, Object and External entry of an HPA's `spec.metrics`, in order. A metric
  * that cannot be collected gets a plan with `error` set (and `collector` null when none could
  * be chosen); problems that do not stop collection are `warnings`.
+ *
+ * A formula (an External metric with `matchLabels.type: formula`) names other metrics of the
+ * HPA: those `spec.metrics` lists, and those only its `metric-config.*` annotations define,
+ * which get hidden plans after the listed ones (collected, not served). Each identifier is
+ * checked (unknown, ambiguous, a Resource metric, another formula) and the expression is run
+ * once with every input at -1; each problem is an error of the formula's plan.
  *
  * Throws `InvalidHpaError` (from `parseHpa`) when the object is not a valid HPA: there is
  * nothing to plan then, and the message names the HPA and the bad fields.
@@ -285,14 +442,16 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
     namespace: parsed.metadata.namespace ?? "default",
     name: parsed.metadata.name,
   };
-  const defaultInterval = options.defaultIntervalSeconds ?? 60;
   const annotations = parseMetricAnnotations(parsed.metadata.annotations);
   const hpaWarnings = [...annotations.warnings];
   const used = new Set<string>();
   const plans: MetricPlan[] = [];
+  const formulas = new Map<MetricPlan, FormulaConfig>();
+  const resources: string[] = [];
   const scaleTargetRef = copyRef(parsed.spec.scaleTargetRef);
+  const specMetrics = parsed.spec.metrics ?? [];
 
-  (parsed.spec.metrics ?? []).forEach((metric, index) => {
+  specMetrics.forEach((metric, index) => {
     let source;
     let metricType: MetricType;
     let describedObject: HpaObjectReference | undefined;
@@ -310,100 +469,161 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
         metricType = "External";
         source = metric.external;
         break;
+      case "Resource":
+        resources.push(metric.resource.name);
+        return;
+      case "ContainerResource":
+        resources.push(metric.containerResource.name);
+        return;
       default:
         return;
     }
     const metricName = source.metric.name;
     const key = annotationKey(metricType, metricName);
     used.add(key);
-    const entry: Entry = {
+    const { plan, formula } = planEntry({
       metricType,
       metricName,
       selector: source.metric.selector,
       describedObject,
       annotations: annotations.metrics.get(key),
-    };
-    const choice = metricType === "External"
-      ? chooseExternal(entry)
-      : metricType === "Object"
-      ? chooseObject(entry, options)
-      : choosePods(entry);
-
-    const config: Record<string, string> = {};
-    if (metricType !== "Pods") Object.assign(config, entry.selector?.matchLabels ?? {});
-    Object.assign(config, entry.annotations?.config ?? {});
-    for (const k of RESERVED_CONFIG_KEYS) delete config[k];
-
-    const errors = [...(entry.annotations?.errors ?? [])];
-    const conflict = (entry.annotations?.collectors.length ?? 0) > 1;
-    if (choice.error !== undefined) {
-      // with two collectors named, "no collector" would only repeat the conflict
-      if (!conflict) errors.push(choice.error);
-    } else if (choice.collector !== null) {
-      const descriptor = collectorDescriptor(choice.collector);
-      if (descriptor !== undefined) {
-        const parsed = parseCollectorConfig(descriptor, config, {
-          what: metricWhat(metricType, metricName, ref),
-          annotationPrefix: annotationPrefix(entry, choice.annotationCollector),
-          annotated: new Set(Object.keys(entry.annotations?.config ?? {})),
-          metricType,
-        }, options);
-        if (!parsed.ok) errors.push(...parsed.errors);
-      }
-      if (!isEnabled(choice.collector, options)) {
-        errors.push(
-          `collector \`${choice.collector}\` is not enabled (start with ${
-            enableHint(choice.collector, describedObject?.kind)
-          })`,
-        );
-      }
-    }
-    const interval = entry.annotations?.intervalSeconds;
-    const plan: MetricPlan = {
-      hpa: ref,
       index,
-      metricType,
-      metricName,
-      metricSelector: copySelector(entry.selector),
       target: copyTarget(source.target),
-      describedObject: describedObject ? copyRef(describedObject) : null,
-      scaleTargetRef,
-      collector: choice.collector,
-      intervalSeconds: interval !== undefined && interval > 0 ? interval : defaultInterval,
-      perReplica: entry.annotations?.perReplica ?? false,
-      minPodReadyAgeSeconds: entry.annotations?.minPodReadyAgeSeconds ?? 0,
-      config: sortedRecord(config),
-      error: errors.length > 0 ? shortenValues(errors.join("; ")) : null,
-    };
-    const fallback = entry.annotations?.fallback;
-    if (fallback) plan.fallback = { ...fallback };
-    const warnings = choice.warnings.map(shortenValues);
-    const ttl = options.metricsTtlSeconds;
-    if (ttl !== undefined && plan.error === null && plan.intervalSeconds > ttl) {
-      warnings.push(
-        `interval ${
-          formatDuration(plan.intervalSeconds)
-        } of ${metricType} metric \`${metricName}\` is longer than the metrics TTL ${
-          formatDuration(ttl)
-        }: its value expires between collections and is not served meanwhile`,
-      );
-    }
-    if (fallback) {
-      // read and checked now; the engine does not serve fallback values yet
-      warnings.push(
-        `fallback of ${metricType} metric \`${metricName}\` is checked but not applied by this version: a failing source still gives the HPA no value`,
-      );
-    }
-    if (warnings.length > 0) plan.warnings = warnings;
+      hidden: false,
+    }, ref, scaleTargetRef, options);
     plans.push(plan);
+    if (plan.collector === FORMULA_TYPE) formulas.set(plan, formula ?? { expression: "" });
   });
 
+  // formulas: resolve identifiers; definitions only annotations make become hidden inputs
+  const hidden = new Map<string, MetricPlan>();
+  if (formulas.size > 0) {
+    const candidates = new Map<string, Candidate[]>();
+    const add = (identifier: string, c: Candidate): void => {
+      const list = candidates.get(identifier);
+      if (list) list.push(c);
+      else candidates.set(identifier, [c]);
+    };
+    for (const plan of plans) add(formulaIdentifier(plan.metricName), { kind: "plan", plan });
+    const unused = [...annotations.metrics].filter(([key]) => !used.has(key))
+      .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    for (const [, a] of unused) {
+      add(formulaIdentifier(a.metricName), { kind: "hidden", annotations: a });
+    }
+    for (const name of resources) add(formulaIdentifier(name), { kind: "resource", name });
+
+    for (const [plan, config] of formulas) {
+      const errors: string[] = [];
+      const at = `${metricWhat(plan.metricType, plan.metricName, ref)} (annotation metric-config.external.${plan.metricName}.${FORMULA_TYPE}/expression)`;
+      const targetError = formulaTargetError(plan.target);
+      if (targetError !== undefined) {
+        errors.push(
+          `invalid ${targetError.what} for formula ${
+            metricWhat(plan.metricType, plan.metricName, ref)
+          }: ${targetError.why}`,
+        );
+      }
+      const inputs: FormulaInput[] = [];
+      if (plan.error === null) {
+        const identifiers = compileFormula(config.expression).identifiers;
+        const names = [...candidates.keys()].filter((k) => k !== formulaIdentifier(plan.metricName))
+          .sort();
+        for (const identifier of identifiers) {
+          const found = candidates.get(identifier) ?? [];
+          const bound = found.find((c) => c.kind === "plan" && c.plan === plan);
+          if (found.length === 0 || bound) {
+            errors.push(
+              `unknown identifier \`${identifier}\` in the formula of ${at}: ${
+                bound
+                  ? "a formula cannot use itself"
+                  : names.length > 0
+                  ? `the HPA's other metrics are ${names.join(", ")}`
+                  : "the HPA defines no other metric (add metric-config.<type>.<input>.<collector>/... annotations)"
+              }`,
+            );
+            continue;
+          }
+          if (found.length > 1) {
+            errors.push(
+              `ambiguous identifier \`${identifier}\` in the formula of ${at}: it names ${
+                found.map(candidateText).join(" and ")
+              } (rename one)`,
+            );
+            continue;
+          }
+          const c = found[0];
+          if (c.kind === "resource") {
+            errors.push(
+              `identifier \`${identifier}\` in the formula of ${at} names Resource metric ${c.name}, which metrics-server serves: a formula cannot read it`,
+            );
+            continue;
+          }
+          if (c.kind === "plan" && c.plan.collector === FORMULA_TYPE) {
+            errors.push(
+              `identifier \`${identifier}\` in the formula of ${at} names formula metric ${c.plan.metricName}: a formula cannot use another formula`,
+            );
+            continue;
+          }
+          let input: MetricPlan;
+          if (c.kind === "plan") input = c.plan;
+          else {
+            const key = annotationKey(c.annotations.metricType, c.annotations.metricName);
+            let h = hidden.get(key);
+            if (!h) {
+              h = planEntry({
+                metricType: c.annotations.metricType,
+                metricName: c.annotations.metricName,
+                selector: undefined,
+                describedObject: undefined,
+                annotations: c.annotations,
+                index: specMetrics.length + hidden.size,
+                target: { type: "AverageValue" },
+                hidden: true,
+              }, ref, scaleTargetRef, options).plan;
+              hidden.set(key, h);
+            }
+            input = h;
+          }
+          inputs.push({
+            identifier,
+            planKey: planKey(input),
+            queryKey: queryKey(input),
+            metricType: input.metricType,
+            metricName: input.metricName,
+          });
+          if (input.error !== null) {
+            errors.push(
+              `input \`${identifier}\` (${input.metricType} metric ${input.metricName}) of the formula of ${at} cannot be collected: ${input.error}`,
+            );
+          }
+        }
+        if (errors.length === 0) {
+          try {
+            checkFormula(config.expression, identifiers);
+          } catch (e) {
+            errors.push(`invalid formula of ${at}: ${(e as Error).message}`);
+          }
+        }
+        plan.formula = config.activationTarget === undefined
+          ? { expression: config.expression, inputs }
+          : { expression: config.expression, activationTarget: config.activationTarget, inputs };
+      }
+      if (errors.length > 0) {
+        const all = plan.error === null ? errors : [plan.error, ...errors];
+        plan.error = shortenValues(all.join("; "));
+      }
+    }
+    plans.push(...hidden.values());
+  }
+
   for (const [key, entry] of annotations.metrics) {
-    if (used.has(key)) continue;
+    if (used.has(key) || hidden.has(key)) continue;
     hpaWarnings.push(
       `annotations metric-config.${annotationTypeSegment(entry.metricType)}.${entry.metricName}.${
         entry.collectors.join("|")
-      }/... configure nothing: spec.metrics has no ${entry.metricType} metric \`${entry.metricName}\``,
+      }/... configure nothing: spec.metrics has no ${entry.metricType} metric \`${entry.metricName}\`${
+        formulas.size > 0 ? " and no formula names it" : ""
+      }`,
     );
   }
   if (hpaWarnings.length > 0) {
@@ -445,5 +665,8 @@ export function queryKey(plan: MetricPlan): string {
     plan.perReplica,
     plan.metricType === "Pods" ? plan.minPodReadyAgeSeconds : null,
     collector === "skipper" ? plan.metricName : null,
+    // what a formula computes from, and the value a fallback serves
+    plan.formula ? plan.formula.inputs.map((i) => [i.identifier, i.queryKey]) : null,
+    plan.fallback ? [plan.fallback, plan.target, refKey(plan.scaleTargetRef)] : null,
   ]);
 }

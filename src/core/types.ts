@@ -33,6 +33,28 @@ export interface MetricTarget {
   averageUtilization?: number;
 }
 
+/** A formula metric's expression and the plans its identifiers name. */
+export interface FormulaPlan {
+  /** The expression as written. */
+  expression: string;
+  /** `activation-target`, when given (shown, not enforced). */
+  activationTarget?: number;
+  /** One per identifier of the expression, in order of first use. */
+  inputs: FormulaInput[];
+}
+
+/** One input of a formula: an identifier and the plan (of the same HPA) it names. */
+export interface FormulaInput {
+  /** As written in the expression: the metric name with `-` as `_`. */
+  identifier: string;
+  /** `planKey` of the input's plan. */
+  planKey: string;
+  /** `queryKey` of the input's plan: formulas over the same queries compute the same value. */
+  queryKey: string;
+  metricType: MetricType;
+  metricName: string;
+}
+
 /** The metric source types that this adapter serves. */
 export type MetricType = "Pods" | "Object" | "External";
 
@@ -69,6 +91,13 @@ export interface MetricPlan {
   error: string | null;
   /** From the `fallback-*` annotation keys; absent when none is set. */
   fallback?: Fallback;
+  /**
+   * A formula input that `spec.metrics` does not list: collected for the HPA's formulas, never
+   * served. Its `index` is past the listed entries and its `target` is empty.
+   */
+  hidden?: boolean;
+  /** A formula metric (`matchLabels.type: formula`): its expression and inputs. */
+  formula?: FormulaPlan;
   /**
    * Problems that do not stop collection (malformed `metric-config.` keys on the HPA, deprecated
    * forms, annotations that name a metric the HPA does not have). Absent or empty when none.

@@ -121,7 +121,7 @@ const WORKER_QUEUE = {
   perReplica: false,
   config: {},
   error:
-    "External metric `queue` has no `type` label; set matchLabels.type to one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+    "External metric `queue` has no `type` label; set matchLabels.type to one of: formula, influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
   warnings: [
     'ignored annotation metric-config.external.queue.prometheus.x/query: want 4 dot-separated parts before "/" (metric-config.<type>.<metric>.<collector>), got 5 (a metric name with dots cannot be configured)',
   ],
@@ -403,7 +403,7 @@ spec:
         "HPA          TYPE      METRIC  COLLECTOR  INTERVAL  STATUS",
         "shop/web     Pods      rps     json-path  15s       OK",
         "shop/web     External  depth   influxdb   1m0s      OK",
-        "jobs/worker  External  queue   -          1m0s      External metric `queue` has no `type` label; set matchLabels.type to one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+        "jobs/worker  External  queue   -          1m0s      External metric `queue` has no `type` label; set matchLabels.type to one of: formula, influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
         '    warning: ignored annotation metric-config.external.queue.prometheus.x/query: want 4 dot-separated parts before "/" (metric-config.<type>.<metric>.<collector>), got 5 (a metric name with dots cannot be configured)',
         "",
         "3 metrics in 2 HPAs: 1 error, 1 warning (all collectors assumed enabled)",

@@ -54,16 +54,14 @@ describe("planHpa interval against the metrics TTL", () => {
 });
 
 describe("planHpa with fallback keys", () => {
-  it("keeps the checked fallback on the plan and says it is not applied yet", () => {
+  it("keeps the checked fallback on the plan, out of its config", () => {
     const obj = hpa("30s") as { metadata: { annotations: Record<string, string> } };
     obj.metadata.annotations["metric-config.external.q.json-path/fallback-failure-threshold"] = "3";
     obj.metadata.annotations["metric-config.external.q.json-path/fallback-replicas"] = "4";
     const [plan] = planHpa(obj);
     assert.equal(plan.error, null);
     assert.deepEqual(plan.fallback, { failureThreshold: 3, replicas: 4, behavior: "static" });
-    assert.deepEqual(plan.warnings, [
-      "fallback of External metric `q` is checked but not applied by this version: a failing source still gives the HPA no value",
-    ]);
+    assert.equal(plan.warnings, undefined);
     assert.equal(plan.config["fallback-replicas"], undefined);
   });
 });

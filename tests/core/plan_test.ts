@@ -261,13 +261,13 @@ describe("planHpa collector choice", () => {
     ["External without type label", external("queue"), {}, {
       collector: null,
       error:
-        "External metric `queue` has no `type` label; set matchLabels.type to one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+        "External metric `queue` has no `type` label; set matchLabels.type to one of: formula, influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
       config: {},
     }],
     ["External with unknown type", external("queue", { type: "kafka" }), {}, {
       collector: null,
       error:
-        'External metric `queue` has unknown type "kafka"; set matchLabels.type to one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon',
+        'External metric `queue` has unknown type "kafka"; set matchLabels.type to one of: formula, influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon',
       config: { type: "kafka" },
     }],
     ["External with unknown annotation collector", external("queue"), {
@@ -275,7 +275,7 @@ describe("planHpa collector choice", () => {
     }, {
       collector: null,
       error:
-        "External metric `queue` names unknown collector `kafka` in its annotations; use one of: influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+        "External metric `queue` names unknown collector `kafka` in its annotations; use one of: formula, influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
       config: { topic: "t" },
     }],
     // Object
