@@ -345,6 +345,19 @@ export interface AdapterMetricsOptions {
   registry?: MetricsRegistry;
   /** Read on every scrape for the stored-value gauges. */
   storeStats?: () => StoreStats;
+  /** Read on every scrape for the fallback gauges: every metric with a fallback. */
+  fallbacks?: () => FallbackGauge[];
+}
+
+/** One metric with a fallback (issue 21), as the fallback gauges show it. */
+export interface FallbackGauge {
+  hpa: { namespace: string; name: string };
+  metricType: string;
+  metricName: string;
+  /** The fallback value is served now. */
+  active: boolean;
+  /** Consecutive failed collections (of a formula: the most of any input). */
+  consecutiveFailures: number;
 }
 
 /**
@@ -413,6 +426,30 @@ export function createAdapterMetrics(options: AdapterMetricsOptions = {}): Adapt
       name: "kube_metrics_adapter_conflicted_plans",
       help: "Plans withheld because another HPA collects the same value with a different query",
       collect: () => stats().conflictedPlans,
+    });
+  }
+  const fallbacks = options.fallbacks;
+  if (fallbacks) {
+    const labels = (f: FallbackGauge) => ({
+      namespace: f.hpa.namespace,
+      hpa: f.hpa.name,
+      metric_type: f.metricType,
+      metric: f.metricName,
+    });
+    const labelNames = ["namespace", "hpa", "metric_type", "metric"];
+    registry.gauge({
+      name: "hpa_metrics_adapter_fallback_active",
+      help:
+        "1 while the fallback value of an HPA's metric is served (fallback-* annotations), else 0",
+      labelNames,
+      collect: () => fallbacks().map((f) => ({ labels: labels(f), value: f.active ? 1 : 0 })),
+    });
+    registry.gauge({
+      name: "hpa_metrics_adapter_consecutive_failures",
+      help:
+        "Consecutive failed collections of an HPA's metric that has a fallback (of a formula: the most of any input)",
+      labelNames,
+      collect: () => fallbacks().map((f) => ({ labels: labels(f), value: f.consecutiveFailures })),
     });
   }
   // per collector: counted without building a label key for each collection

@@ -14,7 +14,7 @@ import { createAuthMiddleware } from "../api/auth_middleware.ts";
 import { ensureSelfSignedCertificate, loadCertificateFiles } from "../api/certs.ts";
 import type { KubeRequest } from "../api/kube_request.ts";
 import { parseCertificateBundle } from "../api/pem.ts";
-import { createAdapterMetrics, createMetricsApp } from "../api/own_metrics.ts";
+import { createAdapterMetrics, createMetricsApp, type FallbackGauge } from "../api/own_metrics.ts";
 import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
@@ -270,7 +270,12 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     // bad Prometheus flags (alias=url pairs, token files) fail the start, not each collection
     prometheusOptionsFromFlags(flags);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
-    const metrics = createAdapterMetrics({ storeStats: () => store.stats() });
+    // the engine is made below; the gauges read it on each scrape
+    let fallbacks: () => FallbackGauge[] = () => [];
+    const metrics = createAdapterMetrics({
+      storeStats: () => store.stats(),
+      fallbacks: () => fallbacks(),
+    });
     const registry = collectorRegistry(flags);
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
@@ -283,6 +288,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       store,
       registry,
       defaultIntervalSeconds: numberFlag(flags, "default-collection-interval"),
+      metricsTtlSeconds: numberFlag(flags, "metrics-ttl"),
       maxConcurrentCollections: numberFlag(flags, "max-concurrent-collections"),
       collectionTimeoutSeconds: numberFlag(flags, "collection-timeout"),
       garbageCollectorIntervalSeconds: numberFlag(flags, "garbage-collector-interval"),
@@ -309,6 +315,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         }
       },
     });
+    fallbacks = () => engine.fallbackStatus();
     engineRef = engine;
 
     const authRequest = await authKubeRequest(flags, kubeSource, closers);

@@ -481,16 +481,21 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
     const metricName = source.metric.name;
     const key = annotationKey(metricType, metricName);
     used.add(key);
-    const { plan, formula } = planEntry({
-      metricType,
-      metricName,
-      selector: source.metric.selector,
-      describedObject,
-      annotations: annotations.metrics.get(key),
-      index,
-      target: copyTarget(source.target),
-      hidden: false,
-    }, ref, scaleTargetRef, options);
+    const { plan, formula } = planEntry(
+      {
+        metricType,
+        metricName,
+        selector: source.metric.selector,
+        describedObject,
+        annotations: annotations.metrics.get(key),
+        index,
+        target: copyTarget(source.target),
+        hidden: false,
+      },
+      ref,
+      scaleTargetRef,
+      options,
+    );
     plans.push(plan);
     if (plan.collector === FORMULA_TYPE) formulas.set(plan, formula ?? { expression: "" });
   });
@@ -514,7 +519,9 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
 
     for (const [plan, config] of formulas) {
       const errors: string[] = [];
-      const at = `${metricWhat(plan.metricType, plan.metricName, ref)} (annotation metric-config.external.${plan.metricName}.${FORMULA_TYPE}/expression)`;
+      const at = `${
+        metricWhat(plan.metricType, plan.metricName, ref)
+      } (annotation metric-config.external.${plan.metricName}.${FORMULA_TYPE}/expression)`;
       const targetError = formulaTargetError(plan.target);
       if (targetError !== undefined) {
         errors.push(
@@ -570,16 +577,21 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
             const key = annotationKey(c.annotations.metricType, c.annotations.metricName);
             let h = hidden.get(key);
             if (!h) {
-              h = planEntry({
-                metricType: c.annotations.metricType,
-                metricName: c.annotations.metricName,
-                selector: undefined,
-                describedObject: undefined,
-                annotations: c.annotations,
-                index: specMetrics.length + hidden.size,
-                target: { type: "AverageValue" },
-                hidden: true,
-              }, ref, scaleTargetRef, options).plan;
+              h = planEntry(
+                {
+                  metricType: c.annotations.metricType,
+                  metricName: c.annotations.metricName,
+                  selector: undefined,
+                  describedObject: undefined,
+                  annotations: c.annotations,
+                  index: specMetrics.length + hidden.size,
+                  target: { type: "AverageValue" },
+                  hidden: true,
+                },
+                ref,
+                scaleTargetRef,
+                options,
+              ).plan;
               hidden.set(key, h);
             }
             input = h;

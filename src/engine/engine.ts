@@ -19,6 +19,14 @@ import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/ty
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { Collector, CollectResult } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
+import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import { fallbackActive } from "../core/fallback.ts";
+import {
+  type CompiledFormula,
+  compileFormula,
+  evaluateFormula,
+  truncateToMilli,
+} from "../core/formula.ts";
 import { planHpa, planKey, type PlanOptions, queryKey } from "../core/plan.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { SmallMap } from "../core/small_map.ts";
@@ -26,9 +34,17 @@ import type { MetricStore } from "../store/store.ts";
 import { describedKindFor } from "../store/store.ts";
 import type { ServedAt, StoredPlan } from "../store/types.ts";
 import { ConflictIndex } from "./conflict_index.ts";
+import { FALLBACK_ACTIVE_REASON, FALLBACK_ENDED_REASON } from "./event_reporter.ts";
 import { CollectionDeadline } from "./deadline.ts";
 import { errorText } from "./error_text.ts";
 import { EventReporter } from "./event_reporter.ts";
+import {
+  fallbackEndMessage,
+  fallbackKinds,
+  fallbackSamples,
+  fallbackStartMessage,
+  inputValue,
+} from "./fallback_values.ts";
 import { hpaKeyOf } from "./hpa_key.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
@@ -117,6 +133,11 @@ export interface EngineOptions {
    * `planHpa` as its config context, as the collectors are. Default false.
    */
   allowLinkLocalTargets?: boolean;
+  /**
+   * How long a value may be served, seconds (`--metrics-ttl`): a formula never reads an input
+   * value older than that. Default 900.
+   */
+  metricsTtlSeconds?: number;
   /** The clock, ms since the epoch. */
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
@@ -148,6 +169,17 @@ export interface EngineOptions {
   newCollectionsBurst?: number;
 }
 
+/** A plan with a fallback, for own metrics. */
+export interface FallbackStatus {
+  hpa: { namespace: string; name: string };
+  metricType: string;
+  metricName: string;
+  /** Whether the fallback value is served now. */
+  active: boolean;
+  /** Consecutive failed collections (of a formula: the most of any input). */
+  consecutiveFailures: number;
+}
+
 /** The outcome of one HPA reconcile. */
 export interface ReconcileReport {
   /** `namespace/name` of the HPA. */
@@ -169,6 +201,16 @@ interface PlanEntry {
   problem: string | null;
   /** Collector unknown or disabled: the HPA may belong to another adapter. */
   incompatible: boolean;
+  /** Consecutive failed collections of its query since it joined; a success resets it. */
+  failures: number;
+  /** Its fallback value is served now. */
+  fallbackOn: boolean;
+  /** The formulas that read it (wired on each reconcile of its HPA). */
+  dependents: Set<PlanEntry> | null;
+  /** A formula: its compiled expression and the entries of its inputs. */
+  formula: { compiled: CompiledFormula; inputs: { identifier: string; entry: PlanEntry }[] } | null;
+  /** A formula: the message of its last failure (logged once per change). */
+  formulaError: string | null;
 }
 
 interface HpaState {
@@ -200,6 +242,8 @@ interface Job {
   kindsReady: boolean;
   last: { samples: CollectResult["samples"]; at: number; warnings?: string[] } | null;
   lastError: string | null;
+  /** Consecutive failed collections; a success resets it. */
+  failures: number;
   lastWarnings: string;
 }
 
@@ -276,6 +320,7 @@ export class Engine {
   readonly #events: EventReporter;
   readonly #conflicts: ConflictIndex;
   readonly #deadline: CollectionDeadline;
+  readonly #ttlMs: number;
 
   #hpas = new Map<string, HpaState>();
   #jobs = new Map<string, Job>();
@@ -312,6 +357,8 @@ export class Engine {
     this.#clearTimer = options.clearTimer ??
       ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
     this.#random = options.random ?? Math.random;
+    this.#ttlMs = finiteOr(options.metricsTtlSeconds, 900) * 1000;
+
     this.#log = options.logger ?? silentLogger();
     this.#onCollection = options.onCollection;
     this.#onReconcile = options.onReconcile;
@@ -524,8 +571,220 @@ export class Engine {
       this.#stopEntry(entry, true);
       state.plans.delete(key);
     }
+    this.#wireFormulas(state);
     this.#conflicts.check();
     this.#onReconcile?.({ hpa: hpaKey, ok });
+  }
+
+  // -- formulas and fallback --------------------------------------------------------------
+
+  /** Connect each formula of an HPA to its input entries, and compute it from what they hold. */
+  #wireFormulas(state: HpaState): void {
+    let any = false;
+    for (const e of state.plans.values()) {
+      e.dependents = null;
+      if (e.formula) any = true;
+    }
+    if (!any) return;
+    const at = this.#now();
+    for (const e of state.plans.values()) {
+      if (!e.formula || e.problem !== null) continue;
+      e.formula.inputs = [];
+      for (const input of e.plan.formula?.inputs ?? []) {
+        const entry = state.plans.get(input.planKey);
+        if (!entry) continue;
+        e.formula.inputs.push({ identifier: input.identifier, entry });
+        (entry.dependents ??= new Set()).add(e);
+      }
+      this.#evaluate(e, at);
+    }
+  }
+
+  /**
+   * Compute a formula from its inputs' latest collections: the value (truncated to milli), the
+   * fallback value when an input is past the threshold, or an error naming the input. Nothing
+   * happens while an input has not been collected yet.
+   */
+  #evaluate(entry: PlanEntry, at: number): void {
+    const f = entry.formula;
+    if (!f || entry.problem !== null) return;
+    const plan = entry.plan;
+    const fb = plan.fallback;
+    const values: Record<string, number | undefined> = {};
+    const past: string[] = [];
+    for (const { identifier, entry: input } of f.inputs) {
+      const what =
+        `input \`${identifier}\` (${input.plan.metricType} metric ${input.plan.metricName})`;
+      if (input.problem !== null) {
+        return this.#formulaFailed(entry, `${what} cannot be collected: ${input.problem}`, at);
+      }
+      const job = input.job;
+      if (!job) return this.#formulaFailed(entry, `${what} is not collected`, at);
+      if (input.failures > 0) {
+        if (fb && fallbackActive(fb, input.failures)) {
+          past.push(`${what} failed ${input.failures} consecutive collections`);
+          values[identifier] = undefined;
+          continue;
+        }
+        return this.#formulaFailed(
+          entry,
+          `${what} failed: ${job.lastError ?? "collection failed"}`,
+          at,
+        );
+      }
+      if (!job.last) return; // not collected yet
+      if (job.last.at < at - this.#ttlMs) {
+        return this.#formulaFailed(
+          entry,
+          `${what} has no value younger than the metrics TTL ${formatDuration(this.#ttlMs / 1000)}`,
+          at,
+        );
+      }
+      try {
+        values[identifier] = inputValue(job.last.samples, what);
+      } catch (e) {
+        return this.#formulaFailed(entry, errorText(e), at);
+      }
+    }
+    if (fb && past.length > 0 && fb.behavior !== "scalingModifiers") {
+      this.#serveFallback(entry, past.join("; "), at);
+      return;
+    }
+    let result: number | null;
+    try {
+      result = evaluateFormula(f.compiled, values);
+    } catch (e) {
+      return this.#formulaFailed(entry, `formula ${plan.formula?.expression}: ${errorText(e)}`, at);
+    }
+    if (result === null) {
+      if (!fb) {
+        return this.#formulaFailed(
+          entry,
+          `formula ${plan.formula?.expression} evaluated to nil and no fallback is configured`,
+          at,
+        );
+      }
+      const cause = past.length > 0
+        ? `${past.join("; ")}, and the formula evaluated to nil`
+        : "the formula evaluated to nil";
+      this.#serveFallback(entry, cause, at, fb.replicas);
+      return;
+    }
+    this.#store.recordSuccess(entry.key, [{ value: truncateToMilli(result), timestamp: at }], at);
+    if (entry.formulaError !== null) {
+      this.#log.info("formula recovered", { plan: entry.key });
+      entry.formulaError = null;
+    }
+    if (!this.#conflicts.has(entry.key)) this.#events.clear(entry.key);
+    this.#endFallback(entry, "its inputs answer again");
+  }
+
+  /** A formula cannot be computed: no value is served (never a stale one), and it is said. */
+  #formulaFailed(entry: PlanEntry, error: string, at: number): void {
+    this.#store.recordSuccess(entry.key, [], at);
+    this.#store.recordFailure(entry.key, error, at);
+    if (entry.formulaError !== error) {
+      this.#log.error("formula failed", { plan: entry.key, error });
+      entry.formulaError = error;
+    }
+    this.#endFallback(entry, "an error is served instead");
+    const state = this.#hpas.get(entry.hpaKey);
+    if (state) {
+      this.#events.report(
+        entry.key,
+        state.obj,
+        `failed to compute ${entry.plan.metricType} metric ${entry.plan.metricName}: ${error}`,
+        false,
+      );
+    }
+  }
+
+  /**
+   * A failed collection of a plan with a fallback: its value goes (an error is served, not
+   * the last good value) up to the threshold, and past it the fallback value is served.
+   */
+  #fallbackFailure(entry: PlanEntry, error: string, at: number): boolean {
+    const fb = entry.plan.fallback!;
+    if (fallbackActive(fb, entry.failures)) {
+      this.#serveFallback(
+        entry,
+        `${entry.failures} consecutive failed collections (the last: ${error})`,
+        at,
+      );
+      return true;
+    }
+    this.#store.recordSuccess(entry.key, [], at);
+    this.#store.recordFailure(entry.key, error, at);
+    return false;
+  }
+
+  /** Serve the fallback value of a plan (R from `replicas` when given, else its behaviour). */
+  #serveFallback(entry: PlanEntry, cause: string, at: number, replicas?: number): void {
+    const plan = entry.plan;
+    let decision;
+    try {
+      decision = fallbackSamples(this.#cluster, plan, plan.fallback!, at, replicas);
+    } catch (e) {
+      const error = `${cause}; no fallback value: ${errorText(e)}`;
+      this.#store.recordSuccess(entry.key, [], at);
+      this.#store.recordFailure(entry.key, error, at);
+      const state = this.#hpas.get(entry.hpaKey);
+      if (state) {
+        this.#events.report(
+          entry.key,
+          state.obj,
+          `failed to compute the fallback of ${plan.metricType} metric ${plan.metricName}: ${error}`,
+          false,
+        );
+      }
+      return;
+    }
+    this.#store.recordSuccess(entry.key, decision.samples, at);
+    if (entry.fallbackOn) return;
+    entry.fallbackOn = true;
+    const message = fallbackStartMessage(plan, cause, decision);
+    this.#log.warn("fallback started", { plan: entry.key, message });
+    const state = this.#hpas.get(entry.hpaKey);
+    if (state) this.#events.notify(state.obj, "Warning", FALLBACK_ACTIVE_REASON, message);
+  }
+
+  #endFallback(entry: PlanEntry, why: string): void {
+    if (!entry.fallbackOn) return;
+    entry.fallbackOn = false;
+    const message = fallbackEndMessage(entry.plan, why);
+    this.#log.info("fallback ended", { plan: entry.key, message });
+    const state = this.#hpas.get(entry.hpaKey);
+    if (state) this.#events.notify(state.obj, "Normal", FALLBACK_ENDED_REASON, message);
+  }
+
+  /** Every plan with a fallback: whether it is active, and its consecutive failures. */
+  fallbackStatus(): FallbackStatus[] {
+    const out: FallbackStatus[] = [];
+    for (const h of this.#hpas.values()) {
+      for (const e of h.plans.values()) {
+        if (!e.plan.fallback) continue;
+        let failures = e.failures;
+        for (const i of e.formula?.inputs ?? []) failures = Math.max(failures, i.entry.failures);
+        out.push({
+          hpa: { ...e.plan.hpa },
+          metricType: e.plan.metricType,
+          metricName: e.plan.metricName,
+          active: e.fallbackOn,
+          consecutiveFailures: failures,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Compute the formulas that read any of `entries`, each once. */
+  #evaluateDependents(entries: Iterable<PlanEntry>, at: number): void {
+    let formulas: Set<PlanEntry> | null = null;
+    for (const e of entries) {
+      if (!e.dependents) continue;
+      for (const d of e.dependents) (formulas ??= new Set()).add(d);
+    }
+    if (formulas) { for (const f of formulas) this.#evaluate(f, at); }
   }
 
   // -- plans ------------------------------------------------------------------------------
@@ -538,18 +797,32 @@ export class Engine {
       job: null,
       problem: null,
       incompatible: false,
+      failures: 0,
+      fallbackOn: false,
+      dependents: null,
+      formula: null,
+      formulaError: null,
     };
     const now = this.#now();
     let servedAt: ServedAt | null = null;
     try {
-      servedAt = servedAtOf(plan);
+      // a hidden formula input is collected, never served
+      if (!plan.hidden) servedAt = servedAtOf(plan);
     } catch (e) {
       entry.problem = errorText(e);
     }
     if (entry.problem === null && plan.error !== null) entry.problem = plan.error;
-    entry.incompatible = plan.collector === null || !this.#enabled.has(plan.collector);
+    const isFormula = plan.collector === FORMULA_TYPE;
+    entry.incompatible = plan.collector === null ||
+      (!isFormula && !this.#enabled.has(plan.collector));
     let collector: Collector | null = null;
-    if (entry.problem === null) {
+    if (entry.problem === null && isFormula) {
+      try {
+        entry.formula = { compiled: compileFormula(plan.formula?.expression ?? ""), inputs: [] };
+      } catch (e) {
+        entry.problem = errorText(e);
+      }
+    } else if (entry.problem === null) {
       const factory = this.#registry.lookup(plan.collector!, plan.metricType);
       if (!factory) {
         entry.incompatible = true;
@@ -566,12 +839,22 @@ export class Engine {
     if (servedAt) {
       const stored = this.#storedPlan(key, plan, servedAt);
       // a plan that can never be collected serves nothing, so it blocks no other HPA's value
-      if (entry.problem !== null || !collector) stored.uncollectable = true;
+      if (entry.problem !== null || (!collector && !entry.formula)) stored.uncollectable = true;
       this.#store.upsertPlan(stored, now);
       this.#conflicts.index(key, servedAt, stored.queryKey);
     }
     for (const w of plan.warnings ?? []) {
       this.#log.warn("metric configuration warning", { plan: key, warning: w });
+    }
+    if (entry.problem === null && plan.fallback) {
+      // the scale target and its pods, read when a fallback value is computed
+      void this.#ensureKinds(fallbackKinds(plan));
+    }
+    if (entry.problem === null && entry.formula) {
+      // evaluated after its inputs' collections (wired at the end of the reconcile)
+      this.#events.clear(key);
+      this.#log.info("formula started", { plan: key, expression: plan.formula?.expression });
+      return entry;
     }
     if (entry.problem !== null || !collector) {
       const problem = entry.problem ?? "no collector";
@@ -667,6 +950,7 @@ export class Engine {
         kindsReady: false,
         last: null,
         lastError: null,
+        failures: 0,
         lastWarnings: "",
       };
       entry.job = job;
@@ -681,6 +965,7 @@ export class Engine {
     }
     job.subscribers.set(entry.key, entry);
     entry.job = job;
+    entry.failures = job.failures;
     // A plan joining a running query gets its latest result at once.
     if (job.last) {
       this.#recordSuccess(entry.key, job.last.samples, job.last.at, job.last.warnings);
@@ -892,6 +1177,7 @@ export class Engine {
     const warnings = result?.warnings ?? [];
     if (result) {
       this.#succeeded(job, warnings);
+      this.#evaluateDependents(job.subscribers.values(), at);
       // A Pods plan's pods (an External plan's series) are known once written: conflicts with
       // other plans of the same metric appear or go away here, not only on reconcile.
       if (this.#conflicts.mayConflict(job.subscribers.keys())) this.#conflicts.check();
@@ -932,6 +1218,11 @@ export class Engine {
       this.#log.info("collection recovered", { query: job.id, plans: [...job.subscribers.keys()] });
     }
     job.lastError = null;
+    job.failures = 0;
+    for (const entry of job.subscribers.values()) {
+      entry.failures = 0;
+      this.#endFallback(entry, "its source answers again");
+    }
     const w = warnings.join("; ");
     if (w !== job.lastWarnings) {
       if (w !== "") this.#log.warn("collection partly failed", { query: job.id, warnings: w });
@@ -943,7 +1234,12 @@ export class Engine {
   }
 
   #failed(job: Job, error: string, at: number): void {
-    for (const key of job.subscribers.keys()) this.#store.recordFailure(key, error, at);
+    job.failures++;
+    for (const entry of job.subscribers.values()) {
+      entry.failures++;
+      if (entry.plan.fallback) this.#fallbackFailure(entry, error, at);
+      else this.#store.recordFailure(entry.key, error, at);
+    }
     if (job.lastError !== error) {
       this.#log.error("collection failed", {
         query: job.id,
@@ -954,7 +1250,8 @@ export class Engine {
     job.lastError = error;
     for (const entry of job.subscribers.values()) {
       const state = this.#hpas.get(entry.hpaKey);
-      if (!state) continue;
+      // a plan serving its fallback has said so in its own event
+      if (!state || entry.fallbackOn) continue;
       this.#events.report(
         entry.key,
         state.obj,
@@ -962,5 +1259,6 @@ export class Engine {
         false,
       );
     }
+    this.#evaluateDependents(job.subscribers.values(), at);
   }
 }

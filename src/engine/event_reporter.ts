@@ -14,6 +14,12 @@ import type { Logger } from "./logger.ts";
 /** Event reason of metrics that cannot be planned, collected or served. */
 export const COLLECTOR_EVENT_REASON = "CreateNewMetricsCollector";
 
+/** Warning event reason: a metric's fallback value is served (issue 21). */
+export const FALLBACK_ACTIVE_REASON = "FallbackActive";
+
+/** Normal event reason: a metric's fallback ended. */
+export const FALLBACK_ENDED_REASON = "FallbackEnded";
+
 /** How often a replica with events waiting checks whether it became the leader, ms. */
 const LEADER_CHECK_MS = 5000;
 
@@ -111,6 +117,17 @@ export class EventReporter {
     }
     this.#pending.delete(key);
     this.#write(key, hpa, message);
+  }
+
+  /**
+   * An event of its own kind on the HPA (fallback started or ended), written at once by the
+   * leader; a replica that does not lead writes nothing (the leader says it).
+   */
+  notify(hpa: KubeObject, type: "Normal" | "Warning", reason: string, message: string): void {
+    if (this.#stopped || !this.#writer || !this.#isLeader()) return;
+    this.#writer.emitEvent("HorizontalPodAutoscaler", hpa, { type, reason, message }).catch((e) => {
+      this.#log.error("failed to write event", { hpa: hpaKeyOf(hpa), error: errorText(e) });
+    });
   }
 
   /** Stop checking for leadership; nothing waiting is written any more. */
