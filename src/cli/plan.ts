@@ -27,6 +27,7 @@ import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
 import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
+import { FORMULA_TYPE } from "../core/configs/formula.ts";
 
 const PLAN = "Plan";
 
@@ -69,6 +70,16 @@ export interface PlanRow {
   perReplica: boolean;
   config: Record<string, string>;
   error: string | null;
+  /** A formula input that spec.metrics does not list: collected, not served. */
+  hidden?: true;
+  /** A formula: its expression, activation target, and each identifier's metric. */
+  formula?: {
+    expression: string;
+    activationTarget?: number;
+    /** identifier -> `<Type>/<metric>`. */
+    inputs: Record<string, string>;
+  };
+  fallback?: MetricPlan["fallback"];
   warnings?: string[];
 }
 
@@ -81,7 +92,9 @@ export function collectorError(
   plan: MetricPlan,
   options: { registry: CollectorRegistry; flags: FlagValues; assumeBackends: boolean },
 ): string | null {
-  if (plan.error !== null || plan.collector === null) return null;
+  if (plan.error !== null || plan.collector === null || plan.collector === FORMULA_TYPE) {
+    return null;
+  }
   const factory = options.registry.lookup(plan.collector, plan.metricType);
   if (!factory) {
     return `collector "${plan.collector}" is not available for ${plan.metricType} metrics`;
@@ -108,6 +121,17 @@ export function planRow(plan: MetricPlan): PlanRow {
     config: plan.config,
     error: plan.error,
   };
+  if (plan.hidden) row.hidden = true;
+  if (plan.formula) {
+    row.formula = { expression: plan.formula.expression, inputs: {} };
+    if (plan.formula.activationTarget !== undefined) {
+      row.formula.activationTarget = plan.formula.activationTarget;
+    }
+    for (const i of plan.formula.inputs) {
+      row.formula.inputs[i.identifier] = `${i.metricType}/${i.metricName}`;
+    }
+  }
+  if (plan.fallback) row.fallback = { ...plan.fallback };
   if (plan.warnings && plan.warnings.length > 0) row.warnings = plan.warnings;
   return row;
 }
@@ -119,8 +143,9 @@ function table(rows: PlanRow[]): string {
     r.metricType,
     r.metricName,
     r.collector ?? "-",
-    formatDuration(r.intervalSeconds),
-    r.error ?? "OK",
+    // a formula is computed after each collection of its inputs
+    r.formula ? "-" : formatDuration(r.intervalSeconds),
+    r.error ?? (r.hidden ? "OK (formula input, not served)" : "OK"),
   ]);
   const widths = header.slice(0, -1).map((h, i) =>
     Math.max(h.length, ...cells.map((c) => c[i].length))
@@ -132,6 +157,23 @@ function table(rows: PlanRow[]): string {
   const shown = new Map<string, Set<string>>();
   rows.forEach((r, i) => {
     out.push(line(cells[i]));
+    if (r.formula) {
+      const inputs = Object.entries(r.formula.inputs).map(([id, m]) => `${id} = ${m}`);
+      out.push(
+        `    formula: ${r.formula.expression}${inputs.length > 0 ? ` (${inputs.join(", ")})` : ""}${
+          r.formula.activationTarget !== undefined
+            ? `; activation target ${r.formula.activationTarget} (shown, not enforced)`
+            : ""
+        }`,
+      );
+    }
+    if (r.fallback) {
+      out.push(
+        `    fallback: after more than ${
+          plural(r.fallback.failureThreshold, "failed collection")
+        } in a row, ${plural(r.fallback.replicas, "replica")} (${r.fallback.behavior})`,
+      );
+    }
     const seen = shown.get(r.hpa) ?? new Set<string>();
     shown.set(r.hpa, seen);
     for (const w of r.warnings ?? []) {

@@ -204,7 +204,7 @@ describe("parseMetricAnnotations", () => {
     assert.deepEqual(get("Object", "o").errors, [
       'missing fallback-failure-threshold for Object metric o: fallback-replicas "4" is set and a fallback needs both fallback-failure-threshold and fallback-replicas (add metric-config.object.o.prometheus/fallback-failure-threshold)',
     ]);
-    // formula metrics are not planned yet: no metric takes scalingModifiers
+    // only keys under the formula collector (a formula metric) take scalingModifiers
     assert.deepEqual(get("External", "e").errors, [
       'invalid fallback-behavior "scalingModifiers" for External metric e (annotation metric-config.external.e.prometheus/fallback-behavior): scalingModifiers is only valid on a formula metric',
     ]);
