@@ -286,6 +286,29 @@ describe("own metrics", () => {
       assert.ok(text.split("\n").includes(line), `missing line: ${line}\n${text}`);
     }
   });
+
+  it("serves a fallback gauge pair per metric with a fallback, read at each scrape", async () => {
+    let states = [{
+      hpa: { namespace: "shop", name: "web" },
+      metricType: "External",
+      metricName: "load",
+      active: true,
+      consecutiveFailures: 4,
+    }];
+    const metrics = createAdapterMetrics({ fallbacks: () => states });
+    const scrape = async () =>
+      (await (await createMetricsApp(metrics.registry).request("/metrics")).text()).split("\n")
+        .filter((l) => l.startsWith("hpa_metrics_adapter_"));
+    assert.deepEqual(await scrape(), [
+      'hpa_metrics_adapter_fallback_active{namespace="shop",hpa="web",metric_type="External",metric="load"} 1',
+      'hpa_metrics_adapter_consecutive_failures{namespace="shop",hpa="web",metric_type="External",metric="load"} 4',
+    ]);
+    states = [{ ...states[0], active: false, consecutiveFailures: 0 }];
+    assert.deepEqual(await scrape(), [
+      'hpa_metrics_adapter_fallback_active{namespace="shop",hpa="web",metric_type="External",metric="load"} 0',
+      'hpa_metrics_adapter_consecutive_failures{namespace="shop",hpa="web",metric_type="External",metric="load"} 0',
+    ]);
+  });
 });
 
 describe("fast path (fastFetch)", () => {

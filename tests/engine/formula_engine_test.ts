@@ -102,7 +102,6 @@ function formulaHpa(
 ): KubeObject {
   const annotations: Record<string, string> = {
     "metric-config.external.f.formula/expression": expression,
-    ...extra,
   };
   for (const [input, endpoint] of Object.entries(inputs)) {
     annotations[`metric-config.external.${input}.json-path/endpoint`] =
@@ -110,6 +109,7 @@ function formulaHpa(
     annotations[`metric-config.external.${input}.json-path/json-key`] = "$.n";
     annotations[`metric-config.external.${input}.json-path/interval`] = "10s";
   }
+  Object.assign(annotations, extra);
   const name = options.name ?? "web";
   return {
     apiVersion: "autoscaling/v2",
@@ -215,6 +215,39 @@ describe("Engine: formula metrics", () => {
     await s.timers.advance(10_000);
     assert.deepEqual(external(s, "f"), [5]);
     await s.engine.stop();
+  });
+
+  it("never reads an input value older than the metrics TTL", async () => {
+    const s = setup();
+    const engine = new Engine({
+      cluster: s.cluster,
+      store: s.store,
+      registry: createCollectorRegistry([fakeExternal(s.backend)]),
+      now: s.timers.clock,
+      setTimer: s.timers.setTimer,
+      clearTimer: s.timers.clearTimer,
+      random: () => 0,
+      metricsTtlSeconds: 60,
+    });
+    s.backend.answers.set("A", 4);
+    s.backend.answers.set("B", 6);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      formulaHpa("a + b", { a: "A", b: "B" }, {
+        "metric-config.external.b.json-path/interval": "5m",
+      }),
+    );
+    await engine.start();
+    await settle();
+    assert.deepEqual(external(s, "f"), [10]);
+    await s.timers.advance(60_000); // a: 6 more collections; b's value is 60 s old
+    assert.deepEqual(external(s, "f"), [10]);
+    await s.timers.advance(10_000);
+    assert.match(
+      external(s, "f") as string,
+      /input `b` \(External metric b\) has no value younger than the metrics TTL 1m0s/,
+    );
+    await engine.stop();
   });
 
   it("makes a division by zero an error", async () => {
