@@ -32,6 +32,7 @@ export * from "./src/core/configs/influxdb.ts";
 export * from "./src/core/configs/sqs.ts";
 export * from "./src/core/configs/zmon.ts";
 export * from "./src/core/configs/nakadi.ts";
+export * from "./src/core/configs/formula.ts";
 export * from "./src/core/link_local.ts";
 export * from "./src/core/quote.ts";
 export * from "./src/core/scaling_schedule.ts";
