@@ -460,6 +460,9 @@ spec:
       ["shop/order-consumer", "zmon", null],
       ["shop/order-consumer", "nakadi", null],
       ["shop/newsletter", "scaling-schedule", null],
+      ["shop/worker", "formula", null],
+      ["shop/worker", "prometheus", null],
+      ["shop/worker", "json-path", null],
     ]);
   });
 
