@@ -281,6 +281,16 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     this.#recompute(kind, key);
   }
 
+  /**
+   * Refused: in file mode the manifests are the truth, and writers that patch objects (the
+   * replica guard) compute and log their decisions instead of writing them.
+   */
+  async patch(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
+    throw new Error(
+      `patch ${kind} ${this.#key(kind, namespace, name)}: file mode does not change objects`,
+    );
+  }
+
   /** Record an event in memory and pass it to `onEvent`. */
   async emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
     const recorded: RecordedEvent = {

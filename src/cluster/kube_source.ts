@@ -204,6 +204,11 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     return this.#writer.getScale(kind, namespace, name);
   }
 
+  /** Change an object with a JSON merge patch on the object itself. */
+  patch(kind: Kind, namespace: string | undefined, name: string, patch: unknown): Promise<void> {
+    return this.#writer.patch(kind, namespace, name, patch);
+  }
+
   /** Set `spec.replicas` with a JSON merge patch on the scale subresource. */
   setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void> {
     return this.#writer.setScale(kind, namespace, name, replicas);

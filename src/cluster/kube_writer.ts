@@ -75,6 +75,27 @@ export class KubeWriter {
     };
   }
 
+  /** Change an object with a JSON merge patch on the object itself. */
+  async patch(
+    kind: Kind,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+  ): Promise<void> {
+    const ns = KIND_RESOURCES[kind].namespaced ? namespace ?? "default" : undefined;
+    await this.#bucket.take();
+    try {
+      await this.#http.json(
+        "PATCH",
+        `${collectionPath(kind, ns)}/${encodeURIComponent(name)}`,
+        patch,
+        MERGE_PATCH,
+      );
+    } catch (e) {
+      throw new Error(`patch ${kind} ${ns ? `${ns}/` : ""}${name}: ${describeError(e)}`);
+    }
+  }
+
   /** Set `spec.replicas` with a JSON merge patch on the scale subresource. */
   async setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void> {
     const path = scalePath(kind, namespace, name);

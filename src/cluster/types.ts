@@ -9,6 +9,7 @@ export type Kind =
   | "HorizontalPodAutoscaler"
   | "Pod"
   | "Deployment"
+  | "ReplicaSet"
   | "StatefulSet"
   | "Rollout"
   | "Ingress"
@@ -98,6 +99,11 @@ export interface ClusterWriter {
   setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void>;
   /** Record an event about an object. */
   emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void>;
+  /**
+   * Change an object with a JSON merge patch (RFC 7386) on the object itself (the replica
+   * guard's `spec.minReplicas` of an HPA). Rejects when the object cannot be patched.
+   */
+  patch(kind: Kind, namespace: string | undefined, name: string, patch: unknown): Promise<void>;
 }
 
 /** Where a kind lives in the Kubernetes API. */
@@ -128,6 +134,13 @@ export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
     plural: "deployments",
     namespaced: true,
     scale: true,
+  },
+  ReplicaSet: {
+    group: "apps",
+    version: "v1",
+    plural: "replicasets",
+    namespaced: true,
+    scale: false,
   },
   StatefulSet: {
     group: "apps",

@@ -120,4 +120,41 @@ describe("KubeClusterSource", () => {
       await assert.rejects(source.getScale("Pod", "default", "x"), /kind "Pod" has no scale/);
     });
   });
+
+  it("patches an object itself with a JSON merge patch", async () => {
+    const hpa: KubeObject = {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "web", namespace: "shop", annotations: { keep: "me" } },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+        minReplicas: 2,
+        maxReplicas: 5,
+      },
+    };
+    await withSource({ objects: [hpa] }, async ({ api, source }) => {
+      const patch = {
+        metadata: { annotations: { "estafette.io/hpa-scaler-state": "{}" } },
+        spec: { minReplicas: 6, maxReplicas: 7 },
+      };
+      await source.patch("HorizontalPodAutoscaler", "shop", "web", patch);
+      const writes = api.requests.filter((r) => r.method !== "GET");
+      assert.deepEqual(writes.map((w) => [w.method, w.path, w.contentType, w.body]), [[
+        "PATCH",
+        "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web",
+        "application/merge-patch+json",
+        patch,
+      ]]);
+      const now = api.object("autoscaling/v2", "HorizontalPodAutoscaler", "shop", "web");
+      assert.deepEqual([now?.spec.minReplicas, now?.spec.maxReplicas], [6, 7]);
+      assert.deepEqual(now?.metadata.annotations, {
+        keep: "me",
+        "estafette.io/hpa-scaler-state": "{}",
+      });
+      await assert.rejects(
+        source.patch("HorizontalPodAutoscaler", "shop", "nope", patch),
+        /^Error: patch HorizontalPodAutoscaler shop\/nope: PATCH \/apis\/autoscaling\/v2\/namespaces\/shop\/horizontalpodautoscalers\/nope: HTTP 404: /,
+      );
+    });
+  });
 });

@@ -128,6 +128,17 @@ export class RecordingWriter implements ClusterWriter {
     return Promise.resolve();
   }
 
+  readonly patches: { kind: Kind; name: string; patch: unknown }[] = [];
+
+  /** Records the patch and applies it (RFC 7386) to the object in the cluster. */
+  patch(kind: Kind, namespace: string | undefined, name: string, patch: unknown): Promise<void> {
+    this.patches.push({ kind, name: `${namespace ?? ""}/${name}`, patch });
+    const obj = this.#cluster.get(kind, namespace, name);
+    if (!obj) return Promise.reject(new Error(`${kind} ${namespace}/${name} not found`));
+    this.#cluster.set(kind, applyMergePatch(obj, patch) as KubeObject);
+    return Promise.resolve();
+  }
+
   emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
     this.events.push({
       kind,
@@ -216,4 +227,17 @@ export function readyPod(
       }],
     },
   };
+}
+
+/** RFC 7386: apply a JSON merge patch to a value. */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  const isObj = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObj(patch)) return patch;
+  const out: Record<string, unknown> = isObj(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = applyMergePatch(out[k], v);
+  }
+  return out;
 }
