@@ -15,6 +15,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCertificate } from "../../src/api/cert_issue.ts";
 import { computeDesiredReplicas } from "../../src/core/hpa_algorithm.ts";
+import { parseQuantity } from "../../src/core/quantity.ts";
 import type {
   HpaAlgorithmBehavior,
   HpaMetricObservation,
@@ -1062,6 +1063,183 @@ describe("e2e: the real HPA controller through the aggregator", {
       await expectReplicas(ns, "web", 7);
       const hpa = await getHpa(ns, "web");
       assert.equal(hpaCondition(hpa, "ScalingActive")?.status, "True");
+    });
+  });
+
+  describe("formula metric over two Pods inputs, with fallback (issue 21)", {
+    skip: STUB && "stub adapter",
+  }, () => {
+    let ns = "";
+    before(async () => {
+      ns = await createNamespace("e2e-formula");
+    });
+    after(() => deleteNamespace(ns));
+
+    /** The HPA's events with `reason`, oldest first. */
+    async function hpaEvents(name: string, reason: string): Promise<Obj[]> {
+      const sel = encodeURIComponent(
+        `involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=${name},reason=${reason}`,
+      );
+      const list = await kube.request(
+        "GET",
+        `/api/v1/namespaces/${ns}/events?fieldSelector=${sel}`,
+      );
+      const at = (e: Obj): number =>
+        Date.parse(e.firstTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp);
+      return list.items.sort((x: Obj, y: Obj) => at(x) - at(y));
+    }
+
+    /** `hpa_metrics_adapter_fallback_active` of (ns, hpa, metric) on the adapter's /metrics. */
+    async function fallbackActiveGauge(hpa: string, metric: string): Promise<string | undefined> {
+      const text = await (await fetch(state!.adapterMetrics)).text();
+      for (const line of text.split("\n")) {
+        const m = line.match(/^hpa_metrics_adapter_fallback_active\{([^}]*)\} (\S+)$/);
+        if (!m) continue;
+        const labels = Object.fromEntries(
+          [...m[1].matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]),
+        );
+        if (labels.namespace === ns && labels.hpa === hpa && labels.metric === metric) return m[2];
+      }
+      return undefined;
+    }
+
+    /** The formula's value as served (undefined while it is an error). */
+    const formulaIs = (value: number) => (m: HpaMetricObservation[]): boolean => {
+      const items = servedValue(m[0]) as string[] | undefined;
+      return items?.length === 1 && parseQuantity(items[0]) === value;
+    };
+
+    it("scales to the formula's count, to fallback-replicas while the pods fail, and back", {
+      timeout: CASE_TIMEOUT,
+    }, async (t) => {
+      const name = "calc";
+      // two loaded pods; pods the HPA adds answer {a: 0, b: 0} and so add nothing to the sums
+      await createDeployment(ns, name, { replicas: 2, metrics: { a: 0, b: 0 } });
+      const loaded = await readyPods(ns, name);
+      assert.equal(loaded.length, 2);
+      // req-a = 20.25 + 22 = 42.25, req-b = 17 + 15.5 = 32.5, formula 74.75 ("74750m").
+      // Each of the four values is over 14.75, so a value collected while only some pods have
+      // switched (any partial sum) is at most 60: it scales to at most 6, from where 74.75
+      // (ratio >= 1.24) leaves the 10% band and moves on to 8; only 7 would hold (74.75/70).
+      const values = [{ a: 20.25, b: 17 }, { a: 22, b: 15.5 }];
+      await Promise.all(loaded.map((p, i) =>
+        annotatePod(ns, p.metadata.name, {
+          [ANNOTATIONS.metrics]: JSON.stringify(values[i]),
+          // the ReplicaSet removes the idle pods first, never a loaded one
+          "controller.kubernetes.io/pod-deletion-cost": "100",
+        })
+      ));
+      const input = (metric: string, key: string): Record<string, string> => ({
+        [`metric-config.pods.${metric}.json-path/json-key`]: key,
+        [`metric-config.pods.${metric}.json-path/path`]: "/metrics",
+        [`metric-config.pods.${metric}.json-path/port`]: "9090",
+        [`metric-config.pods.${metric}.json-path/interval`]: "1s",
+        [`metric-config.pods.${metric}.json-path/request-timeout`]: "1s",
+        [`metric-config.pods.${metric}.json-path/min-pod-ready-age`]: "0s",
+      });
+      await createHpa(ns, name, {
+        target: name,
+        minReplicas: 1,
+        maxReplicas: 10,
+        annotations: {
+          // hidden inputs: collected, not in spec.metrics; `-` is `_` in the expression
+          ...input("req-a", "$.a"),
+          ...input("req-b", "$.b"),
+          "metric-config.external.combined.formula/expression": "req_a + req_b",
+          "metric-config.external.combined.formula/fallback-failure-threshold": "2",
+          "metric-config.external.combined.formula/fallback-replicas": "3",
+        },
+        metrics: [{
+          type: "External",
+          external: {
+            metric: { name: "combined", selector: { matchLabels: { type: "formula" } } },
+            target: { type: "AverageValue", averageValue: "10" },
+          },
+        }],
+      });
+
+      // 1. the formula: ceil(74.75 / 10) = 8 from 2 (ratio 3.74)
+      assert.equal(
+        await predict(ns, name, { currentReplicas: 2, servedWhen: formulaIs(74.75) }),
+        8,
+      );
+      await expectReplicas(ns, name, 8);
+      assert.deepEqual(await hpaEvents(name, "FallbackActive"), [], "no fallback yet");
+
+      // 2. every pod answers 500: the formula is an error naming an input (404) for two failed
+      // collections, fallback from the third (failures > threshold 2): it serves
+      // fallback-replicas * target = 3 * 10 = 30, and ceil(30 / 10) = 3 from 8 (ratio 0.375)
+      const failed = Date.now();
+      let reason = "";
+      let watching = true;
+      const sel = encodeURIComponent("type=formula");
+      const watcher = (async () => {
+        while (watching && !reason) {
+          try {
+            await kube.request(
+              "GET",
+              `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/combined?labelSelector=${sel}`,
+            );
+          } catch (err) {
+            if (err instanceof KubeApiError && err.status === 404) {
+              reason = JSON.parse(err.body).message ?? err.body;
+            }
+          }
+          await sleep(150);
+        }
+      })();
+      const pods = await readyPods(ns, name);
+      assert.equal(pods.length, 8);
+      // the idle pods first (the sums do not change), then the two loaded ones at once
+      const idle = pods.filter((p) => !loaded.some((l) => l.metadata.name === p.metadata.name));
+      await Promise.all(idle.map((p) => setPodAnswer(ns, p.metadata.name, "error")));
+      await Promise.all(loaded.map((p) => setPodAnswer(ns, p.metadata.name, "error")));
+      assert.equal(
+        await predict(ns, name, { currentReplicas: 8, servedWhen: formulaIs(30) }),
+        3,
+      );
+      const fallbackAfter = Date.now() - failed;
+      watching = false;
+      await watcher;
+      assert.match(
+        reason,
+        /req[-_][ab]/,
+        `the 404 while below the threshold names an input: ${JSON.stringify(reason)}`,
+      );
+      t.diagnostic(
+        `fallback served ${fallbackAfter} ms after the pods failed; 404 before: ${reason}`,
+      );
+      // three failed collections at 1 s intervals: not before ~2 s
+      assert.ok(fallbackAfter >= 1500, `fallback served ${fallbackAfter} ms after the failure`);
+      await expectReplicas(ns, name, 3);
+      const active = await waitFor(async () => (await hpaEvents(name, "FallbackActive"))[0], {
+        what: "a FallbackActive event on the HPA",
+        timeoutMs: WAIT_MS,
+      });
+      assert.equal(active.type, "Warning");
+      assert.equal(await fallbackActiveGauge(name, "combined"), "1");
+      assert.deepEqual(await hpaEvents(name, "FallbackEnded"), [], "fallback has not ended");
+
+      // 3. the pods answer again: 74.75 from 3 (ratio 2.49) -> 8
+      const survivors = await readyPods(ns, name);
+      assert.equal(survivors.length, 3);
+      assert.ok(
+        loaded.every((l) => survivors.some((s) => s.metadata.name === l.metadata.name)),
+        "the loaded pods are still there",
+      );
+      await Promise.all(survivors.map((p) => setPodAnswer(ns, p.metadata.name, "ok")));
+      assert.equal(
+        await predict(ns, name, { currentReplicas: 3, servedWhen: formulaIs(74.75) }),
+        8,
+      );
+      await expectReplicas(ns, name, 8);
+      const ended = await waitFor(async () => (await hpaEvents(name, "FallbackEnded"))[0], {
+        what: "a FallbackEnded event on the HPA",
+        timeoutMs: WAIT_MS,
+      });
+      assert.equal(ended.type, "Normal");
+      assert.equal(await fallbackActiveGauge(name, "combined"), "0");
+      assert.equal((await hpaEvents(name, "FallbackActive")).length, 1, "one fallback");
     });
   });
 
