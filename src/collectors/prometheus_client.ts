@@ -278,6 +278,22 @@ class TokenFile {
   }
 }
 
+/**
+ * A query parameter as Go's `url.QueryEscape` writes it: letters, digits and `-_.~` stay, a
+ * space is `+`, every other byte of the UTF-8 text is `%XX`.
+ *
+ * @example
+ * ```ts
+ * queryEscape('sum(rate(x{a="b c"}[1m]))'); // "sum%28rate%28x%7Ba%3D%22b+c%22%7D%5B1m%5D%29%29"
+ * ```
+ */
+export function queryEscape(s: string): string {
+  return encodeURIComponent(s).replace(/%20/g, "+").replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
 /** Seconds as Prometheus reads a `time` or `timeout` parameter (a float number of seconds). */
 function seconds(ms: number): string {
   return (ms / 1000).toFixed(3).replace(/0+$/, "").replace(/\.$/, "");
@@ -390,6 +406,61 @@ export class PrometheusClient {
       );
     }
     this.#token = this.tokenFile ? new TokenFile(this.tokenFile) : null;
+  }
+
+  /**
+   * The body of an instant query as estafette-k8s-hpa-scaler sends it: `GET
+   * <url>/api/v1/query?query=<query>` (Go's QueryEscape: a space is `+`), no `time`, for a
+   * caller that reads the body with its own rules (the replica guard). Resolves with the body of
+   * an answer below 400; rejects on a failed request, an answer of 400 or more (with
+   * Prometheus' error text when it sent one, except from a server an HPA named), an oversized
+   * body, the deadline or an abort.
+   */
+  async getInstantBody(
+    query: string,
+    options: Omit<InstantQueryOptions, "time">,
+  ): Promise<string> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (this.#token) headers.authorization = `Bearer ${await this.#token.read()}`;
+    const url = `${this.queryUrl}?query=${queryEscape(query)}`;
+    let res: CappedResponse;
+    try {
+      res = await fetchCapped(url, {
+        method: "GET",
+        headers,
+        fetch: options.fetch,
+        signal: options.signal,
+        timeoutSeconds: options.timeoutSeconds,
+        maxBytes: options.maxBytes,
+        skipBody: (status) => status >= 400 && this.chosenByHpa !== null,
+        linkLocal: this.chosenByHpa
+          ? { allow: this.chosenByHpa.allowLinkLocal, lookup: options.lookup }
+          : undefined,
+      });
+    } catch (e) {
+      throw new PrometheusQueryError((e as Error).message, {
+        status: e instanceof ResponseTooLargeError ? e.status : undefined,
+      });
+    }
+    if (res.status >= 400) {
+      const errorType = knownErrorType(res.text);
+      let why = "";
+      if (!this.chosenByHpa) {
+        try {
+          const doc = JSON.parse(res.text);
+          if (isRecord(doc) && typeof doc.error === "string") {
+            why = `: ${doc.error.slice(0, MAX_ERROR_TEXT)}`;
+          }
+        } catch {
+          // not Prometheus' error JSON: the status says it
+        }
+      } else if (errorType !== undefined) why = ` (prometheus error ${errorType})`;
+      throw new PrometheusQueryError(`${unsuccessfulResponse(res, this.queryUrl)}${why}`, {
+        status: res.status,
+        errorType,
+      });
+    }
+    return res.text;
   }
 
   /**

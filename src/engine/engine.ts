@@ -612,44 +612,47 @@ export class Engine {
     const fb = plan.fallback;
     const values: Record<string, number | undefined> = {};
     const past: string[] = [];
+    // an input in error below the threshold fails the formula, unless another input is past
+    // it and the behaviour serves the fallback value whatever the formula would say
+    let failure: string | null = null;
+    let pending = false;
     for (const { identifier, entry: input } of f.inputs) {
       const what =
         `input \`${identifier}\` (${input.plan.metricType} metric ${input.plan.metricName})`;
-      if (input.problem !== null) {
-        return this.#formulaFailed(entry, `${what} cannot be collected: ${input.problem}`, at);
-      }
       const job = input.job;
-      if (!job) return this.#formulaFailed(entry, `${what} is not collected`, at);
+      if (input.problem !== null || !job) {
+        failure ??= `${what} cannot be collected: ${input.problem ?? "no collector"}`;
+        continue;
+      }
       if (input.failures > 0) {
         if (fb && fallbackActive(fb, input.failures)) {
           past.push(`${what} failed ${input.failures} consecutive collections`);
           values[identifier] = undefined;
-          continue;
-        }
-        return this.#formulaFailed(
-          entry,
-          `${what} failed: ${job.lastError ?? "collection failed"}`,
-          at,
-        );
+        } else failure ??= `${what} failed: ${job.lastError ?? "collection failed"}`;
+        continue;
       }
-      if (!job.last) return; // not collected yet
+      if (!job.last) {
+        pending = true; // not collected yet
+        continue;
+      }
       if (job.last.at < at - this.#ttlMs) {
-        return this.#formulaFailed(
-          entry,
-          `${what} has no value younger than the metrics TTL ${formatDuration(this.#ttlMs / 1000)}`,
-          at,
-        );
+        failure ??= `${what} has no value younger than the metrics TTL ${
+          formatDuration(this.#ttlMs / 1000)
+        }`;
+        continue;
       }
       try {
         values[identifier] = inputValue(job.last.samples, what);
       } catch (e) {
-        return this.#formulaFailed(entry, errorText(e), at);
+        failure ??= errorText(e);
       }
     }
     if (fb && past.length > 0 && fb.behavior !== "scalingModifiers") {
       this.#serveFallback(entry, past.join("; "), at);
       return;
     }
+    if (failure !== null) return this.#formulaFailed(entry, failure, at);
+    if (pending) return;
     let result: number | null;
     try {
       result = evaluateFormula(f.compiled, values);
