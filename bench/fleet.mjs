@@ -6,7 +6,7 @@
 // usage: node bench/fleet.mjs '{"port":P,"from":0,"count":10000,"base":1,"queue":false}'
 // prints one line `{"ready":true,"control":PORT,"failed":N}` once every listener is up.
 import { createServer } from "node:http";
-import { podAddress } from "./manifests.mjs";
+import { fakePodRps, fakeQueueLength, podAddress } from "./manifests.mjs";
 
 const cfg = JSON.parse(process.argv[2]);
 const { port, from, count, base = 1, queue = false, keepAliveMs = 1000 } = cfg;
@@ -17,7 +17,7 @@ for (let i = 0; i < count; i++) {
   const addr = podAddress(from + i, base);
   index.set(addr, i);
   index.set(`::ffff:${addr}`, i);
-  bodies.push(JSON.stringify({ rps: ((from + i) % 97) + 0.5 }));
+  bodies.push(JSON.stringify({ rps: fakePodRps(from + i) }));
 }
 const hits = new Uint32Array(count);
 const lastHit = new Float64Array(count);
@@ -50,7 +50,7 @@ function onQueue(req, res) {
   }
   queueHits++;
   res.writeHead(200, { "content-type": "application/json" });
-  res.end(`{"length":${Number(m[1]) % 300}}`);
+  res.end(`{"length":${fakeQueueLength(Number(m[1]))}}`);
 }
 
 function listen(server, host, p) {

@@ -280,3 +280,24 @@ export async function mapLimit(items, limit, fn) {
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
+
+const QUANTITY_EXPONENT = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+
+/**
+ * A DecimalSI quantity as the adapter serves it ("1234m", "56", "1200k") in whole milli-units,
+ * exactly (a BigInt); null when it is not one or is finer than a milli.
+ */
+export function quantityMilli(q) {
+  const m = /^(-?)(\d+)(?:\.(\d+))?([numkMGTPE]?)$/.exec(String(q));
+  if (!m) return null;
+  const frac = m[3] ?? "";
+  let n = BigInt(m[2] + frac);
+  const e = QUANTITY_EXPONENT[m[4]] + 3 - frac.length;
+  if (e >= 0) n *= 10n ** BigInt(e);
+  else {
+    const d = 10n ** BigInt(-e);
+    if (n % d !== 0n) return null;
+    n /= d;
+  }
+  return m[1] === "-" ? -n : n;
+}

@@ -5,6 +5,9 @@
 //                 "web" with a Pods json-path metric over a Deployment of 50 pods.
 //   fan-out set:  H HPAs x P pods: one Deployment per HPA, each pod on its own loopback address,
 //                 a Pods json-path metric scraped at the given interval.
+//   formula set:  H HPAs, each served one External formula metric over two hidden inputs: a Pods
+//                 json-path metric on its P pods (each on its own loopback address) and an
+//                 External json-path metric on its own queue endpoint.
 //
 // Files are YAML (block style, as people write them), one file per kind.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -26,6 +29,16 @@ const pad = (n, w = 5) => String(n).padStart(w, "0");
 /** The loopback address of fake pod number `i` (0-based): 127.0.x.y, x >= 1, y in 1..250. */
 export function podAddress(i, base = 1) {
   return `127.0.${base + Math.floor(i / 250)}.${1 + (i % 250)}`;
+}
+
+/** What fake pod number `i` answers as its rps (bench/fleet.mjs): a whole number plus 0.5. */
+export function fakePodRps(i) {
+  return (i % 97) + 0.5;
+}
+
+/** What the fake queue endpoint /queue/I answers as its length (bench/fleet.mjs). */
+export function fakeQueueLength(i) {
+  return i % 300;
 }
 
 function writeDocs(file, docs) {
@@ -228,4 +241,121 @@ export function fanoutPath(h) {
   return `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/pods/*/rps?labelSelector=app%3Dsvc-${
     pad(h)
   }`;
+}
+
+/** Namespaces the formula set spreads its HPAs over. */
+export const FORMULA_NAMESPACES = 10;
+
+/**
+ * Where formula HPA number `h` is: its namespace, its name (also its Deployment's and its pods'
+ * `app` label) and the name of its formula metric (one per HPA: a formula is served with the
+ * labels {type: formula} only, so two HPAs of a namespace cannot share its name).
+ */
+export function formulaNames(h) {
+  return {
+    ns: `formula-${pad(h % FORMULA_NAMESPACES, 2)}`,
+    hpa: `calc-${pad(h)}`,
+    metric: `demand-${pad(h)}`,
+  };
+}
+
+/**
+ * The expressions of the formula set, one per HPA in turn, over the inputs `rps` (Pods: the sum
+ * over the HPA's pods) and `queue_length` (External). Each also gives the exact value the
+ * adapter must serve, in milli-units, from the inputs in milli-units: the fake values are
+ * multiples of 0.5 (the sum over two pods a whole number), so every result is exact in floating
+ * point, and `/ 32` of a number that is twice an odd one ends in half a milli, which the adapter
+ * truncates (KEDA's int64(v * 1000)): 10 / 32 + 2 = 2.3125 is served as 2312m.
+ */
+export const FORMULAS = [
+  { expression: "rps + queue_length", milli: (rps, q) => rps + q },
+  { expression: "max(rps, queue_length) * 2", milli: (rps, q) => Math.max(rps, q) * 2 },
+  { expression: "rps / 32 + queue_length", milli: (rps, q) => Math.floor(rps / 32) + q },
+];
+
+/**
+ * Write the formula set: `hpas` HPAs, pod k of HPA h at podAddress(h*pods+k) on `port`, its queue
+ * at http://127.0.0.1:PORT/queue/h (the fake fleet with `queue: true` serves both). Each HPA
+ * has one External formula metric in spec.metrics and its two inputs only in annotations
+ * (hidden: collected, not served), both collected at `interval`. Returns the pod addresses and,
+ * per HPA, the value its formula must have in milli-units.
+ */
+export function writeFormulaManifests(dir, { hpas, pods, port, interval }) {
+  mkdirSync(dir, { recursive: true });
+  const hpaDocs = [];
+  const workloads = [];
+  const podDocs = [];
+  const addresses = [];
+  const expectedMilli = [];
+  for (let h = 0; h < hpas; h++) {
+    const { ns, hpa, metric } = formulaNames(h);
+    const labels = { app: hpa };
+    workloads.push(deployment(ns, hpa, labels, pods));
+    let rpsMilli = 0;
+    for (let k = 0; k < pods; k++) {
+      const i = h * pods + k;
+      const ip = podAddress(i);
+      addresses.push(ip);
+      podDocs.push(pod(ns, `${hpa}-${pad(k, 2)}`, labels, ip));
+      rpsMilli += fakePodRps(i) * 1000;
+    }
+    const formula = FORMULAS[h % FORMULAS.length];
+    expectedMilli.push(formula.milli(rpsMilli, fakeQueueLength(h) * 1000));
+    const target = h % 2 === 0
+      ? { type: "AverageValue", averageValue: "50" }
+      : { type: "Value", value: "200" };
+    hpaDocs.push({
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: hpa,
+        namespace: ns,
+        annotations: {
+          [`metric-config.external.${metric}.formula/expression`]: formula.expression,
+          "metric-config.pods.rps.json-path/json-key": "$.rps",
+          "metric-config.pods.rps.json-path/port": String(port),
+          "metric-config.pods.rps.json-path/path": "/metrics",
+          "metric-config.pods.rps.json-path/interval": interval,
+          "metric-config.external.queue-length.json-path/endpoint":
+            `http://127.0.0.1:${port}/queue/${h}`,
+          "metric-config.external.queue-length.json-path/json-key": "$.length",
+          "metric-config.external.queue-length.json-path/interval": interval,
+        },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: hpa },
+        minReplicas: 1,
+        maxReplicas: 100,
+        metrics: [{
+          type: "External",
+          external: {
+            metric: { name: metric, selector: { matchLabels: { type: "formula" } } },
+            target,
+          },
+        }],
+      },
+    });
+  }
+  writeDocs(join(dir, "hpas.yaml"), hpaDocs);
+  writeDocs(join(dir, "workloads.yaml"), workloads);
+  writeDocs(join(dir, "pods.yaml"), podDocs);
+  return { addresses, expectedMilli };
+}
+
+/** The external metrics path of formula HPA number `h`'s formula. */
+export function formulaPath(h) {
+  const { ns, metric } = formulaNames(h);
+  return `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${metric}?labelSelector=type%3Dformula`;
+}
+
+/**
+ * Paths that must not answer a value: the hidden inputs of formula HPA number `h` (its pods'
+ * `rps` and its `queue-length`, each without a selector naming it).
+ */
+export function formulaHiddenPaths(h) {
+  const { ns, hpa } = formulaNames(h);
+  return [
+    `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/pods/*/rps?labelSelector=app%3D${hpa}`,
+    `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/queue-length`,
+  ];
 }

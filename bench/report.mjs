@@ -24,8 +24,9 @@ export function renderReport(report) {
   out.push(`# Benchmarks
 
 \`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
-version (under a minute: the binary only, 2,000 HPAs, and the same scrape rate on fewer pods).
-Options: \`--runtimes binary,bun,deno,node\`, \`--only startup,serving,tls,fanout,cluster\`,
+version (about a minute: the binary only, 2,000 HPAs, the same scrape rate on fewer pods, and
+shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
+\`--only startup,serving,tls,fanout,formula,cluster\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
 working tree into a temp folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
@@ -60,6 +61,19 @@ What is measured (everything on loopback, every process stopped by its PID):
   1,333 scrapes/s. The fleet records the longest gap between two scrapes of a pod; afterwards
   every HPA's values are read back. Budget: no gap over the interval (+1 s), every pod scraped,
   every value fresh, no failed collection, CPU < ${b.fanoutCores} cores.
+- **Formula metrics** (section \`formula\`, issue 21): 1,000 HPAs in file mode, each with one
+  External formula metric (\`matchLabels: {type: formula}\`; in turn \`rps + queue_length\`,
+  \`max(rps, queue_length) * 2\` and \`rps / 32 + queue_length\`) over two hidden inputs collected
+  every 15 s: a Pods json-path metric on its 2 pods (127.0.x.y, the fake fleet) and an External
+  json-path metric on its queue endpoint = 133 collections/s. CPU over a steady window (full:
+  45 s from one interval after the start; quick: 6 s from 4 s after it), RSS read once a second
+  over the window ("RSS" the median, "highest" the largest reading), then every HPA's formula
+  read back through the external metrics API and checked against the exact value of its
+  expression on the fleet's numbers, truncated to milli ("wrong / missing / stale": a different
+  value or labels, no value, a timestamp older than the interval + 1 s), and the hidden inputs
+  of ten HPAs must not be served. The binary (\`--runtimes\` picks others). Budget: every value
+  right, no failed collection, CPU < ${b.fanoutCores} cores and RSS < ${b.memoryMiBAt2000} MiB (the
+  2,000-HPA memory budget); the column names what missed.
 - **Memory**: RSS with no HPAs (idle), and with 2,000 and 10,000 HPAs once their values are
   collected (and after the serving load). At 2,000 HPAs in a full run, RSS is read once a
   second for a minute ("RSS" is the median, "highest" the largest reading): it rises and falls
@@ -164,6 +178,44 @@ row measured under a load average well above 2 is noise, not a result.
         f.load1,
         mark(f.ok),
       ]],
+    ));
+    out.push("");
+  }
+  if (r.formula?.length > 0) {
+    out.push("### Formula metrics\n");
+    out.push(table(
+      [
+        "runtime",
+        "HPAs x inputs",
+        "interval",
+        "collections/s (target)",
+        "wrong / missing / stale",
+        "hidden served",
+        "failed collections",
+        "cores",
+        "fleet cores",
+        "RSS MiB",
+        "highest",
+        "values served ms",
+        "load",
+        "budget",
+      ],
+      r.formula.map((f) => [
+        f.runtime,
+        `${f.hpas} x 2 (${f.podsPerHpa} pods, 1 queue)`,
+        `${f.intervalSeconds} s`,
+        `${f.collectionsPerSecond} (${f.targetCollectionsPerSecond})`,
+        `${f.wrongValues} / ${f.missingValues} / ${f.staleValues}`,
+        f.hiddenServed,
+        f.collectionsError,
+        f.cores,
+        f.fleetCores,
+        f.rssMiB,
+        f.rssMaxMiB,
+        f.valuesMs,
+        f.load1,
+        budgetMark(f.runtime, f.ok) + (f.ok ? "" : ` (${f.misses.join(", ")})`),
+      ]),
     ));
     out.push("");
   }

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // The benchmark suite (`npm run bench`, `npm run bench -- --quick`): serving against a bare TLS
-// floor, collection fan-out over a fleet of fake pods, memory, startup, per runtime. Writes
-// bench/results.json and the table in bench/README.md. Loopback only; every process it starts
-// is stopped by its PID.
+// floor, collection fan-out over a fleet of fake pods, formula metrics, memory, startup, per
+// runtime. Writes bench/results.json and the table in bench/README.md. Loopback only; every
+// process it starts is stopped by its PID.
 //
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,tls,fanout,
-//          startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
+//          formula,startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
 //          [--no-write] [--no-pin]
 //
 // The cluster section (in the full run, not in --quick) measures the binary's memory against the
@@ -17,10 +17,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   fanoutPath,
+  formulaHiddenPaths,
+  formulaNames,
+  formulaPath,
   SERVING_NAMESPACES,
   servingNames,
   servingPaths,
   writeFanoutManifests,
+  writeFormulaManifests,
   writeServingManifests,
 } from "./manifests.mjs";
 import {
@@ -35,6 +39,7 @@ import {
   median,
   pin,
   procStats,
+  quantityMilli,
   sleep,
   startProcess,
   startReadyLine,
@@ -101,11 +106,12 @@ const quick = opts.quick;
 const plan = {
   runtimes: opts.runtimes ?? (quick ? ["binary"] : ALL_RUNTIMES),
   sizes: opts.sizes ?? (quick ? [2000] : [2000, 10000]),
-  sections: opts.only ?? (quick ? ["startup", "serving", "tls", "fanout"] : [
+  sections: opts.only ?? (quick ? ["startup", "serving", "tls", "fanout", "formula"] : [
     "startup",
     "serving",
     "tls",
     "fanout",
+    "formula",
     "cluster",
   ]),
   warmSeconds: quick ? 1 : 2,
@@ -128,6 +134,19 @@ const plan = {
   fanout: quick
     ? { hpas: 250, pods: 20, intervalSeconds: 3.75, windowSeconds: 6, runtime: "binary" }
     : { hpas: 1000, pods: 20, intervalSeconds: 15, windowSeconds: 45, runtime: "binary" },
+  // Formula metrics (issue 21): 1,000 HPAs, each one formula over two hidden inputs collected
+  // every 15 s (a Pods metric on its pods, an External one on its queue). The binary, or the
+  // runtimes given with --runtimes. Quick keeps the set and the interval, and measures a
+  // shorter window from sooner after the start (the second collections are spread over the
+  // interval from the start on); full waits one whole interval first, as fan-out does.
+  formula: {
+    hpas: 1000,
+    pods: 2,
+    intervalSeconds: 15,
+    warmSeconds: quick ? 4 : 18,
+    windowSeconds: quick ? 6 : 45,
+    runtimes: opts.runtimes ?? ["binary"],
+  },
 };
 
 const work = mkdtempSync(join(tmpdir(), "hma-bench-"));
@@ -289,6 +308,7 @@ const results = {
   memory: [],
   serving: [],
   fanout: null,
+  formula: [],
 };
 
 async function ensureCert(art) {
@@ -659,6 +679,171 @@ async function fanoutSection(art, fleetScript) {
 }
 
 /**
+ * Formula metrics (issue 21): the adapter in file mode on `plan.formula.hpas` HPAs, each with
+ * one External formula metric (`matchLabels: {type: formula}`) over two hidden inputs collected
+ * every interval: a Pods json-path metric on its pods (the sum over them) and an External
+ * json-path metric on its queue, both answered by the fake fleet. CPU over a steady window, RSS
+ * read once a second over it (the median against the 2,000-HPA memory budget), then every
+ * HPA's formula read back through the external metrics API and checked against the exact value
+ * its expression gives on the fleet's numbers; the hidden inputs must not be served.
+ */
+async function formulaSection(art, fleetScript) {
+  const f = plan.formula;
+  const port = await freePort();
+  const dir = join(work, "formula");
+  const interval = Number.isInteger(f.intervalSeconds)
+    ? `${f.intervalSeconds}s`
+    : `${f.intervalSeconds * 1000}ms`;
+  log(`formula: writing ${f.hpas} HPAs (inputs: ${f.pods} pods and a queue each)`);
+  const { expectedMilli } = writeFormulaManifests(dir, {
+    hpas: f.hpas,
+    pods: f.pods,
+    port,
+    interval,
+  });
+  const fleet = await startReadyLine(process.execPath, [
+    fleetScript,
+    JSON.stringify({ port, from: 0, count: f.hpas * f.pods, queue: true, keepAliveMs: 5000 }),
+  ], { logFile: join(work, "formula-fleet.log"), timeoutMs: 120000 });
+  try {
+    if (fleet.info.failed > 0) {
+      throw new Error(`fleet: ${fleet.info.failed} listeners failed: ${fleet.info.firstError}`);
+    }
+    const control = (method = "GET") =>
+      get(`http://127.0.0.1:${fleet.info.control}/window`, { method }).then((r) =>
+        JSON.parse(r.body)
+      );
+    for (const runtime of f.runtimes) {
+      const a = await startAdapter(runtime, art, dir);
+      try {
+        // the first value of the last HPA (all HPAs start collecting together); if it never
+        // comes, the read-back below counts what is missing, with the adapter's reasons
+        let valuesMs = null;
+        try {
+          await until200(a, formulaPath(f.hpas - 1), 60000);
+          valuesMs = Math.round(performance.now() - a.startedAt);
+        } catch (e) {
+          log(`formula ${runtime}: ${e.message.slice(0, 500)}`);
+        }
+        const warmUntil = a.startedAt + f.warmSeconds * 1000;
+        await sleep(Math.max(0, warmUntil - performance.now()));
+        await control("POST");
+        const s0 = procStats(a.pid);
+        const fleetCpu0 = procStats(fleet.pid).cpuSeconds;
+        const om0 = await ownMetrics(a);
+        const load0 = loadavg()[0];
+        const t0 = performance.now();
+        const rss = [];
+        for (let i = 0; i < f.windowSeconds; i++) {
+          await sleep(t0 + (i + 1) * 1000 - performance.now());
+          rss.push(procStats(a.pid).rssMiB);
+        }
+        const stats = await control();
+        const s1 = procStats(a.pid);
+        const seconds = (performance.now() - t0) / 1000;
+        const fleetCores = (procStats(fleet.pid).cpuSeconds - fleetCpu0) / seconds;
+        const om1 = await ownMetrics(a);
+        // Every HPA's formula: served, with its labels, the exact value, fresh (re-evaluated
+        // at each collection of an input: no older than an interval, +1 s for whole-second
+        // timestamps).
+        const now = Date.now();
+        const maxAgeMs = f.intervalSeconds * 1000 + 1000;
+        let missing = 0;
+        let wrong = 0;
+        let stale = 0;
+        let oldestMs = 0;
+        const examples = [];
+        const example = (h, what) => {
+          if (examples.length < 3) examples.push(`${formulaNames(h).metric}: ${what}`);
+        };
+        await mapLimit(Array.from({ length: f.hpas }, (_, h) => h), 8, async (h) => {
+          const r = await get(a.base + formulaPath(h)).catch((e) => ({
+            status: 0,
+            body: e.message,
+          }));
+          if (r.status !== 200) {
+            missing++;
+            let reason = r.body;
+            try {
+              reason = JSON.parse(r.body).message ?? r.body;
+            } catch { /* not a Status */ }
+            example(h, `${r.status} ${reason.slice(0, 300)}`);
+            return;
+          }
+          const items = JSON.parse(r.body).items ?? [];
+          const it = items[0];
+          const got = it && quantityMilli(it.value);
+          if (
+            items.length !== 1 || it.metricLabels?.type !== "formula" ||
+            got !== BigInt(expectedMilli[h])
+          ) {
+            wrong++;
+            example(h, `want ${expectedMilli[h]}m, got ${JSON.stringify(items).slice(0, 200)}`);
+            return;
+          }
+          const age = now - Date.parse(it.timestamp);
+          oldestMs = Math.max(oldestMs, age);
+          if (age > maxAgeMs) stale++;
+        });
+        // the hidden inputs of the first HPA of each namespace: collected, never served
+        let hiddenServed = 0;
+        const firsts = Array.from({ length: Math.min(f.hpas, 10) }, (_, h) => h);
+        for (const path of firsts.flatMap(formulaHiddenPaths)) {
+          const r = await get(a.base + path);
+          if (r.status === 200 && (JSON.parse(r.body).items ?? []).length > 0) {
+            hiddenServed++;
+            if (examples.length < 3) examples.push(`hidden input served: ${path}`);
+          }
+        }
+        const collectionsOk = om1.collectionsOk - om0.collectionsOk;
+        const row = {
+          runtime,
+          hpas: f.hpas,
+          podsPerHpa: f.pods,
+          intervalSeconds: f.intervalSeconds,
+          windowSeconds: round(seconds),
+          warmSeconds: f.warmSeconds,
+          // two inputs per HPA
+          targetCollectionsPerSecond: round((2 * f.hpas) / f.intervalSeconds),
+          collectionsPerSecond: round(collectionsOk / seconds),
+          collectionsOk,
+          collectionsError: om1.collectionsError - om0.collectionsError,
+          podScrapesPerSecond: round(stats.scrapes / seconds),
+          queueReadsPerSecond: round(stats.queueHits / seconds),
+          cores: round((s1.cpuSeconds - s0.cpuSeconds) / seconds, 2),
+          fleetCores: round(fleetCores, 2),
+          rssMiB: round(median(rss)),
+          rssMaxMiB: round(Math.max(...rss)),
+          peakMiB: round(s1.hwmMiB),
+          readyMs: round(a.readyMs),
+          valuesMs,
+          wrongValues: wrong,
+          missingValues: missing,
+          staleValues: stale,
+          oldestValueMs: oldestMs,
+          hiddenServed,
+          examples,
+          load1: round(load0, 2),
+        };
+        const misses = [];
+        if (row.cores >= BUDGETS.fanoutCores) misses.push("cpu");
+        if (row.rssMiB >= BUDGETS.memoryMiBAt2000) misses.push("rss");
+        if (wrong + missing + stale + hiddenServed > 0) misses.push("values");
+        if (row.collectionsError > 0) misses.push("collections");
+        row.misses = misses;
+        row.ok = misses.length === 0;
+        results.formula.push(row);
+        log(`formula ${runtime}: ${JSON.stringify(row)}`);
+      } finally {
+        await a.stop();
+      }
+    }
+  } finally {
+    await fleet.stop();
+  }
+}
+
+/**
  * The binary in cluster mode: the e2e control plane (etcd, kube-apiserver, controller manager)
  * with the adapter as the e2e suite runs it (leader election, front-proxy TLS, --v=2), then the
  * serving set's 2,000 HPAs and ScalingSchedules created with kubectl. RSS with no HPAs, and once
@@ -857,6 +1042,10 @@ async function main() {
   }
   if (plan.sections.includes("fanout")) await fanoutSection(art, fleetScript);
   load.push(loadavg()[0]);
+  if (plan.sections.includes("formula")) {
+    await formulaSection(art, fleetScript);
+    load.push(loadavg()[0]);
+  }
   if (plan.sections.includes("cluster")) await clusterSection(art);
 
   const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" })
@@ -888,6 +1077,7 @@ async function main() {
           ? "; the client-certificate rows: bench/loadgen the same way"
           : ""),
       fanout: plan.fanout,
+      formula: plan.formula,
     },
     budgets: BUDGETS,
     results,
