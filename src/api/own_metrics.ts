@@ -139,6 +139,12 @@ abstract class Metric<T> {
   }
 
   /** Children sorted by label values; an unlabelled metric always has its one child. */
+  /** Forget every child (a collected gauge is rebuilt from its source on each scrape). */
+  protected clearChildren(): void {
+    this.children.clear();
+    this.#byValues.clear();
+  }
+
   protected sortedChildren(): { values: string[]; data: T }[] {
     if (this.labelNames.length === 0 && this.children.size === 0) this.child();
     return [...this.children.entries()].sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
@@ -213,7 +219,11 @@ export class Gauge extends Metric<{ value: number }> {
     if (this.#collect) {
       const got = this.#collect();
       if (typeof got === "number") this.set(got);
-      else for (const { labels, value } of got) this.set(value, labels);
+      else {
+        // what the source no longer lists (a deleted HPA) is not shown any more
+        this.clearChildren();
+        for (const { labels, value } of got) this.set(value, labels);
+      }
     }
     return this.sortedChildren().map((c) =>
       `${this.name}${labelText(this.labelNames, c.values)} ${formatValue(c.data.value)}`

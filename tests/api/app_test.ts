@@ -308,6 +308,8 @@ describe("own metrics", () => {
       'hpa_metrics_adapter_fallback_active{namespace="shop",hpa="web",metric_type="External",metric="load"} 0',
       'hpa_metrics_adapter_consecutive_failures{namespace="shop",hpa="web",metric_type="External",metric="load"} 0',
     ]);
+    states = []; // the HPA was deleted: its series go
+    assert.deepEqual(await scrape(), []);
   });
 });
 
