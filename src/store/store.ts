@@ -36,6 +36,9 @@ export interface MetricStoreOptions {
   ttlSeconds?: number;
 }
 
+/** How many other HPAs a conflict message names. */
+const MAX_NAMED_CONFLICTS = 3;
+
 /** Options of {@linkcode MetricStore.lookupCustom}. */
 export interface CustomLookupOptions {
   /** Wildcard reads: keep only the objects (pods) for which this returns true. */
@@ -622,12 +625,17 @@ export class MetricStore {
     for (const key of this.#conflicted) {
       const state = this.#plans.get(key)!;
       const others = [...keysOf(state.conflicts)].sort().map((k) => this.#plans.get(k)!.plan);
-      const names = others.map((p) => `HPA ${hpaText(p)}`);
+      // At most the first few others by name, without their number: a group of HPAs that
+      // conflict keeps its messages (each a Warning event) while more join it.
+      const names = others.slice(0, MAX_NAMED_CONFLICTS + 1).map((p) => `HPA ${hpaText(p)}`);
+      const named = names.length > MAX_NAMED_CONFLICTS
+        ? `${names.slice(0, MAX_NAMED_CONFLICTS).join(", ")} and other HPAs`
+        : joinAnd(names);
       out.push({
         plan: state.plan,
         others,
         message:
-          `conflict with ${joinAnd(names)}: ${
+          `conflict with ${named}: ${
             placeText(state.plan.servedAt)
           } in namespace ${state.plan.servedAt.namespace} is collected by different queries; ` +
           `neither is served until one of them changes`,

@@ -816,6 +816,33 @@ describe("Engine", () => {
     await s.engine.stop();
   });
 
+  it("reports a conflict among 100 HPAs of a namespace with a few events each, not one per pair", async () => {
+    const s = setup();
+    for (let i = 0; i < 100; i++) {
+      const name = `calc-${String(i).padStart(3, "0")}`;
+      s.backend.answers.set(`E${i}`, i);
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa(name, [{ name: "q", endpoint: `E${i}` }]),
+      );
+    }
+    await s.engine.start();
+    await settle();
+    for (let i = 100; i < 110; i++) {
+      const name = `calc-${String(i).padStart(3, "0")}`;
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        externalHpa(name, [{ name: "q", endpoint: `E${i}` }]),
+      );
+    }
+    await settle();
+    const conflicts = s.writer.events.filter((e) => e.event.message.startsWith("conflict with"));
+    // each HPA's message changes only while the group's first names change: at most 4 each
+    assert.ok(conflicts.length <= 4 * 110, `${conflicts.length} conflict events`);
+    assert.ok(conflicts.length >= 110, `${conflicts.length} conflict events`);
+    await s.engine.stop();
+  });
+
   it("keeps the last value on failure, records the error and logs and reports it once per text", async () => {
     const s = setup();
     s.backend.answers.set("A", 5);

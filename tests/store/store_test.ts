@@ -573,6 +573,27 @@ describe("MetricStore conflicts", () => {
     assert.equal(store.stats().conflictedPlans, 2);
   });
 
+  it("names at most three other HPAs, so a growing group keeps its messages", () => {
+    const store = new MetricStore();
+    const message = () => store.conflicts()[0].message.split(":")[0];
+    for (const n of ["a", "b", "c", "d"]) {
+      const p = externalPlan(n, `q-${n}`);
+      store.upsertPlan(p, T0);
+      store.recordSuccess(p.key, [{ value: 1, timestamp: T0 }], T0);
+    }
+    assert.equal(message(), "conflict with HPA default/b, HPA default/c and HPA default/d");
+    for (const n of ["e", "f", "g"]) {
+      const p = externalPlan(n, `q-${n}`);
+      store.upsertPlan(p, T0);
+      store.recordSuccess(p.key, [{ value: 1, timestamp: T0 }], T0);
+      assert.equal(
+        message(),
+        "conflict with HPA default/b, HPA default/c, HPA default/d and other HPAs",
+      );
+    }
+    assert.equal(store.conflicts()[0].others.length, 6);
+  });
+
   it("clears the conflict when one plan goes away and serves the other at once", () => {
     const store = new MetricStore();
     const a = externalPlan("a", "q1");
