@@ -38,3 +38,4 @@ export * from "./src/core/quote.ts";
 export * from "./src/core/scaling_schedule.ts";
 export * from "./src/core/hpa_algorithm.ts";
 export * from "./src/core/fallback.ts";
+export * from "./src/core/estafette_guard.ts";
