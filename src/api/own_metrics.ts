@@ -505,6 +505,84 @@ export function createAdapterMetrics(options: AdapterMetricsOptions = {}): Adapt
   };
 }
 
+/** One guarded HPA's gauges (the replica guard's last decision). */
+export interface GuardGaugeValues {
+  namespace: string;
+  hpa: string;
+  minReplicas: number;
+  actualReplicas: number;
+  requestRate: number;
+}
+
+/** What the replica guard reports (see controllers/replica_guard.ts). */
+export interface GuardMetrics {
+  /** One HPA processed by a pass: `succeeded`, `failed` or `skipped`. */
+  processed(namespace: string, status: string): void;
+  /** Why an HPA was not decided (a fixed reason). */
+  failed(namespace: string, reason: string): void;
+}
+
+/**
+ * Register the replica guard's metrics under estafette-k8s-hpa-scaler's names and labels, so
+ * that its dashboards keep working (`estafette_hpa_scaler_totals`, `_min_replicas`,
+ * `_actual_replicas`, `_request_rate`), plus why HPAs were not decided
+ * (`hpa_metrics_adapter_replica_guard_failures_total`). The gauges are read from `gauges` on
+ * each scrape.
+ *
+ * @example
+ * ```ts
+ * const sink = createGuardMetrics(metrics.registry, () => guard.gauges());
+ * sink.processed("shop", "succeeded");
+ * ```
+ */
+export function createGuardMetrics(
+  registry: MetricsRegistry,
+  gauges: () => GuardGaugeValues[],
+): GuardMetrics {
+  const totals = registry.counter({
+    name: "estafette_hpa_scaler_totals",
+    help: "Number of processed HPAs (estafette-k8s-hpa-scaler's name), by namespace and status",
+    labelNames: ["namespace", "status", "initiator"],
+  });
+  const failures = registry.counter({
+    name: "hpa_metrics_adapter_replica_guard_failures_total",
+    help: "HPAs the replica guard could not decide, by namespace and reason",
+    labelNames: ["namespace", "reason"],
+  });
+  const gauge = (name: string, help: string, pick: (g: GuardGaugeValues) => number): void => {
+    registry.gauge({
+      name,
+      help,
+      labelNames: ["hpa", "namespace"],
+      collect: () =>
+        gauges().map((g) => ({ labels: { hpa: g.hpa, namespace: g.namespace }, value: pick(g) })),
+    });
+  };
+  gauge(
+    "estafette_hpa_scaler_min_replicas",
+    "The minReplicas the replica guard computed for an HPA",
+    (g) => g.minReplicas,
+  );
+  gauge(
+    "estafette_hpa_scaler_actual_replicas",
+    "status.currentReplicas of an HPA at the replica guard's last decision",
+    (g) => g.actualReplicas,
+  );
+  gauge(
+    "estafette_hpa_scaler_request_rate",
+    "The value of an HPA's guard query (0 without a query)",
+    (g) => g.requestRate,
+  );
+  return {
+    processed(namespace, status) {
+      totals.inc({ namespace, status, initiator: "poller" });
+    },
+    failed(namespace, reason) {
+      failures.inc({ namespace, reason });
+    },
+  };
+}
+
 /**
  * A Hono app serving `GET /metrics` from a registry (for `--metrics-address`, plain HTTP).
  *

@@ -61,6 +61,7 @@ const CLUSTER = "Cluster";
 const ENGINE = "Collection";
 const BACKENDS = "Backends";
 const SCHEDULES = "Scaling schedules";
+const GUARD = "Replica guard (estafette-k8s-hpa-scaler)";
 const LOGGING = "Logging";
 
 /** Every flag of `serve`. */
@@ -529,6 +530,42 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "string",
     DEFAULT_SCHEDULE_OPTIONS.defaultTimeZone,
     "time zone of schedules that name none",
+  ),
+
+  def(
+    GUARD,
+    "estafette-hpa-scaler",
+    "bool",
+    false,
+    "run the replica guard: estafette.io/hpa-scaler* annotations raise an HPA's minReplicas from a Prometheus query and cap each scale-down (leader only; needs patch on HPAs)",
+  ),
+  def(
+    GUARD,
+    "estafette-hpa-scaler-interval",
+    "duration",
+    90,
+    "time between two passes of the replica guard, jittered by up to 25%",
+  ),
+  def(
+    GUARD,
+    "estafette-minimum-replicas-lower-bound",
+    "int",
+    null,
+    "lowest minReplicas the guard sets (default: env MINIMUM_REPLICAS_LOWER_BOUND, else 3)",
+  ),
+  def(
+    GUARD,
+    "estafette-prometheus-server-url",
+    "string",
+    null,
+    "Prometheus of the guard's queries (default: env PROMETHEUS_SERVER_URL, else --prometheus-server with its token)",
+  ),
+  def(
+    GUARD,
+    "estafette-max-concurrent-queries",
+    "int",
+    8,
+    "guard queries in flight at once (one slow Prometheus never holds up the other HPAs)",
   ),
 
   def(LOGGING, "log-format", "string", "text", "text or json (one JSON object per line)"),

@@ -28,6 +28,9 @@ import { planHpa } from "../core/plan.ts";
 import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import { ESTAFETTE_ENABLED_ANNOTATION, parseGuardConfig } from "../core/estafette_guard.ts";
+import type { KubeObject } from "../cluster/types.ts";
+import { guardSettings } from "./guard_options.ts";
 
 const PLAN = "Plan";
 
@@ -81,6 +84,77 @@ export interface PlanRow {
   };
   fallback?: MetricPlan["fallback"];
   warnings?: string[];
+}
+
+/** One HPA the replica guard (`estafette.io/hpa-scaler: "true"`) would change, in `--output json`. */
+export interface GuardRow {
+  hpa: string;
+  /** The guard's config as parsed, defaults included. */
+  replicaGuard: {
+    prometheusQuery: string;
+    requestsPerReplica: number | string;
+    delta: number | string;
+    prometheusServerUrl: string;
+    scaleDownMaxRatio: number;
+    deploymentChecking: boolean;
+  };
+  warnings?: string[];
+}
+
+/** The replica guard's reading of an HPA, or null when its switch is not exactly "true". */
+export function guardRow(object: KubeObject, defaultPrometheusUrl: string): GuardRow | null {
+  const annotations = object.metadata?.annotations;
+  if (annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") return null;
+  const { config, warnings } = parseGuardConfig(annotations, { defaultPrometheusUrl });
+  const all = [...warnings];
+  const refs = object.metadata.ownerReferences as
+    | { controller?: boolean; kind?: string; name?: string }[]
+    | undefined;
+  const owner = Array.isArray(refs) ? refs.find((r) => r?.controller === true) : undefined;
+  if (owner) {
+    all.push(
+      `the HPA is controlled by ${owner.kind} ${owner.name}, which owns its minReplicas: the replica guard leaves it alone`,
+    );
+  }
+  if (config.prometheusQuery !== "" && config.prometheusServerUrl === "") {
+    all.push(
+      "no Prometheus to ask: set --estafette-prometheus-server-url (or PROMETHEUS_SERVER_URL, or --prometheus-server) or the estafette.io/hpa-scaler-prometheus-server-url annotation",
+    );
+  }
+  // NaN and Inf have no JSON: written in words
+  const num = (n: number): number | string => Number.isFinite(n) ? n : String(n);
+  const row: GuardRow = {
+    hpa: `${object.metadata.namespace ?? "default"}/${object.metadata.name}`,
+    replicaGuard: {
+      prometheusQuery: config.prometheusQuery,
+      requestsPerReplica: num(config.requestsPerReplica),
+      delta: num(config.delta),
+      prometheusServerUrl: config.prometheusServerUrl,
+      scaleDownMaxRatio: config.scaleDownMaxRatio,
+      deploymentChecking: config.deploymentChecking,
+    },
+  };
+  if (all.length > 0) row.warnings = all.map(shortenValues);
+  return row;
+}
+
+function guardText(g: GuardRow): string {
+  const c = g.replicaGuard;
+  const delta = typeof c.delta !== "number"
+    ? ` + ${c.delta}`
+    : c.delta > 0
+    ? ` + ${c.delta}`
+    : c.delta < 0
+    ? ` - ${-c.delta}`
+    : "";
+  const query = c.prometheusQuery === ""
+    ? "no query"
+    : `ceil(query / ${c.requestsPerReplica}${delta}), query ${
+      JSON.stringify(c.prometheusQuery)
+    } on ${c.prometheusServerUrl || "(no Prometheus)"}`;
+  return `replica guard of ${g.hpa}: minReplicas from ${query}; scale-down cap ${c.scaleDownMaxRatio} of the current replicas${
+    c.deploymentChecking ? " (off during a rollout)" : ""
+  }`;
 }
 
 /**
@@ -228,10 +302,14 @@ export const planCommand: Command = {
     for (const e of read.errors) io.stderr(`error: ${e}\n`);
 
     const rows: PlanRow[] = [];
+    const guards: GuardRow[] = [];
+    const guardSetup = guardSettings(parsed.values, io.env);
     let hpas = 0;
     for (const { object, source } of read.objects) {
       if (object.kind !== "HorizontalPodAutoscaler") continue;
       hpas++;
+      const guard = guardRow(object, guardSetup.options.prometheus?.url ?? "");
+      if (guard) guards.push(guard);
       try {
         for (const plan of planHpa(object, options)) {
           plan.error ??= collectorError(plan, check);
@@ -248,10 +326,16 @@ export const planCommand: Command = {
     }
 
     const errors = rows.filter((r) => r.error !== null).length;
-    if (output === "json") io.stdout(JSON.stringify(rows, null, 2) + "\n");
-    else if (rows.length > 0) {
-      const warnings = new Set(rows.flatMap((r) => (r.warnings ?? []).map((w) => `${r.hpa} ${w}`)));
-      io.stdout(table(rows));
+    if (output === "json") io.stdout(JSON.stringify([...rows, ...guards], null, 2) + "\n");
+    else if (rows.length > 0 || guards.length > 0) {
+      const warnings = new Set(
+        [...rows, ...guards].flatMap((r) => (r.warnings ?? []).map((w) => `${r.hpa} ${w}`)),
+      );
+      if (rows.length > 0) io.stdout(table(rows));
+      for (const g of guards) {
+        io.stdout(`${guardText(g)}\n`);
+        for (const w of g.warnings ?? []) io.stdout(`    warning: ${w}\n`);
+      }
       io.stdout(
         `\n${plural(rows.length, "metric")} in ${plural(hpas, "HPA")}: ${
           plural(errors, "error")

@@ -14,7 +14,12 @@ import { createAuthMiddleware } from "../api/auth_middleware.ts";
 import { ensureSelfSignedCertificate, loadCertificateFiles } from "../api/certs.ts";
 import type { KubeRequest } from "../api/kube_request.ts";
 import { parseCertificateBundle } from "../api/pem.ts";
-import { createAdapterMetrics, createMetricsApp, type FallbackGauge } from "../api/own_metrics.ts";
+import {
+  createAdapterMetrics,
+  createGuardMetrics,
+  createMetricsApp,
+  type FallbackGauge,
+} from "../api/own_metrics.ts";
 import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
@@ -22,6 +27,8 @@ import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
 import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
+import { ReplicaGuard } from "../controllers/replica_guard.ts";
+import { guardSettings } from "./guard_options.ts";
 import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
@@ -393,6 +400,24 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       });
       await controller.start();
       closers.push(() => controller.stop());
+    }
+    if (boolFlag(flags, "estafette-hpa-scaler")) {
+      const settings = guardSettings(flags, io.env);
+      for (const w of settings.warnings) log.warn("replica guard setting", { warning: w });
+      const guard: ReplicaGuard = new ReplicaGuard({
+        ...settings.options,
+        cluster,
+        writer: cluster,
+        // file mode: the manifests stay as they are; decisions are logged
+        write: kubeSource !== null,
+        fetch: collectorHttp.fetch,
+        now: io.now,
+        logger: log,
+        isLeader,
+        metrics: createGuardMetrics(metrics.registry, () => guard.gauges()),
+      });
+      await guard.start();
+      closers.push(() => guard.stop());
     }
     ready = true;
     // The start's peak (objects read, every HPA planned, every metric collected once) is over

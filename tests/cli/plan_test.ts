@@ -466,6 +466,76 @@ spec:
     ]);
   });
 
+  it("shows each guarded HPA's replica guard config and its warnings, in both outputs", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "plan-guard-"));
+    try {
+      const file = join(dir, "guard.yaml");
+      await writeFile(
+        file,
+        `apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: api
+  namespace: shop
+  annotations:
+    estafette.io/hpa-scaler: "true"
+    estafette.io/hpa-scaler-prometheus-query: sum(rate(requests_total[5m]))
+    estafette.io/hpa-scaler-requests-per-replica: "2.5"
+    estafette.io/hpa-scaler-delta: "-0.5"
+    estafette.io/hpa-scaler-scale-down-max-ratio: "-0.5"
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}
+  maxReplicas: 10
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: off
+  namespace: shop
+  annotations:
+    estafette.io/hpa-scaler: "True"
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: off}
+  maxReplicas: 10
+`,
+      );
+      const io = captureIO({ env: { PROMETHEUS_SERVER_URL: "http://prom:9090" } });
+      assert.equal(await planCommand.run(["-f", file, "--strict"], io), 0);
+      assert.equal(
+        io.out(),
+        `replica guard of shop/api: minReplicas from ceil(query / 2.5 - 0.5), query "sum(rate(requests_total[5m]))" on http://prom:9090; scale-down cap 1 of the current replicas
+    warning: invalid estafette.io/hpa-scaler-scale-down-max-ratio "-0.5": want a number from 0 to 1, using 1 (no scale-down cap)
+
+0 metrics in 2 HPAs: 0 errors, 1 warning (all collectors assumed enabled)
+`,
+      );
+      const json = captureIO();
+      assert.equal(
+        await planCommand.run(
+          ["-f", file, "-o", "json", "--prometheus-server", "http://p:9090"],
+          json,
+        ),
+        0,
+      );
+      assert.deepEqual(JSON.parse(json.out()), [{
+        hpa: "shop/api",
+        replicaGuard: {
+          prometheusQuery: "sum(rate(requests_total[5m]))",
+          requestsPerReplica: 2.5,
+          delta: -0.5,
+          prometheusServerUrl: "http://p:9090",
+          scaleDownMaxRatio: 1,
+          deploymentChecking: false,
+        },
+        warnings: [
+          'invalid estafette.io/hpa-scaler-scale-down-max-ratio "-0.5": want a number from 0 to 1, using 1 (no scale-down cap)',
+        ],
+      }]);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it("throws UsageError for bad command lines", async () => {
     const cases: Array<[string[], string]> = [
       [[], "plan needs -f FILE|DIR"],

@@ -130,7 +130,9 @@ function bindingTo(
 /** What the adapter must be able to do: derived from the kind table the cluster view watches. */
 function requiredAccess(): Access[] {
   const out: Access[] = [];
-  for (const r of Object.values(KIND_RESOURCES)) {
+  for (const [kind, r] of Object.entries(KIND_RESOURCES)) {
+    // only the replica guard reads ReplicaSets: its component grants them
+    if (kind === "ReplicaSet") continue;
     for (const verb of ["get", "list", "watch"]) {
       out.push({ group: r.group, resource: r.plural, verb });
     }
@@ -306,6 +308,8 @@ describe("kubectl kustomize deploy", () => {
       { group: "", resource: "pods", verb: "delete" },
       { group: "apps", resource: "deployments", verb: "update" },
       { group: "autoscaling", resource: "horizontalpodautoscalers", verb: "update" },
+      { group: "autoscaling", resource: "horizontalpodautoscalers", verb: "patch" },
+      { group: "apps", resource: "replicasets", verb: "list" },
       { group: "zalando.org", resource: "scalingschedules", verb: "update" },
       {
         group: "coordination.k8s.io",
@@ -400,6 +404,28 @@ describe("overlays", () => {
       }),
       false,
     );
+  });
+
+  it("replica-guard: turns the guard on, may patch HPAs and watch ReplicaSets, nothing more", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "replica-guard"));
+    const flags = serveFlags(objects);
+    assert.equal(flags["estafette-hpa-scaler"], true);
+    assert.equal(flags["prometheus-server"], "http://prometheus.monitoring.svc.cluster.local:9090");
+    for (
+      const a of [
+        { group: "autoscaling", resource: "horizontalpodautoscalers", verb: "patch" },
+        { group: "apps", resource: "replicasets", verb: "list" },
+        { group: "apps", resource: "replicasets", verb: "watch" },
+      ]
+    ) assert.equal(allowed(objects, ADAPTER, a), true, JSON.stringify(a));
+    for (
+      const a of [
+        { group: "autoscaling", resource: "horizontalpodautoscalers", verb: "update" },
+        { group: "autoscaling", resource: "horizontalpodautoscalers", verb: "delete" },
+        { group: "apps", resource: "replicasets", verb: "patch" },
+      ]
+    ) assert.equal(allowed(objects, ADAPTER, a), false, JSON.stringify(a));
+    assert.equal(objects.length, kustomize(DEPLOY).length + 2);
   });
 
   it("cert-manager: serves the issued certificate and has the CA injected into every APIService", () => {
