@@ -11,6 +11,7 @@ import { ReplicaGuard, type ReplicaGuardOptions } from "../../src/controllers/re
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
 import { MemoryCluster, RecordingWriter } from "../engine/support.ts";
+import { type AddressInfo, createServer as createNetServer, type Socket } from "node:net";
 
 const NOW = Date.parse("2026-11-25T08:30:00Z");
 const STATE = "estafette.io/hpa-scaler-state";
@@ -184,6 +185,43 @@ describe("ReplicaGuard with the real Prometheus", () => {
     assert.deepEqual(none.writer.patches, []);
     assert.match(none.writer.events[0].event.message, /no Prometheus to ask/);
     assert.deepEqual(none.failures, ["shop no-server"]);
+  });
+
+  it("times a silent Prometheus out without holding up the other HPAs", async () => {
+    // a server that accepts and never answers, counting the connections it holds
+    const held = new Set<Socket>();
+    const silent = createNetServer((socket) => {
+      held.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => held.delete(socket));
+    });
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const s = setup([
+        hpa({ ...QUERY, "estafette.io/hpa-scaler-prometheus-server-url": url }, { name: "slow" }),
+        hpa(QUERY, { name: "fast" }),
+      ], { queryTimeoutSeconds: 1 });
+      const waiting: number[] = [];
+      const patch = s.writer.patch.bind(s.writer);
+      s.writer.patch = (...args) => {
+        waiting.push(held.size);
+        return patch(...args);
+      };
+      await s.guard.runOnce();
+      assert.deepEqual(s.writer.patches.map((p) => p.name), ["shop/fast"]);
+      // the slow HPA's query was still waiting when the fast one was written
+      assert.deepEqual(waiting, [1]);
+      const slow = s.writer.events.find((e) => e.name === "shop/slow");
+      assert.match(
+        slow!.event.message,
+        /^replica guard: query "vector\(22\.54\)": .*(timed out|timeout)/i,
+      );
+      assert.deepEqual(s.failures, ["shop request"]);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
+    }
   });
 
   it("refuses a link-local Prometheus that an HPA names", async () => {
