@@ -291,6 +291,28 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     );
   }
 
+  /** Refused: file mode does not change objects (see `patch`). */
+  async create(kind: Kind, obj: KubeObject): Promise<KubeObject> {
+    throw new Error(
+      `create ${kind} ${
+        this.#key(kind, obj.metadata.namespace, obj.metadata.name)
+      }: file mode does not change objects`,
+    );
+  }
+
+  /** Refused: file mode does not change objects (see `patch`). */
+  async delete(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
+    throw new Error(
+      `delete ${kind} ${this.#key(kind, namespace, name)}: file mode does not change objects`,
+    );
+  }
+
+  /** An object of the manifests (a Secret too), or null. */
+  async read(kind: Kind, namespace: string | undefined, name: string): Promise<KubeObject | null> {
+    const obj = this.#current.get(kind)?.get(this.#key(kind, namespace, name));
+    return obj ? clone(obj) : null;
+  }
+
   /** Record an event in memory and pass it to `onEvent`. */
   async emitEvent(kind: Kind, obj: KubeObject, event: ObjectEvent): Promise<void> {
     const recorded: RecordedEvent = {

@@ -209,6 +209,21 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     return this.#writer.patch(kind, namespace, name, patch);
   }
 
+  /** Create an object. */
+  create(kind: Kind, obj: KubeObject): Promise<KubeObject> {
+    return this.#writer.create(kind, obj);
+  }
+
+  /** Delete an object (gone already counts as deleted). */
+  delete(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
+    return this.#writer.delete(kind, namespace, name);
+  }
+
+  /** Read one object from the API; null when it does not exist. */
+  read(kind: Kind, namespace: string | undefined, name: string): Promise<KubeObject | null> {
+    return this.#writer.read(kind, namespace, name);
+  }
+
   /** Set `spec.replicas` with a JSON merge patch on the scale subresource. */
   setScale(kind: Kind, namespace: string, name: string, replicas: number): Promise<void> {
     return this.#writer.setScale(kind, namespace, name, replicas);

@@ -4,10 +4,16 @@
  *
  * @module
  */
-import { describeError, type KubeHttp } from "./kube_http.ts";
+import { describeError, type KubeHttp, statusCodeOf } from "./kube_http.ts";
 import { MERGE_PATCH, replacingMergePatch } from "./merge_patch.ts";
 import type { TokenBucket } from "./rate_limiter.ts";
-import { collectionPath, type Kind, KIND_RESOURCES, type KubeObject } from "./types.ts";
+import {
+  apiVersionOf,
+  collectionPath,
+  type Kind,
+  KIND_RESOURCES,
+  type KubeObject,
+} from "./types.ts";
 
 /** Options of `KubeWriter`. */
 export interface KubeWriterOptions {
@@ -93,6 +99,47 @@ export class KubeWriter {
       );
     } catch (e) {
       throw new Error(`patch ${kind} ${ns ? `${ns}/` : ""}${name}: ${describeError(e)}`);
+    }
+  }
+
+  /** Create an object; resolves with the object as created. */
+  async create(kind: Kind, obj: KubeObject): Promise<KubeObject> {
+    const ns = KIND_RESOURCES[kind].namespaced ? obj.metadata.namespace ?? "default" : undefined;
+    const body = { ...obj, apiVersion: apiVersionOf(kind), kind };
+    await this.#bucket.take();
+    try {
+      return await this.#http.json("POST", collectionPath(kind, ns), body) as KubeObject;
+    } catch (e) {
+      throw new Error(
+        `create ${kind} ${ns ? `${ns}/` : ""}${obj.metadata.name}: ${describeError(e)}`,
+      );
+    }
+  }
+
+  /** Delete an object; a 404 counts as deleted. */
+  async delete(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
+    const ns = KIND_RESOURCES[kind].namespaced ? namespace ?? "default" : undefined;
+    await this.#bucket.take();
+    try {
+      await this.#http.json("DELETE", `${collectionPath(kind, ns)}/${encodeURIComponent(name)}`);
+    } catch (e) {
+      if (statusCodeOf(e) === 404) return;
+      throw new Error(`delete ${kind} ${ns ? `${ns}/` : ""}${name}: ${describeError(e)}`);
+    }
+  }
+
+  /** Read one object from the API; null on 404. */
+  async read(kind: Kind, namespace: string | undefined, name: string): Promise<KubeObject | null> {
+    const ns = KIND_RESOURCES[kind].namespaced ? namespace ?? "default" : undefined;
+    await this.#bucket.take();
+    try {
+      return await this.#http.json(
+        "GET",
+        `${collectionPath(kind, ns)}/${encodeURIComponent(name)}`,
+      ) as KubeObject;
+    } catch (e) {
+      if (statusCodeOf(e) === 404) return null;
+      throw new Error(`get ${kind} ${ns ? `${ns}/` : ""}${name}: ${describeError(e)}`);
     }
   }
 

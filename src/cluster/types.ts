@@ -15,7 +15,12 @@ export type Kind =
   | "Ingress"
   | "RouteGroup"
   | "ScalingSchedule"
-  | "ClusterScalingSchedule";
+  | "ClusterScalingSchedule"
+  | "PodAutoscaler"
+  | "ServerlessService"
+  | "TriggerAuthentication"
+  | "ClusterTriggerAuthentication"
+  | "Secret";
 
 /** A Kubernetes object as read (JSON). Validate what you use at the point of use. */
 export interface KubeObject {
@@ -104,6 +109,15 @@ export interface ClusterWriter {
    * guard's `spec.minReplicas` of an HPA). Rejects when the object cannot be patched.
    */
   patch(kind: Kind, namespace: string | undefined, name: string, patch: unknown): Promise<void>;
+  /** Create an object (its kind, namespace and name from the object); rejects on a conflict. */
+  create(kind: Kind, obj: KubeObject): Promise<KubeObject>;
+  /** Delete an object; resolves when it is gone or was not there. */
+  delete(kind: Kind, namespace: string | undefined, name: string): Promise<void>;
+  /**
+   * Read one object from the API (not from a watch: Secrets, KEDA's trigger authentications);
+   * null when it does not exist.
+   */
+  read(kind: Kind, namespace: string | undefined, name: string): Promise<KubeObject | null>;
 }
 
 /** Where a kind lives in the Kubernetes API. */
@@ -184,6 +198,38 @@ export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
     namespaced: false,
     scale: false,
   },
+  // Knative Serving (the HPA-class reconciler of --knative-autoscaler)
+  PodAutoscaler: {
+    group: "autoscaling.internal.knative.dev",
+    version: "v1alpha1",
+    plural: "podautoscalers",
+    namespaced: true,
+    scale: false,
+  },
+  ServerlessService: {
+    group: "networking.internal.knative.dev",
+    version: "v1alpha1",
+    plural: "serverlessservices",
+    namespaced: true,
+    scale: false,
+  },
+  // KEDA's trigger authentication, read (never watched) for a Knative trigger's bearer token
+  TriggerAuthentication: {
+    group: "keda.sh",
+    version: "v1alpha1",
+    plural: "triggerauthentications",
+    namespaced: true,
+    scale: false,
+  },
+  ClusterTriggerAuthentication: {
+    group: "keda.sh",
+    version: "v1alpha1",
+    plural: "clustertriggerauthentications",
+    namespaced: false,
+    scale: false,
+  },
+  // read one at a time with `read`, never watched
+  Secret: { group: "", version: "v1", plural: "secrets", namespaced: true, scale: false },
 };
 
 /** The `apiVersion` of a kind as written in manifests (`apps/v1`, `v1`). */

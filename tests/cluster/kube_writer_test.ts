@@ -157,4 +157,38 @@ describe("KubeClusterSource", () => {
       );
     });
   });
+
+  it("creates, reads and deletes objects (a missing one reads as null and deletes as done)", async () => {
+    await withSource({ objects: [] }, async ({ api, source }) => {
+      const hpa: KubeObject = {
+        metadata: { name: "rev-1", namespace: "shop", labels: { app: "rev" } },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "rev-1" },
+          maxReplicas: 3,
+        },
+      };
+      const created = await source.create("HorizontalPodAutoscaler", hpa);
+      assert.equal(created.metadata.name, "rev-1");
+      const writes = api.requests.filter((r) => r.method !== "GET");
+      assert.deepEqual(writes.map((w) => [w.method, w.path]), [
+        ["POST", "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers"],
+      ]);
+      assert.deepEqual(
+        (writes[0].body as KubeObject & { kind: string; apiVersion: string }).kind,
+        "HorizontalPodAutoscaler",
+      );
+      const read = await source.read("HorizontalPodAutoscaler", "shop", "rev-1");
+      assert.equal(read?.spec.maxReplicas, 3);
+      assert.equal(await source.read("HorizontalPodAutoscaler", "shop", "nope"), null);
+      await source.delete("HorizontalPodAutoscaler", "shop", "rev-1");
+      assert.equal(await source.read("HorizontalPodAutoscaler", "shop", "rev-1"), null);
+      await source.delete("HorizontalPodAutoscaler", "shop", "rev-1");
+      await assert.rejects(
+        source.create("HorizontalPodAutoscaler", { ...hpa, metadata: { ...hpa.metadata } }).then(
+          () => source.create("HorizontalPodAutoscaler", hpa),
+        ),
+        /^Error: create HorizontalPodAutoscaler shop\/rev-1: POST .*HTTP 409/,
+      );
+    });
+  });
 });

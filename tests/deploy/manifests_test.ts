@@ -127,12 +127,23 @@ function bindingTo(
   );
 }
 
+/** Kinds that only writers turned on by a component read. */
+const COMPONENT_KINDS: ReadonlySet<string> = new Set([
+  "ReplicaSet",
+  "PodAutoscaler",
+  "ServerlessService",
+  "TriggerAuthentication",
+  "ClusterTriggerAuthentication",
+  "Secret",
+]);
+
 /** What the adapter must be able to do: derived from the kind table the cluster view watches. */
 function requiredAccess(): Access[] {
   const out: Access[] = [];
   for (const [kind, r] of Object.entries(KIND_RESOURCES)) {
-    // only the replica guard reads ReplicaSets: its component grants them
-    if (kind === "ReplicaSet") continue;
+    // read only by writers that components turn on (the replica guard: ReplicaSets; the
+    // Knative reconciler: its kinds and trigger authentication): their components grant them
+    if (COMPONENT_KINDS.has(kind)) continue;
     for (const verb of ["get", "list", "watch"]) {
       out.push({ group: r.group, resource: r.plural, verb });
     }

@@ -129,6 +129,37 @@ export class RecordingWriter implements ClusterWriter {
   }
 
   readonly patches: { kind: Kind; name: string; patch: unknown }[] = [];
+  readonly creates: { kind: Kind; name: string; obj: KubeObject }[] = [];
+  readonly deletes: { kind: Kind; name: string }[] = [];
+  /** Set to make `create` fail with this error. */
+  failCreate: Error | null = null;
+
+  /** Records the object and adds it to the cluster (with a uid); rejects when it exists. */
+  create(kind: Kind, obj: KubeObject): Promise<KubeObject> {
+    const name = `${obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+    if (this.failCreate) return Promise.reject(this.failCreate);
+    if (this.#cluster.get(kind, obj.metadata.namespace, obj.metadata.name)) {
+      return Promise.reject(new Error(`${kind} ${name} already exists`));
+    }
+    this.creates.push({ kind, name, obj: structuredClone(obj) });
+    const created = this.#cluster.set(kind, {
+      ...obj,
+      metadata: { ...obj.metadata, uid: obj.metadata.uid ?? `uid-${name}` },
+    });
+    return Promise.resolve(created);
+  }
+
+  /** Records the deletion and removes the object from the cluster. */
+  delete(kind: Kind, namespace: string | undefined, name: string): Promise<void> {
+    this.deletes.push({ kind, name: `${namespace ?? ""}/${name}` });
+    this.#cluster.delete(kind, namespace, name);
+    return Promise.resolve();
+  }
+
+  /** The object in the cluster, or null. */
+  read(kind: Kind, namespace: string | undefined, name: string): Promise<KubeObject | null> {
+    return Promise.resolve(this.#cluster.get(kind, namespace, name) ?? null);
+  }
 
   /** Records the patch and applies it (RFC 7386) to the object in the cluster. */
   patch(kind: Kind, namespace: string | undefined, name: string, patch: unknown): Promise<void> {
