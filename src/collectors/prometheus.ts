@@ -8,8 +8,12 @@
  * - A vector counts every series: the value is the sum of all series (the original kept the
  *   first and dropped the rest silently). One summed item is what the HPA controller would
  *   compute from one item per series anyway (it sums the items of an External metric), and it
- *   keeps the served labels the HPA's own, whatever series come and go.
- * - An empty vector, NaN, ±Inf, a matrix or a string is an error naming the query.
+ *   keeps the served labels the HPA's own, whatever series come and go. `multiple-series:
+ *   first` keeps the original's first series; `multiple-series: error` is KEDA's rule (more
+ *   than one series is an error).
+ * - An empty vector, NaN, ±Inf, a matrix or a string is an error naming the query; with
+ *   `ignore-null-values: "true"` (KEDA's ignoreNullValues) an empty vector, NaN or ±Inf is 0.
+ * - `namespace` is sent as the query's `namespace` parameter, as KEDA sends it.
  * - `per-replica` divides by the scale target's `status.replicas` (Deployment, StatefulSet,
  *   Rollout); zero replicas is an error, not a division by zero; it applies to External
  *   metrics too (the original ignored it there).
@@ -20,7 +24,11 @@
  * - Every query has a timeout (`queryTimeoutSeconds`) and a response size cap.
  */
 import type { ClusterView, Kind } from "../cluster/types.ts";
-import { type PrometheusConfig, prometheusDescriptor } from "../core/configs/prometheus.ts";
+import {
+  type MultipleSeries,
+  type PrometheusConfig,
+  prometheusDescriptor,
+} from "../core/configs/prometheus.ts";
 import type { MetricPlan, ObjectReference } from "../core/types.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, type LookupContext } from "./http_get.ts";
 import {
@@ -163,36 +171,78 @@ function seriesText(labels: Record<string, string>): string {
   return `${name}{${rest.join(", ")}}`;
 }
 
+/** How {@linkcode prometheusValue} reduces a result (the `prometheus` collector's keys). */
+export interface PrometheusValueOptions {
+  /**
+   * `ignore-null-values`: an empty vector, or a NaN or ±Inf value, is 0 instead of an error
+   * (KEDA's ignoreNullValues). Default false.
+   */
+  ignoreNullValues?: boolean;
+  /**
+   * `multiple-series`: a vector's value is the sum of its series (`sum`, the default), the
+   * value of its first series (`first`), or an error when it has more than one (`error`).
+   */
+  multipleSeries?: MultipleSeries;
+}
+
 /**
  * The one number a query result stands for: a scalar's value, or the sum of every series of an
- * instant vector. Throws, naming the query, for an empty vector, a NaN or infinite value (of
- * any series), a matrix or a string (and the server, when given).
+ * instant vector (or its first series, or its only one: `options.multipleSeries`). Throws,
+ * naming the query (and the server, when given), for an empty vector, a NaN or infinite value
+ * (of any series counted), a matrix or a string, and for more than one series under
+ * `multipleSeries: "error"`. With `options.ignoreNullValues` an empty vector, a NaN or an
+ * infinite value (or sum) is 0 instead: in `sum` mode a NaN series makes the whole value 0, as
+ * PromQL's `sum()` of it is NaN.
  *
  * @example
  * ```ts
  * prometheusValue({ resultType: "scalar", value: 3, timestamp: 0 }, "vector(3)"); // 3
+ * prometheusValue({ resultType: "vector", series: [] }, "up", undefined, {
+ *   ignoreNullValues: true,
+ * }); // 0
  * ```
  */
-export function prometheusValue(result: QueryResult, query: string, server?: string): number {
+export function prometheusValue(
+  result: QueryResult,
+  query: string,
+  server?: string,
+  options: PrometheusValueOptions = {},
+): number {
   const q = `query "${query}"${server === undefined ? "" : ` at ${serverText(server)}`}`;
+  const ignoreNull = options.ignoreNullValues === true;
+  const multiple = options.multipleSeries ?? "sum";
   switch (result.resultType) {
     case "scalar":
       if (!Number.isFinite(result.value)) {
+        if (ignoreNull) return 0;
         throw new Error(`${q} returned ${formatNumber(result.value)}`);
       }
       return result.value;
     case "vector": {
-      if (result.series.length === 0) throw new Error(`${q} returned an empty vector`);
+      const series = result.series;
+      if (series.length === 0) {
+        if (ignoreNull) return 0;
+        throw new Error(`${q} returned an empty vector`);
+      }
+      if (series.length > 1 && multiple === "error") {
+        throw new Error(
+          `${q} returned ${series.length} series; multiple-series is error: want at most one`,
+        );
+      }
       let sum = 0;
-      for (const s of result.series) {
+      for (const s of multiple === "first" ? series.slice(0, 1) : series) {
         if (!Number.isFinite(s.value)) {
+          if (ignoreNull) return 0;
           throw new Error(
             `${q} returned ${formatNumber(s.value)} in series ${seriesText(s.labels)}`,
           );
         }
         sum += s.value;
       }
-      if (!Number.isFinite(sum)) throw new Error(`${q} returned a sum of ${formatNumber(sum)}`);
+      if (!Number.isFinite(sum)) {
+        if (ignoreNull) return 0;
+        throw new Error(`${q} returned a sum of ${formatNumber(sum)}`);
+      }
       return sum;
     }
     case "matrix":
@@ -204,17 +254,21 @@ export function prometheusValue(result: QueryResult, query: string, server?: str
   }
 }
 
-/** Options of {@linkcode queryPrometheus}. */
-export interface QueryPrometheusOptions {
+/** Options of {@linkcode queryPrometheus}: the reduction's, and these. */
+export interface QueryPrometheusOptions extends PrometheusValueOptions {
   backends: PrometheusBackends;
   ctx: CollectContext & LookupContext;
   /** Names the metric in error messages. */
   metricName: string;
+  /** Sent as the query's `namespace` parameter when set (the `namespace` key). */
+  namespace?: string;
 }
 
 /**
- * Evaluate `query` on `client` at `ctx.now()` and reduce it with {@linkcode prometheusValue}.
- * Errors name the query and the metric; Prometheus' warnings come back as warnings.
+ * Evaluate `query` on `client` at `ctx.now()` (sending `options.namespace` when set) and
+ * reduce it with {@linkcode prometheusValue} under `options`' ignoreNullValues and
+ * multipleSeries. Errors name the query and the metric; Prometheus' warnings come back as
+ * warnings.
  */
 export async function queryPrometheus(
   client: PrometheusClient,
@@ -231,6 +285,7 @@ export async function queryPrometheus(
       timeoutSeconds: backends.timeoutSeconds,
       maxBytes: backends.maxBytes,
       lookup: ctx.lookup,
+      ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
     });
   } catch (e) {
     throw new Error(
@@ -239,7 +294,10 @@ export async function queryPrometheus(
   }
   let value: number;
   try {
-    value = prometheusValue(result, query, client.url);
+    value = prometheusValue(result, query, client.url, {
+      ignoreNullValues: options.ignoreNullValues,
+      multipleSeries: options.multipleSeries,
+    });
   } catch (e) {
     throw new Error(`prometheus ${(e as Error).message} for metric ${metricName}`);
   }
@@ -334,6 +392,10 @@ export async function collectPrometheus(
 
 interface PrometheusPlanConfig {
   query: string;
+  /** The `namespace` parameter, or undefined. */
+  namespace: string | undefined;
+  ignoreNullValues: boolean;
+  multipleSeries: MultipleSeries;
   client: PrometheusClient;
   /** Said once per collection when both overrides are set. */
   warning: string | null;
@@ -418,6 +480,10 @@ class PrometheusCollector implements Collector {
         config.client.url,
         config.client.tokenFile,
         config.query,
+        // (KEDA's semantics: HPAs that read one query differently never share a collection)
+        config.namespace ?? null,
+        config.ignoreNullValues,
+        config.multipleSeries,
         plan.metricType,
         plan.metricType === "Object" && d ? [ns, d.kind, d.name] : null,
         plan.perReplica ? [ns, target.kind, target.name] : null,
@@ -436,6 +502,9 @@ class PrometheusCollector implements Collector {
       backends: this.#backends,
       ctx,
       metricName: plan.metricName,
+      namespace: this.#config.namespace,
+      ignoreNullValues: this.#config.ignoreNullValues,
+      multipleSeries: this.#config.multipleSeries,
       objectName: plan.metricType === "Object" ? plan.describedObject!.name : undefined,
       perReplica: plan.perReplica
         ? {
@@ -453,8 +522,9 @@ class PrometheusCollector implements Collector {
  * Object and External `prometheus` metrics, queried on the servers of `prometheus`. Config
  * keys (selector labels or annotations, read by {@linkcode prometheusDescriptor}'s schema):
  * `query` (or, External, `query-name` naming the key that holds it), `prometheus-server` (a
- * URL) or `prometheus-server-alias` (an alias of `prometheus.additionalServers`). Throws when
- * a server URL of `prometheus` is not an http(s) URL.
+ * URL) or `prometheus-server-alias` (an alias of `prometheus.additionalServers`), and KEDA's
+ * semantics: `namespace` (a query parameter), `ignore-null-values`, `multiple-series`. Throws
+ * when a server URL of `prometheus` is not an http(s) URL.
  *
  * @example
  * ```ts
@@ -474,7 +544,13 @@ export function createPrometheusFactory(prometheus: PrometheusOptions = {}): Col
         allowLinkLocalTargets: backends.allowLinkLocal,
       });
       const server = resolveServer(plan.metricName, config, backends);
-      return new PrometheusCollector(plan, { query: config.query, ...server }, backends);
+      return new PrometheusCollector(plan, {
+        query: config.query,
+        namespace: config.namespace,
+        ignoreNullValues: config.ignoreNullValues,
+        multipleSeries: config.multipleSeries,
+        ...server,
+      }, backends);
     },
   };
 }

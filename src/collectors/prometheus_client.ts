@@ -74,6 +74,11 @@ export interface InstantQueryOptions {
   maxBytes: number;
   /** Resolver for the link-local check of a `chosenByHpa` server (node:dns when absent). */
   lookup?: HostLookup;
+  /**
+   * Sent as the `namespace` parameter after the others when set (as KEDA sends it, for
+   * Thanos/Cortex tenancy; plain Prometheus ignores it).
+   */
+  namespace?: string;
 }
 
 /** Options of {@linkcode PrometheusClient}. */
@@ -464,9 +469,9 @@ export class PrometheusClient {
   }
 
   /**
-   * Evaluate `query` at `options.time`. Resolves with the typed result; rejects with a
-   * `PrometheusQueryError` on a failed request, a non-2xx answer, Prometheus' own error, an
-   * unreadable or oversized body, the deadline or an abort.
+   * Evaluate `query` at `options.time` (with the `namespace` parameter when given). Resolves
+   * with the typed result; rejects with a `PrometheusQueryError` on a failed request, a non-2xx
+   * answer, Prometheus' own error, an unreadable or oversized body, the deadline or an abort.
    */
   async query(query: string, options: InstantQueryOptions): Promise<QueryResult> {
     const headers: Record<string, string> = { accept: "application/json" };
@@ -476,6 +481,7 @@ export class PrometheusClient {
       time: seconds(options.time),
       timeout: seconds(options.timeoutSeconds * 1000),
     });
+    if (options.namespace !== undefined) params.set("namespace", options.namespace);
     const url = this.queryUrl;
     // One deadline for both tries (form POST, then GET when the server answers 405).
     const whole = requestDeadline(options.signal, options.timeoutSeconds);

@@ -304,6 +304,234 @@ describe("prometheus collector against a real Prometheus", () => {
   });
 });
 
+/** Two series, `{a="x"} 1` then `{a="y"} 2` (Prometheus keeps the order of `or`'s sides). */
+const TWO =
+  'label_replace(vector(1), "a", "x", "", "") or label_replace(vector(2), "a", "y", "", "")';
+/** Two series, `{a="x"} 2` then `{a="y"} 1`. */
+const TWO_REVERSED =
+  'label_replace(vector(2), "a", "x", "", "") or label_replace(vector(1), "a", "y", "", "")';
+/** Two series, `{a="x"} NaN` then `{a="y"} 2`. */
+const NAN_FIRST =
+  'label_replace(vector(NaN), "a", "x", "", "") or label_replace(vector(2), "a", "y", "", "")';
+/** Two series, `{a="x"} 3` then `{a="y"} +Inf`. */
+const INF_SECOND =
+  'label_replace(vector(3), "a", "x", "", "") or label_replace(vector(+Inf), "a", "y", "", "")';
+const EMPTY = 'up{job="nope"}';
+
+describe("KEDA semantics (namespace, ignore-null-values, multiple-series) against a real Prometheus", () => {
+  /** What the collector says for `query` under `config`: its value, or its error message. */
+  async function outcome(query: string, config: Record<string, string>): Promise<number | string> {
+    try {
+      const r = await collectExternal(query, { config });
+      assert.equal(r.samples.length, 1);
+      assert.equal(r.warnings, undefined);
+      return r.samples[0].value;
+    } catch (e) {
+      return (e as Error).message;
+    }
+  }
+  const failed = (query: string, why: string): string =>
+    `prometheus query "${query}" at ${prom.url} ${why} for metric queue-length`;
+  const ERROR = { "multiple-series": "error" };
+  const FIRST = { "multiple-series": "first" };
+  const SUM = { "multiple-series": "sum" };
+  const IGNORE = { "ignore-null-values": "true" };
+  const STRICT = { "ignore-null-values": "false" };
+
+  /** [name, query, config, the value or the whole error message (a function of the query)]. */
+  const cases: [string, string, Record<string, string>, number | ((q: string) => string)][] = [
+    // multiple-series
+    ["two series are summed by default", TWO, {}, 3],
+    ["two series are summed under sum", TWO, SUM, 3],
+    [
+      "two series are an error under error, with the count",
+      TWO,
+      ERROR,
+      (q) => failed(q, "returned 2 series; multiple-series is error: want at most one"),
+    ],
+    [
+      "three series under error say 3",
+      `${TWO} or label_replace(vector(3), "a", "z", "", "")`,
+      ERROR,
+      (q) => failed(q, "returned 3 series; multiple-series is error: want at most one"),
+    ],
+    ["one series under error is its value", "vector(5)", ERROR, 5],
+    ["a scalar under error is its value", "scalar(vector(6))", ERROR, 6],
+    ["first keeps the first series Prometheus returned", TWO, FIRST, 1],
+    ["first follows the answer's order", TWO_REVERSED, FIRST, 2],
+    ["first after sort_desc is the largest", `sort_desc(${TWO})`, FIRST, 2],
+    ["first of one series is its value", "vector(7)", FIRST, 7],
+    ["first ignores a later infinite series", INF_SECOND, FIRST, 3],
+    // ignore-null-values on an empty vector
+    [
+      "an empty vector is an error by default",
+      EMPTY,
+      {},
+      (q) => failed(q, "returned an empty vector"),
+    ],
+    [
+      "an empty vector is an error with ignore-null-values false",
+      EMPTY,
+      STRICT,
+      (q) => failed(q, "returned an empty vector"),
+    ],
+    ["an empty vector is 0 with ignore-null-values true", EMPTY, IGNORE, 0],
+    ["an empty vector is 0 under error too", EMPTY, { ...IGNORE, ...ERROR }, 0],
+    ["an empty vector is 0 under first too", EMPTY, { ...IGNORE, ...FIRST }, 0],
+    // ignore-null-values on NaN and ±Inf
+    [
+      "vector(NaN) is an error by default",
+      "vector(NaN)",
+      {},
+      (q) => failed(q, "returned NaN in series {}"),
+    ],
+    [
+      "vector(NaN) is an error with ignore-null-values false",
+      "vector(NaN)",
+      STRICT,
+      (q) => failed(q, "returned NaN in series {}"),
+    ],
+    ["vector(NaN) is 0 with ignore-null-values true", "vector(NaN)", IGNORE, 0],
+    ["a NaN scalar is 0 with ignore-null-values true", "NaN", IGNORE, 0],
+    ["vector(+Inf) is 0 with ignore-null-values true", "vector(+Inf)", IGNORE, 0],
+    ["vector(-Inf) is 0 with ignore-null-values true", "vector(-Inf)", IGNORE, 0],
+    [
+      "a scalar -Inf is an error with ignore-null-values false",
+      "-Inf",
+      STRICT,
+      (q) => failed(q, "returned -Inf"),
+    ],
+    [
+      "a NaN series in a sum is an error naming it",
+      NAN_FIRST,
+      {},
+      (q) => failed(q, 'returned NaN in series {a="x"}'),
+    ],
+    ["a NaN series makes a sum 0 (PromQL's sum is NaN)", NAN_FIRST, IGNORE, 0],
+    [
+      "a NaN first series is an error under first",
+      NAN_FIRST,
+      FIRST,
+      (q) => failed(q, 'returned NaN in series {a="x"}'),
+    ],
+    ["a NaN first series is 0 under first with ignore-null-values", NAN_FIRST, {
+      ...IGNORE,
+      ...FIRST,
+    }, 0],
+    [
+      "ignore-null-values does not excuse several series under error",
+      TWO,
+      { ...IGNORE, ...ERROR },
+      (q) => failed(q, "returned 2 series; multiple-series is error: want at most one"),
+    ],
+    [
+      "ignore-null-values does not excuse a matrix",
+      "vector(1)[5s:1s]",
+      IGNORE,
+      (q) => failed(q, "returned a range vector (matrix); want an instant vector or a scalar"),
+    ],
+    // namespace (plain Prometheus ignores the parameter)
+    ["a namespace does not change a plain Prometheus' answer", TWO, { namespace: "team-a" }, 3],
+  ];
+  for (const [name, query, config, want] of cases) {
+    it(name, async () => {
+      assert.equal(
+        await outcome(query, config),
+        typeof want === "function" ? want(query) : want,
+      );
+    });
+  }
+
+  it("an Object metric reads the keys too", async () => {
+    const c = createFrom({
+      plan: objectPlan("prometheus", { apiVersion: "v1", kind: "Service", name: "web-svc" }, {
+        query: EMPTY,
+        "ignore-null-values": "true",
+      }),
+      flags: flags(),
+    });
+    assert.deepEqual(await c.collect(live()), {
+      samples: [{ objectName: "web-svc", value: 0, timestamp: clock }],
+    });
+    const first = createFrom({
+      plan: objectPlan("prometheus", { apiVersion: "v1", kind: "Service", name: "web-svc" }, {
+        query: TWO_REVERSED,
+        "multiple-series": "first",
+      }),
+      flags: flags(),
+    });
+    assert.deepEqual(await first.collect(live()), {
+      samples: [{ objectName: "web-svc", value: 2, timestamp: clock }],
+    });
+  });
+
+  it("sends namespace=<value> after query, time and timeout (POST and the GET fallback)", async () => {
+    fake.seen.length = 0;
+    fake.reply = (req) =>
+      req.method === "POST"
+        ? { status: 405, body: "method not allowed", headers: { "content-type": "text/plain" } }
+        : { status: 200, body: scalarBody("4") };
+    const r = await collectExternal("sum(up)", {
+      flags: { "prometheus-server": fake.url, "prometheus-query-timeout": 7 },
+      config: { namespace: "team-a" },
+    });
+    assert.deepEqual(r, { samples: [{ value: 4, timestamp: clock }] });
+    const params = {
+      query: "sum(up)",
+      time: String(clock / 1000),
+      timeout: "7",
+      namespace: "team-a",
+    };
+    assert.deepEqual(fake.seen.map((s) => [s.method, s.params]), [
+      ["POST", params],
+      ["GET", params],
+    ]);
+    assert.deepEqual(Object.keys(fake.seen[0].params), ["query", "time", "timeout", "namespace"]);
+  });
+
+  it("sends namespace to a prometheus-server the HPA names", async () => {
+    fake.seen.length = 0;
+    fake.reply = () => ({ status: 200, body: scalarBody("1") });
+    await collectExternal("up", {
+      flags: { "prometheus-server": prom.url },
+      config: { "prometheus-server": fake.url, namespace: "kube-system" },
+    });
+    assert.equal(fake.seen.length, 1);
+    assert.equal(fake.seen[0].params.namespace, "kube-system");
+  });
+
+  it("sends no namespace parameter without the key (or with an empty one)", async () => {
+    fake.seen.length = 0;
+    fake.reply = () => ({ status: 200, body: scalarBody("1") });
+    await collectExternal("up", { flags: { "prometheus-server": fake.url } });
+    await collectExternal("up", {
+      flags: { "prometheus-server": fake.url },
+      config: { namespace: "" },
+    });
+    assert.deepEqual(fake.seen.map((s) => Object.keys(s.params)), [
+      ["query", "time", "timeout"],
+      ["query", "time", "timeout"],
+    ]);
+  });
+
+  it("query keys differ by namespace, ignore-null-values and multiple-series", () => {
+    const key = (config: Record<string, string>): string =>
+      create(externalPlan("prometheus", { query: "up", ...config }), flags()).queryKey;
+    const base = key({});
+    // The defaults, spelled out or empty, are the same semantics: one collection.
+    assert.equal(key({ "ignore-null-values": "false", "multiple-series": "sum" }), base);
+    assert.equal(key({ namespace: "", "ignore-null-values": "", "multiple-series": "" }), base);
+    const others = [
+      key({ namespace: "a" }),
+      key({ namespace: "b" }),
+      key({ "ignore-null-values": "true" }),
+      key({ "multiple-series": "error" }),
+      key({ "multiple-series": "first" }),
+    ];
+    assert.equal(new Set([base, ...others]).size, 6);
+  });
+});
+
 describe("prometheus servers", () => {
   it("prometheus-server in the config overrides the flag and sends no token", async () => {
     const tokenFile = join(dir, "override-token");
@@ -763,6 +991,24 @@ describe("prometheusValue", () => {
     throwsMatching(
       () => prometheusValue(vec(1, NaN), "q"),
       /^query "q" returned NaN in series \{i="1"\}$/,
+    );
+  });
+  it("first keeps the first series only", () => {
+    assert.equal(prometheusValue(vec(4, NaN), "q", undefined, { multipleSeries: "first" }), 4);
+  });
+  it("error refuses several series, naming the server", () => {
+    throwsMatching(
+      () =>
+        prometheusValue(vec(1, 2, 3), "q", "http://u:p@prom:9090/", { multipleSeries: "error" }),
+      /^query "q" at http:\/\/prom:9090 returned 3 series; multiple-series is error: want at most one$/,
+    );
+  });
+  it("ignore-null-values makes an overflowing sum 0", () => {
+    assert.equal(
+      prometheusValue(vec(Number.MAX_VALUE, Number.MAX_VALUE), "q", undefined, {
+        ignoreNullValues: true,
+      }),
+      0,
     );
   });
   it("refuses a sum that overflows", () => {

@@ -124,6 +124,10 @@ const NOT_HTTP = "want an http:// or https:// URL";
 const NAMED = " (the query named by query-name)";
 const DNS = (h: string): string => `"${h}" is not a DNS name`;
 const PERCENT = "want a percentage from 0";
+const NAMESPACE =
+  "want a Kubernetes namespace name (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)";
+const BOOL = 'want "true" or "false"';
+const SERIES = 'want "sum", "error" or "first"';
 
 /** [name, metric, config (annotations), the message of plan and factory]. */
 const INVALID: [string, Metric, Record<string, string>, string][] = [
@@ -175,6 +179,95 @@ const INVALID: [string, Metric, Record<string, string>, string][] = [
     EXTERNAL_PROMETHEUS,
     { query: "up", "prometheus-server": "prometheus:9090" },
     invalid(EXTERNAL_PROMETHEUS, "prometheus-server", "prometheus:9090", NOT_HTTP),
+  ],
+  // prometheus, KEDA's semantics
+  [
+    "a namespace with upper case",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "Team-A" },
+    invalid(EXTERNAL_PROMETHEUS, "namespace", "Team-A", NAMESPACE),
+  ],
+  [
+    "a namespace with an underscore",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "team_a" },
+    invalid(EXTERNAL_PROMETHEUS, "namespace", "team_a", NAMESPACE),
+  ],
+  [
+    "a namespace starting with '-'",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "-team" },
+    invalid(EXTERNAL_PROMETHEUS, "namespace", "-team", NAMESPACE),
+  ],
+  [
+    "a namespace with a dot (a DNS subdomain, not a label)",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "team.a" },
+    invalid(EXTERNAL_PROMETHEUS, "namespace", "team.a", NAMESPACE),
+  ],
+  [
+    "a namespace of 64 characters",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "a".repeat(64) },
+    invalid(EXTERNAL_PROMETHEUS, "namespace", "a".repeat(64), NAMESPACE),
+  ],
+  [
+    "a namespace with a space",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: " team" },
+    invalid(EXTERNAL_PROMETHEUS, "namespace", " team", NAMESPACE),
+  ],
+  [
+    "ignore-null-values yes",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "ignore-null-values": "yes" },
+    invalid(EXTERNAL_PROMETHEUS, "ignore-null-values", "yes", BOOL),
+  ],
+  [
+    "ignore-null-values True (Go's ParseBool would take it; we take true and false only)",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "ignore-null-values": "True" },
+    invalid(EXTERNAL_PROMETHEUS, "ignore-null-values", "True", BOOL),
+  ],
+  [
+    "multiple-series max",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "multiple-series": "max" },
+    invalid(EXTERNAL_PROMETHEUS, "multiple-series", "max", SERIES),
+  ],
+  [
+    "multiple-series Sum",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "multiple-series": "Sum" },
+    invalid(EXTERNAL_PROMETHEUS, "multiple-series", "Sum", SERIES),
+  ],
+  [
+    "three bad KEDA keys, each said",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "A", "ignore-null-values": "1", "multiple-series": "last" },
+    [
+      invalid(EXTERNAL_PROMETHEUS, "namespace", "A", NAMESPACE),
+      invalid(EXTERNAL_PROMETHEUS, "ignore-null-values", "1", BOOL),
+      invalid(EXTERNAL_PROMETHEUS, "multiple-series", "last", SERIES),
+    ].join("; "),
+  ],
+  [
+    "Object prometheus with a bad multiple-series",
+    OBJECT_PROMETHEUS,
+    { query: "up", "multiple-series": "all" },
+    invalid(OBJECT_PROMETHEUS, "multiple-series", "all", SERIES),
+  ],
+  [
+    "Object prometheus with a bad ignore-null-values",
+    OBJECT_PROMETHEUS,
+    { query: "up", "ignore-null-values": "no" },
+    invalid(OBJECT_PROMETHEUS, "ignore-null-values", "no", BOOL),
+  ],
+  [
+    "Object prometheus with a bad namespace",
+    OBJECT_PROMETHEUS,
+    { query: "up", namespace: "NS" },
+    invalid(OBJECT_PROMETHEUS, "namespace", "NS", NAMESPACE),
   ],
   // prometheus, Object
   ["Object prometheus without a query (the annotation of its server chose it)", OBJECT_PROMETHEUS, {
@@ -243,6 +336,30 @@ const VALID: [string, Metric, Record<string, string>, boolean][] = [
     { query: "up", "prometheus-server": "http://169.254.169.254" },
     true,
   ],
+  [
+    "KEDA's semantics (namespace, ignore-null-values, multiple-series)",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "team-a", "ignore-null-values": "true", "multiple-series": "error" },
+    false,
+  ],
+  [
+    "a 63-character namespace of digits and '-', ignore-null-values false, first",
+    OBJECT_PROMETHEUS,
+    {
+      query: "up",
+      namespace: `0${"-".repeat(61)}9`,
+      "ignore-null-values": "false",
+      "multiple-series": "first",
+    },
+    false,
+  ],
+  [
+    "empty KEDA keys (not set)",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", namespace: "", "ignore-null-values": "", "multiple-series": "" },
+    false,
+  ],
+  ["multiple-series sum", EXTERNAL_PROMETHEUS, { query: "up", "multiple-series": "sum" }, false],
   ["requests-per-second", RPS, { hostnames: "a.org,www.a.org", weight: "12.5" }, false],
   ["skipper without a backend", SKIPPER, {}, false],
   ["skipper with a backend", SKIPPER, { backend: "b1" }, false],
@@ -263,4 +380,58 @@ describe("prometheus, skipper and requests-per-second configs: plan and factory 
       assert.equal(factoryError(p, allowLinkLocal), null, "factory");
     });
   }
+});
+
+describe("prometheus KEDA keys from selector labels", () => {
+  /** The plan of External `q` whose selector carries `labels` besides `type: prometheus`. */
+  function labelled(labels: Record<string, string>): MetricPlan {
+    const [p] = planHpa({
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "web", namespace: "shop" },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+        minReplicas: 1,
+        maxReplicas: 10,
+        metrics: [{
+          type: "External",
+          external: {
+            metric: {
+              name: "q",
+              selector: { matchLabels: { type: "prometheus", query: "up", ...labels } },
+            },
+            target: { type: "AverageValue", averageValue: "10" },
+          },
+        }],
+      },
+    }, {});
+    return p;
+  }
+
+  it("says matchLabels.<key> for a bad label; the factory refuses it too", () => {
+    const p = labelled({
+      namespace: "Team",
+      "ignore-null-values": "maybe",
+      "multiple-series": "avg",
+    });
+    const want = [
+      `invalid namespace "Team" for ${EXTERNAL} (matchLabels.namespace): ${NAMESPACE}`,
+      `invalid ignore-null-values "maybe" for ${EXTERNAL} (matchLabels.ignore-null-values): ${BOOL}`,
+      `invalid multiple-series "avg" for ${EXTERNAL} (matchLabels.multiple-series): ${SERIES}`,
+    ].join("; ");
+    assert.equal(p.error, want, "planHpa");
+    // (a plan does not keep where a key came from: the factory names the annotation spelling)
+    const factory = factoryError(p, false) ?? "";
+    for (const why of [NAMESPACE, BOOL, SERIES]) assert.ok(factory.includes(`: ${why}`), factory);
+  });
+
+  it("accepts good labels in both", () => {
+    const p = labelled({
+      namespace: "team-a",
+      "ignore-null-values": "true",
+      "multiple-series": "first",
+    });
+    assert.equal(p.error, null, "planHpa");
+    assert.equal(factoryError(p, false), null, "factory");
+  });
 });

@@ -5,6 +5,16 @@
  * it; `prometheus-server` (an http(s) URL the HPA chooses, not link-local unless allowed) or
  * `prometheus-server-alias` (a server the operator configured; whether it exists is the
  * collector's check). An empty value counts as not set.
+ *
+ * Three keys give KEDA's Prometheus scaler semantics (for the metrics Knative's autoscaler-keda
+ * annotations map to; any HPA may set them):
+ * - `namespace`: a Kubernetes namespace name sent as the query's `namespace` HTTP parameter
+ *   (Thanos/Cortex tenancy, as KEDA sends it; plain Prometheus ignores it).
+ * - `ignore-null-values`: `"true"` makes an empty vector, and a NaN or ±Inf value, 0 instead
+ *   of an error (default `"false"`).
+ * - `multiple-series`: what several series of an instant vector give: `sum` (the default),
+ *   `error` (KEDA: at most one series) or `first` (the first series of the answer, as
+ *   kube-metrics-adapter kept it).
  */
 import { z } from "zod";
 import {
@@ -17,6 +27,15 @@ import {
 import type { MetricType } from "../types.ts";
 import { hpaUrlKey } from "./json_path.ts";
 
+/** What several series of an instant vector give (`multiple-series`). */
+export type MultipleSeries = "sum" | "error" | "first";
+
+/** The values of `multiple-series`, the default first. */
+export const MULTIPLE_SERIES: readonly MultipleSeries[] = ["sum", "error", "first"];
+
+/** A Kubernetes namespace name: a DNS-1123 label (lowercase, at most 63 characters). */
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
 /** A prometheus metric's config. */
 export interface PrometheusConfig {
   /** The PromQL query (from `query`, or the key `query-name` names). */
@@ -25,6 +44,12 @@ export interface PrometheusConfig {
   server?: string;
   /** `prometheus-server-alias`; undefined when not set. */
   serverAlias?: string;
+  /** `namespace`: sent as the query's `namespace` parameter; undefined when not set. */
+  namespace?: string;
+  /** `ignore-null-values`: an empty vector, NaN or ±Inf is 0, not an error (default false). */
+  ignoreNullValues: boolean;
+  /** `multiple-series` (default `sum`). */
+  multipleSeries: MultipleSeries;
 }
 
 /** A key whose empty value counts as absent. */
@@ -43,6 +68,25 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
     "query-name": unlessEmpty(configKey((v) => v)),
     "prometheus-server": unlessEmpty(hpaUrlKey(context).optional()),
     "prometheus-server-alias": unlessEmpty(configKey((v) => v)),
+    namespace: unlessEmpty(configKey((v) => {
+      if (!NAMESPACE_NAME.test(v)) {
+        throw new Error(
+          "want a Kubernetes namespace name (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)",
+        );
+      }
+      return v;
+    })),
+    "ignore-null-values": unlessEmpty(configKey((v) => {
+      if (v === "true") return true;
+      if (v === "false") return false;
+      throw new Error(`want "true" or "false"`);
+    })),
+    "multiple-series": unlessEmpty(configKey((v) => {
+      if (!(MULTIPLE_SERIES as readonly string[]).includes(v)) {
+        throw new Error(`want "sum", "error" or "first"`);
+      }
+      return v as MultipleSeries;
+    })),
   }).transform((c, ctx): PrometheusConfig => {
     let query = c.query;
     const queryName = c["query-name"];
@@ -59,9 +103,14 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
     } else if (query === undefined) {
       ctx.addIssue({ code: "custom", path: ["query"], message: REQUIRED });
     }
-    const out: PrometheusConfig = { query: query ?? "" };
+    const out: PrometheusConfig = {
+      query: query ?? "",
+      ignoreNullValues: c["ignore-null-values"] ?? false,
+      multipleSeries: c["multiple-series"] ?? "sum",
+    };
     if (c["prometheus-server"] !== undefined) out.server = c["prometheus-server"];
     if (c["prometheus-server-alias"] !== undefined) out.serverAlias = c["prometheus-server-alias"];
+    if (c.namespace !== undefined) out.namespace = c.namespace;
     return out;
   }) as unknown as ConfigSchema<PrometheusConfig>;
 }
