@@ -17,7 +17,9 @@
  *
  * Environment: HPA_E2E_ADAPTER=stub runs a discovery-only HTTPS stub instead of the adapter;
  * HPA_E2E_ADAPTER_CMD replaces `node --import tsx src/main.ts` (e.g. `dist/hpa-metrics-adapter`);
- * HPA_E2E_ADAPTER_ARGS adds flags to `serve`; HPA_E2E_MANIFESTS replaces the deploy/ files
+ * HPA_E2E_ADAPTER_ARGS adds flags to `serve` after the harness's own (the last value of a flag
+ * wins: `--estafette-hpa-scaler=false` turns the replica guard off,
+ * `--estafette-hpa-scaler-interval=5s` slows it); HPA_E2E_MANIFESTS replaces the deploy/ files
  * applied; HPA_E2E_PROMETHEUS=0 skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test`
  * or a failed `up` (and the suite's namespaces); HPA_E2E_HPA_SYNC_PERIOD sets the HPA
  * controller's sync period in seconds (the suite's predictions need the default 2; the bench
@@ -39,6 +41,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createCertificate } from "../../src/api/cert_issue.ts";
 import type { CertificateAndKey } from "../../src/api/certs.ts";
+import { parseDuration } from "../../src/core/duration.ts";
 import { createKubeClient, kubeconfigText, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient, KubeCredentials } from "./kube_client.ts";
 
@@ -89,6 +92,11 @@ export interface E2eState {
   hpaSyncPeriodSeconds: number;
   downscaleStabilizationSeconds: number;
   tolerance: number;
+  /**
+   * The replica guard's pass interval in seconds (`--estafette-hpa-scaler-interval`, jittered
+   * by up to 25%), or null when HPA_E2E_ADAPTER_ARGS turned the guard off (or the stub runs).
+   */
+  replicaGuardIntervalSeconds: number | null;
 }
 
 /** The HPA controller settings the suite's predictions rely on. */
@@ -97,6 +105,12 @@ export const CONTROLLER = {
   downscaleStabilizationSeconds: 0,
   tolerance: 0.1,
 };
+
+/**
+ * The replica guard (issue 22) in the adapter: on, with a pass every 2 s (1.5 to 2.5 s with the
+ * jitter), so that the suite sees each of its steps within a couple of HPA syncs.
+ */
+export const REPLICA_GUARD = { intervalSeconds: 2 };
 
 const APISERVICES = [
   { group: "custom.metrics.k8s.io", version: "v1beta1", versionPriority: 100 },
@@ -539,6 +553,8 @@ function deployManifests(): string[] {
     "deploy/base/rbac.yaml",
     "deploy/base/service.yaml",
     "deploy/base/apiservices.yaml",
+    // the replica guard's RBAC (patch on HPAs), as deploy/overlays/replica-guard installs it
+    "deploy/components/replica-guard/rbac.yaml",
   ];
 }
 
@@ -641,6 +657,26 @@ async function adapterToken(client: KubeClient): Promise<string> {
   return review.status.token;
 }
 
+/** HPA_E2E_ADAPTER_ARGS, split on spaces. */
+function extraAdapterArgs(): string[] {
+  return (process.env.HPA_E2E_ADAPTER_ARGS ?? "").split(" ").filter(Boolean);
+}
+
+/** The guard's interval as the adapter runs it (the last value of each flag wins), or null. */
+function replicaGuardInterval(): number | null {
+  if (process.env.HPA_E2E_ADAPTER === "stub") return null;
+  let on = true;
+  let seconds = REPLICA_GUARD.intervalSeconds;
+  for (const arg of extraAdapterArgs()) {
+    const m = arg.match(/^--?([a-z-]+)(?:=(.*))?$/);
+    if (m?.[1] === "estafette-hpa-scaler") on = m[2] === undefined || ["true", "1"].includes(m[2]);
+    if (m?.[1] === "estafette-hpa-scaler-interval" && m[2] !== undefined) {
+      seconds = parseDuration(m[2]);
+    }
+  }
+  return on ? seconds : null;
+}
+
 function adapterCommand(prometheusUrl: string | null): string[] {
   if (process.env.HPA_E2E_ADAPTER === "stub") {
     return [
@@ -654,7 +690,7 @@ function adapterCommand(prometheusUrl: string | null): string[] {
   const base = process.env.HPA_E2E_ADAPTER_CMD
     ? process.env.HPA_E2E_ADAPTER_CMD.split(" ").filter(Boolean)
     : [process.execPath, "--import", "tsx", join(ROOT, "src/main.ts")];
-  const extra = (process.env.HPA_E2E_ADAPTER_ARGS ?? "").split(" ").filter(Boolean);
+  const extra = extraAdapterArgs();
   return [
     ...base,
     "serve",
@@ -670,6 +706,8 @@ function adapterCommand(prometheusUrl: string | null): string[] {
     "--scaling-schedule",
     "--scaling-schedule-default-time-zone=UTC",
     "--default-collection-interval=1s",
+    "--estafette-hpa-scaler",
+    `--estafette-hpa-scaler-interval=${REPLICA_GUARD.intervalSeconds}s`,
     ...(prometheusUrl ? [`--prometheus-server=${prometheusUrl}`] : []),
     "--v=2",
     ...extra,
@@ -821,6 +859,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     hpaSyncPeriodSeconds: CONTROLLER.syncPeriodSeconds,
     downscaleStabilizationSeconds: CONTROLLER.downscaleStabilizationSeconds,
     tolerance: CONTROLLER.tolerance,
+    replicaGuardIntervalSeconds: replicaGuardInterval(),
   };
   writeFileSync(STATE_FILE, JSON.stringify(state, null, 2) + "\n");
   log(

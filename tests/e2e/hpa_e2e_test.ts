@@ -22,6 +22,11 @@ import type {
   HpaPod,
 } from "../../src/core/hpa_algorithm.ts";
 import type { MetricTarget } from "../../src/core/types.ts";
+import {
+  decideGuard,
+  guardChangeMessage,
+  parseGuardConfig,
+} from "../../src/core/estafette_guard.ts";
 import { E2E, readState, STATE_DIR, waitFor } from "./harness.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
 import type { PodAnswer } from "./kubelet.ts";
@@ -358,6 +363,10 @@ interface PredictOptions {
   pods?: HpaPod[];
   /** Wait until what the adapter serves passes this check, and predict from that. */
   servedWhen?: (metrics: HpaMetricObservation[]) => boolean;
+  /** Predict with this minReplicas instead of the HPA's (what the metrics alone ask for). */
+  minReplicas?: number;
+  /** Predict with this behavior instead of the HPA's. */
+  behavior?: Obj;
 }
 
 function podsOf(list: Obj[]): HpaPod[] {
@@ -394,11 +403,11 @@ async function predict(ns: string, name: string, options: PredictOptions = {}): 
   return computeDesiredReplicas({
     now: Date.now(),
     currentReplicas: options.currentReplicas ?? d.spec.replicas,
-    minReplicas: hpa.spec.minReplicas,
+    minReplicas: options.minReplicas ?? hpa.spec.minReplicas,
     maxReplicas: hpa.spec.maxReplicas,
     metrics,
     pods: options.pods ?? podsOf(await listPods(ns, target)),
-    behavior: hpa.spec.behavior as HpaAlgorithmBehavior,
+    behavior: (options.behavior ?? hpa.spec.behavior) as HpaAlgorithmBehavior,
     tolerance: state!.tolerance,
     downscaleStabilizationWindowSeconds: state!.downscaleStabilizationSeconds,
     recommendations: [],
@@ -1240,6 +1249,439 @@ describe("e2e: the real HPA controller through the aggregator", {
       assert.equal(ended.type, "Normal");
       assert.equal(await fallbackActiveGauge(name, "combined"), "0");
       assert.equal((await hpaEvents(name, "FallbackActive")).length, 1, "one fallback");
+    });
+  });
+
+  // The adapter runs the guard with a pass every 2 s (harness.ts). Its queries go to the
+  // harness's real Prometheus, named on each HPA (estafette.io/hpa-scaler-prometheus-server-url):
+  // a constant query needs no scrape target, and a Prometheus of tests/fakes/prometheus_server.ts
+  // would listen on the host's loopback, which the adapter's network namespace cannot reach.
+  describe("replica guard: estafette.io/hpa-scaler annotations (issue 22)", {
+    skip: (STUB && "stub adapter") ||
+      (!state?.prometheus && "no Prometheus server (Debian package prometheus)") ||
+      (!state?.replicaGuardIntervalSeconds &&
+        "the replica guard is off (HPA_E2E_ADAPTER_ARGS, or a harness started before it)"),
+  }, () => {
+    const ENABLED = "estafette.io/hpa-scaler";
+    const STATE = "estafette.io/hpa-scaler-state";
+    const LOWER_BOUND = 3; // the adapter's default (--estafette-minimum-replicas-lower-bound)
+    let ns = "";
+    let promUrl = "";
+    before(async () => {
+      ns = await createNamespace("e2e-guard");
+      promUrl = state!.prometheus!.url;
+    });
+    after(() => deleteNamespace(ns));
+
+    /** The longest time between two passes of the guard: its interval plus 25% jitter. */
+    const passMs = (): number => state!.replicaGuardIntervalSeconds! * 1000 * 1.25;
+
+    /** The HPA's own metric: the pods' `rps` against 10 each. */
+    const RPS_ANNOTATIONS: Record<string, string> = {
+      "metric-config.pods.rps.json-path/json-key": "$.rps",
+      "metric-config.pods.rps.json-path/path": "/metrics",
+      "metric-config.pods.rps.json-path/port": "9090",
+      "metric-config.pods.rps.json-path/interval": "1s",
+      "metric-config.pods.rps.json-path/request-timeout": "1s",
+      "metric-config.pods.rps.json-path/min-pod-ready-age": "0s",
+    };
+    const RPS_METRIC = [{
+      type: "Pods",
+      pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "10" } },
+    }];
+
+    /** The guard's annotations, on, with the harness's real Prometheus named on the HPA. */
+    function guardAnnotations(extra: Record<string, string>): Record<string, string> {
+      return {
+        [ENABLED]: "true",
+        "estafette.io/hpa-scaler-prometheus-server-url": promUrl,
+        ...extra,
+      };
+    }
+
+    /** Our core's decision for these annotations and counts (lower bound 3). */
+    function decide(
+      annotations: Record<string, string>,
+      counts: { queryValue?: number; current: number; min: number; max: number },
+    ): { target: number; maxReplicas: number | undefined; message: string } {
+      const { config } = parseGuardConfig(annotations, { defaultPrometheusUrl: promUrl });
+      const d = decideGuard({
+        config,
+        queryValue: counts.queryValue,
+        currentReplicas: counts.current,
+        minReplicas: counts.min,
+        maxReplicas: counts.max,
+        lowerBound: LOWER_BOUND,
+        deploymentInProgress: false,
+        now: Date.now(),
+      });
+      return {
+        target: d.target,
+        maxReplicas: d.write?.maxReplicas,
+        message: guardChangeMessage(d, config),
+      };
+    }
+
+    function patchHpa(name: string, body: unknown): Promise<Obj> {
+      return kube.request(
+        "PATCH",
+        `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${name}`,
+        { body, contentType: "application/merge-patch+json" },
+      );
+    }
+
+    /** The HPA's events with `reason`, oldest first. */
+    async function events(name: string, reason: string): Promise<Obj[]> {
+      const sel = encodeURIComponent(
+        `involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=${name},reason=${reason}`,
+      );
+      const list = await kube.request(
+        "GET",
+        `/api/v1/namespaces/${ns}/events?fieldSelector=${sel}`,
+      );
+      const at = (e: Obj): number =>
+        Date.parse(e.firstTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp);
+      return list.items.sort((x: Obj, y: Obj) => at(x) - at(y));
+    }
+
+    /** The messages of the HPA's Normal ReplicaGuardChanged events, oldest first. */
+    async function changes(name: string): Promise<string[]> {
+      const list = await events(name, "ReplicaGuardChanged");
+      for (const e of list) assert.equal(e.type, "Normal", JSON.stringify(e));
+      return list.map((e) => e.message);
+    }
+
+    /**
+     * The HPA's ReplicaGuardChanged messages are exactly `expected` (the event follows the patch:
+     * wait until there are that many, then compare).
+     */
+    async function expectChanges(name: string, expected: string[], what = ""): Promise<void> {
+      const got = await waitFor(async () => {
+        const list = await changes(name);
+        return list.length >= expected.length ? list : undefined;
+      }, { what: `${expected.length} ReplicaGuardChanged events on ${name}`, timeoutMs: WAIT_MS })
+        .catch(async (err) => {
+          throw new Error(`${(err as Error).message}: ${JSON.stringify(await changes(name))}`);
+        });
+      assert.deepEqual(got, expected, what);
+    }
+
+    /** Wait until the guard has written `min` (and `max`) on the HPA. */
+    function guardWrote(name: string, min: number, max: number): Promise<Obj> {
+      let last: Obj = null;
+      return waitFor(async () => {
+        last = await getHpa(ns, name);
+        return last.spec.minReplicas === min && last.spec.maxReplicas === max ? last : undefined;
+      }, {
+        what: `HPA ${ns}/${name} minReplicas ${min} maxReplicas ${max}`,
+        timeoutMs: WAIT_MS,
+      }).catch((err) => {
+        throw new Error(
+          `${
+            (err as Error).message
+          }; last spec min ${last?.spec.minReplicas} max ${last?.spec.maxReplicas}`,
+        );
+      });
+    }
+
+    /**
+     * The state annotation: upstream's JSON, keys in its order, exactly `expected` once
+     * lastUpdated is set aside; lastUpdated RFC3339 UTC, at or after `since` (whole seconds).
+     */
+    function checkState(hpa: Obj, expected: string, since: number): string {
+      const text = hpa.metadata.annotations?.[STATE];
+      assert.equal(typeof text, "string", `no ${STATE} annotation`);
+      const m = text.match(/"lastUpdated":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)"/);
+      assert.ok(m, `lastUpdated in ${text}`);
+      assert.equal(text.replace(m[0], `"lastUpdated":"T"`), expected);
+      const at = Date.parse(m[1]);
+      assert.ok(
+        at >= Math.floor(since / 1000) * 1000 && at <= Date.now(),
+        `lastUpdated ${m[1]} not within the case (from ${new Date(since).toISOString()})`,
+      );
+      return text;
+    }
+
+    /** The guard's own gauges of an HPA on the adapter's /metrics (upstream's names). */
+    async function guardGauges(name: string): Promise<Record<string, number>> {
+      const text = await (await fetch(state!.adapterMetrics)).text();
+      const out: Record<string, number> = {};
+      for (const line of text.split("\n")) {
+        const m = line.match(/^estafette_hpa_scaler_(\w+)\{([^}]*)\} (\S+)$/);
+        if (!m) continue;
+        const labels = Object.fromEntries(
+          [...m[2].matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]),
+        );
+        if (labels.namespace === ns && labels.hpa === name) out[m[1]] = Number(m[3]);
+      }
+      return out;
+    }
+
+    /** Every distinct desiredReplicas of the HPA and spec.replicas of its Deployment, in order. */
+    function recordCounts(
+      name: string,
+    ): { stop(): Promise<{ desired: number[]; replicas: number[] }> } {
+      const desired: number[] = [];
+      const replicas: number[] = [];
+      let stopped = false;
+      const push = (list: number[], v: unknown): void => {
+        if (typeof v === "number" && v > 0 && list[list.length - 1] !== v) list.push(v);
+      };
+      const loop = (async () => {
+        while (!stopped) {
+          const [hpa, d] = await Promise.all([
+            getHpa(ns, name),
+            kube.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${name}`),
+          ]);
+          push(desired, hpa.status?.desiredReplicas);
+          push(replicas, d.spec.replicas);
+          await sleep(100);
+        }
+      })();
+      return {
+        async stop() {
+          stopped = true;
+          await loop;
+          return { desired, replicas };
+        },
+      };
+    }
+
+    /** For `ms`, the HPA's minReplicas stays `min` and its state annotation stays `stateText`. */
+    async function holds(name: string, min: number, stateText: string, ms: number): Promise<void> {
+      const until = Date.now() + ms;
+      while (Date.now() < until) {
+        const hpa = await getHpa(ns, name);
+        assert.equal(hpa.spec.minReplicas, min, "the guard wrote minReplicas after all");
+        assert.equal(hpa.metadata.annotations?.[STATE], stateText, "the state annotation moved");
+        await sleep(200);
+      }
+    }
+
+    /** Served values of the Pods metric: `count` pods, each answering `value`. */
+    const podsAnswer = (count: number, value: string) => (m: HpaMetricObservation[]): boolean => {
+      const values = Object.values((servedValue(m[0]) ?? {}) as Record<string, string>);
+      return values.length === count && values.every((v) => v === value);
+    };
+
+    it(
+      "raises minReplicas to ceil(delta + query / requests-per-replica) = 9, maxReplicas to 10, and the controller holds 9",
+      {
+        timeout: CASE_TIMEOUT,
+      },
+      async () => {
+        const name = "floor";
+        const query = "vector(22.54)";
+        const annotations = guardAnnotations({
+          "estafette.io/hpa-scaler-prometheus-query": query,
+          "estafette.io/hpa-scaler-requests-per-replica": "2.5",
+          "estafette.io/hpa-scaler-delta": "-0.5",
+        });
+        // the real Prometheus answers the constant query (no scrape target needed)
+        const answer = await (await fetch(
+          `${promUrl}/api/v1/query?query=${encodeURIComponent(query)}`,
+        )).json();
+        assert.equal(answer.data.result[0].value[1], "22.54");
+        // q = ceil(-0.5 + 22.54 / 2.5) = ceil(8.516) = 9; ratio 1 (the default): no cap, so 9;
+        // 9 >= maxReplicas 8: maxReplicas 9 + 1 = 10
+        assert.equal(Math.ceil(-0.5 + 22.54 / 2.5), 9);
+        const predicted = decide(annotations, { queryValue: 22.54, current: 1, min: 1, max: 8 });
+        assert.equal(predicted.target, 9);
+        assert.equal(predicted.maxReplicas, 10);
+        assert.equal(
+          predicted.message,
+          "minReplicas 1 -> 9, maxReplicas 8 -> 10: query 22.54 / 2.5 - 0.5",
+        );
+
+        // one pod answering 1 against 10: the HPA's own metric asks for 1
+        await createDeployment(ns, name, { replicas: 1, metrics: { rps: 1 } });
+        const since = Date.now();
+        await createHpa(ns, name, {
+          target: name,
+          minReplicas: 1,
+          maxReplicas: 8,
+          annotations: { ...RPS_ANNOTATIONS, ...annotations },
+          metrics: RPS_METRIC,
+        });
+        const written = await guardWrote(name, 9, 10);
+        const stateText = checkState(
+          written,
+          `{"enabled":"true","prometheusQuery":"vector(22.54)","requestsPerReplica":2.5,"delta":-0.5,` +
+            `"lastUpdated":"T","prometheusServerUrl":"${promUrl}","scaleDownMaxRatio":1,` +
+            `"enableScaleDownRatioDeploymentChecking":"false"}`,
+          since,
+        );
+
+        // the real controller scales to the floor and holds it while the metric asks for fewer:
+        // 9 pods answering 1 against 10 each is ceil(0.1 x 9) = 1
+        const hpa = await expectReplicas(ns, name, 9);
+        assert.equal(
+          await predict(ns, name, { minReplicas: 1, servedWhen: podsAnswer(9, "1") }),
+          1,
+          "what the metric alone asks for",
+        );
+        assert.equal(hpa.status.currentMetrics?.[0]?.pods?.current?.averageValue, "1");
+        const limited = hpaCondition(hpa, "ScalingLimited");
+        assert.equal(limited?.status, "True", describeHpa(hpa));
+        assert.equal(limited?.reason, "TooFewReplicas", describeHpa(hpa));
+
+        // later passes (currentReplicas 9) decide 9 again: nothing more is written
+        await holds(name, 9, stateText, 2 * passMs());
+        const later = await getHpa(ns, name);
+        assert.equal(later.spec.maxReplicas, 10);
+        await expectChanges(name, [predicted.message]);
+        assert.deepEqual(await events(name, "ReplicaGuardFailed"), []);
+        const gauges = await guardGauges(name);
+        assert.deepEqual(gauges, { min_replicas: 9, actual_replicas: 9, request_rate: 22.54 });
+      },
+    );
+
+    it(
+      "caps the scale-down of a drop from 8 to 1 at 4 (scale-down-max-ratio 0.5), then the lower bound 3",
+      {
+        timeout: CASE_TIMEOUT,
+      },
+      async () => {
+        const name = "cap";
+        // 8 pods answering 10 against 10 each: the metric asks for 8
+        await createDeployment(ns, name, { replicas: 8, metrics: { rps: 10 } });
+        await createHpa(ns, name, {
+          target: name,
+          minReplicas: 1,
+          maxReplicas: 10,
+          annotations: RPS_ANNOTATIONS,
+          metrics: RPS_METRIC,
+        });
+        assert.equal(await predict(ns, name, { servedWhen: podsAnswer(8, "10") }), 8);
+        await expectReplicas(ns, name, 8);
+        await waitFor(async () => (await getHpa(ns, name)).status?.currentReplicas === 8, {
+          what: "status.currentReplicas 8",
+          timeoutMs: WAIT_MS,
+        });
+
+        // the guard on, no query: m = floor(8 x 0.5) = 4, g = 8 - 4 = 4, target max(0, 4, 3) = 4;
+        // then from 4: g = 4 - floor(4 x 0.5) = 2, raised to the lower bound 3; from 3: 3 - 1 = 2,
+        // 3 again (no write)
+        const annotations = guardAnnotations({
+          "estafette.io/hpa-scaler-scale-down-max-ratio": "0.5",
+        });
+        const at8 = decide(annotations, { current: 8, min: 1, max: 10 });
+        const at4 = decide(annotations, { current: 4, min: 4, max: 10 });
+        const at3 = decide(annotations, { current: 3, min: 3, max: 10 });
+        assert.deepEqual([at8.target, at4.target, at3.target], [4, 3, 3]);
+        assert.equal(at8.message, "minReplicas 1 -> 4: scale-down cap 8 - floor(8 x 0.5) = 4");
+        assert.equal(at4.message, "minReplicas 4 -> 3: lower bound 3");
+        assert.equal(at8.maxReplicas, undefined, "4 < maxReplicas 10: not raised");
+
+        const since = Date.now();
+        await patchHpa(name, { metadata: { annotations } });
+        const written = await guardWrote(name, 4, 10);
+        checkState(
+          written,
+          `{"enabled":"true","prometheusQuery":"","requestsPerReplica":1,"delta":0,` +
+            `"lastUpdated":"T","prometheusServerUrl":"${promUrl}","scaleDownMaxRatio":0.5,` +
+            `"enableScaleDownRatioDeploymentChecking":"false"}`,
+          since,
+        );
+        await expectChanges(name, [at8.message]);
+        // the metric still asks for 8, above the floor
+        await expectReplicas(ns, name, 8);
+
+        // the drop, made at once for the controller: its scale-down is disabled while the 8 pods
+        // switch to 1 (one by one for the collector), until the adapter serves 1 for each
+        await patchHpa(name, { spec: { behavior: { scaleDown: { selectPolicy: "Disabled" } } } });
+        const pods = await readyPods(ns, name);
+        assert.equal(pods.length, 8);
+        await Promise.all(pods.map((p) => setPodMetrics(ns, p.metadata.name, { rps: 1 })));
+        // 8 pods answering 1 against 10 each: ceil(0.1 x 8) = 1 (once the scale-down is back on)
+        assert.equal(
+          await predict(ns, name, {
+            minReplicas: 1,
+            behavior: FAST_BEHAVIOR,
+            servedWhen: podsAnswer(8, "1"),
+          }),
+          1,
+          "what the metric alone asks for",
+        );
+        assert.equal(
+          (await getHpa(ns, name)).spec.minReplicas,
+          4,
+          "the guard kept 4 at 8 replicas",
+        );
+        const recorder = recordCounts(name);
+        await patchHpa(name, { spec: { behavior: FAST_BEHAVIOR } });
+        // first step: max(1, minReplicas 4) = 4; the guard's next pass (currentReplicas 4) sets
+        // the lower bound 3, and the controller follows
+        await guardWrote(name, 3, 10);
+        const hpa = await expectReplicas(ns, name, 3);
+        const seen = await recorder.stop();
+        assert.deepEqual(seen.desired, [8, 4, 3], "status.desiredReplicas, in order");
+        assert.deepEqual(seen.replicas, [8, 4, 3], "the Deployment's spec.replicas, in order");
+        assert.equal(hpa.spec.maxReplicas, 10);
+        await expectChanges(name, [at8.message, at4.message]);
+        // from 3 the guard decides 3 again: no more writes
+        await holds(name, 3, hpa.metadata.annotations[STATE], 2 * passMs());
+        await expectChanges(name, [at8.message, at4.message]);
+        assert.deepEqual(await events(name, "ReplicaGuardFailed"), []);
+        assert.deepEqual(await guardGauges(name), {
+          min_replicas: 3,
+          actual_replicas: 3,
+          request_rate: 0,
+        });
+      },
+    );
+
+    it('stops writing once estafette.io/hpa-scaler is "false" or removed', {
+      timeout: CASE_TIMEOUT,
+    }, async (t) => {
+      const name = "off";
+      // no query, ratio 1: the lower bound decides (3); 3 < maxReplicas 5: not raised
+      const annotations = guardAnnotations({});
+      const first = decide(annotations, { current: 1, min: 1, max: 5 });
+      const restore = decide(annotations, { current: 3, min: 2, max: 5 });
+      assert.equal(first.message, "minReplicas 1 -> 3: lower bound 3");
+      assert.equal(restore.message, "minReplicas 2 -> 3: lower bound 3");
+      await createDeployment(ns, name, { replicas: 1, metrics: { rps: 1 } });
+      await createHpa(ns, name, {
+        target: name,
+        minReplicas: 1,
+        maxReplicas: 5,
+        annotations: { ...RPS_ANNOTATIONS, ...annotations },
+        metrics: RPS_METRIC,
+      });
+      await guardWrote(name, 3, 5);
+      await expectReplicas(ns, name, 3);
+
+      // while on, a minReplicas set by hand goes back on the guard's next pass
+      const byHand = Date.now();
+      await patchHpa(name, { spec: { minReplicas: 2 } });
+      const restored = await guardWrote(name, 3, 5);
+      t.diagnostic(`the guard put minReplicas 2 back to 3 after ${Date.now() - byHand} ms`);
+      await expectChanges(name, [first.message, restore.message]);
+      const stateText = restored.metadata.annotations[STATE];
+
+      // "false": the guard leaves the HPA alone (minReplicas, maxReplicas and its state stay)
+      await patchHpa(name, {
+        metadata: { annotations: { [ENABLED]: "false" } },
+        spec: { minReplicas: 2 },
+      });
+      await holds(name, 2, stateText, 3 * passMs());
+      await expectReplicas(ns, name, 2);
+
+      // removed: the same
+      await patchHpa(name, {
+        metadata: { annotations: { [ENABLED]: null } },
+        spec: { minReplicas: 1 },
+      });
+      await holds(name, 1, stateText, 3 * passMs());
+      // the controller goes down to what the metric asks: 1 pod answering 1 against 10
+      const hpa = await expectReplicas(ns, name, 1);
+      assert.equal(hpa.spec.minReplicas, 1);
+      assert.equal(hpa.spec.maxReplicas, 5);
+      assert.equal(hpa.metadata.annotations[STATE], stateText, "upstream leaves its state");
+      await expectChanges(name, [first.message, restore.message], "no more writes");
+      assert.deepEqual(await events(name, "ReplicaGuardFailed"), []);
+      assert.deepEqual(await guardGauges(name), {}, "a disabled HPA has no gauges");
     });
   });
 
