@@ -39,3 +39,4 @@ export * from "./src/core/scaling_schedule.ts";
 export * from "./src/core/hpa_algorithm.ts";
 export * from "./src/core/fallback.ts";
 export * from "./src/core/estafette_guard.ts";
+export * from "./src/core/knative.ts";
