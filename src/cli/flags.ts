@@ -3,6 +3,7 @@
  * API server it embeds) spell them, so existing Deployments and Helm values keep working.
  * The definitions are data: the README's flag reference is generated from them.
  */
+import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative.ts";
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { LEASE_TIMING_DEFAULTS } from "../cluster/leader.ts";
 import { KUBE_CLIENT_DEFAULTS } from "../cluster/rate_limiter.ts";
@@ -62,6 +63,7 @@ const ENGINE = "Collection";
 const BACKENDS = "Backends";
 const SCHEDULES = "Scaling schedules";
 const GUARD = "Replica guard (estafette-k8s-hpa-scaler)";
+const KNATIVE = "Knative (autoscaler-keda's annotations)";
 const LOGGING = "Logging";
 
 /** Every flag of `serve`. */
@@ -568,6 +570,28 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "guard queries in flight at once (one slow Prometheus never holds up the other HPAs)",
   ),
 
+  def(
+    KNATIVE,
+    "knative-autoscaler",
+    "bool",
+    false,
+    "reconcile Knative PodAutoscalers of class hpa.autoscaling.knative.dev (and Deployments and StatefulSets with that class annotation) into HPAs from autoscaler-keda's annotations (leader only)",
+  ),
+  def(
+    KNATIVE,
+    "knative-prometheus-address",
+    "string",
+    DEFAULT_KNATIVE_PROMETHEUS_ADDRESS,
+    "Prometheus of custom metrics without autoscaling.knative.dev/prometheus-address (autoscaler-keda's autoscaler.keda.prometheus-address)",
+  ),
+  def(
+    KNATIVE,
+    "knative-scaled-object-auto-create",
+    "bool",
+    true,
+    "create and update the HPAs (autoscaler.keda.scaledobject-autocreate); the annotation scaled-object-auto-create overrides it",
+  ),
+
   def(LOGGING, "log-format", "string", "text", "text or json (one JSON object per line)"),
   def(
     LOGGING,
@@ -589,6 +613,7 @@ export const COLLECTOR_SWITCH_FLAGS: readonly string[] = [
   "zmon-kariosdb-endpoint",
   "nakadi-endpoint",
   "scaling-schedule",
+  "knative-autoscaler",
 ];
 
 /** The defaults of a set of flags. */
@@ -728,6 +753,8 @@ export function enabledCollectors(values: FlagValues): Set<string> {
     }
     if (boolFlag(values, "external-rps-metrics")) on.add("requests-per-second");
   }
+  // the HPAs the Knative reconciler makes name their Prometheus in their annotations
+  if (boolFlag(values, "knative-autoscaler")) on.add("prometheus");
   if (stringFlag(values, "influxdb-address")) on.add("influxdb");
   if (boolFlag(values, "aws-external-metrics")) on.add("sqs-queue-length");
   if (stringFlag(values, "zmon-kariosdb-endpoint")) on.add("zmon");

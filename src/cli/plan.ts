@@ -31,6 +31,8 @@ import { FORMULA_TYPE } from "../core/configs/formula.ts";
 import { ESTAFETTE_ENABLED_ANNOTATION, parseGuardConfig } from "../core/estafette_guard.ts";
 import type { KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
+import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
+import { dump as dumpYaml } from "js-yaml";
 
 const PLAN = "Plan";
 
@@ -157,6 +159,20 @@ function guardText(g: GuardRow): string {
   }`;
 }
 
+/** A Knative PodAutoscaler or annotated workload, as `plan` shows it. */
+export interface KnativeRow {
+  /** `PodAutoscaler shop/rev-1`. */
+  source: string;
+  /** The HPA it maps to (`shop/rev-1`), unless it has an error. */
+  hpa?: string;
+  autoCreate?: boolean;
+  /** Why it maps to no HPA, naming the annotation and its value. */
+  error?: string;
+  warnings: string[];
+}
+
+const KNATIVE_SOURCE_KINDS: readonly string[] = ["PodAutoscaler", "Deployment", "StatefulSet"];
+
 /**
  * The factory's verdict on a plan `planHpa` found no error in, as `serve` builds its collector:
  * the error it throws, or null. A backend the flags do not set up counts only when collector
@@ -278,8 +294,8 @@ export const planCommand: Command = {
     const files = listFlag(parsed.values, "filename");
     if (files.length === 0) throw new UsageError("plan needs -f FILE|DIR");
     const output = stringFlag(parsed.values, "output") ?? "table";
-    if (output !== "table" && output !== "json") {
-      throw new UsageError(`invalid value "${output}" for --output: want table or json`);
+    if (output !== "table" && output !== "json" && output !== "yaml") {
+      throw new UsageError(`invalid value "${output}" for --output: want table, json or yaml`);
     }
     const strict = parsed.values.strict === true;
     const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => parsed.given.has(f)) ||
@@ -305,8 +321,38 @@ export const planCommand: Command = {
     const guards: GuardRow[] = [];
     const guardSetup = guardSettings(parsed.values, io.env);
     let hpas = 0;
+    // Knative PodAutoscalers and annotated workloads: the HPA the reconciler would make
+    const knative: KnativeRow[] = [];
+    const generated: KubeObject[] = [];
+    const knativeConfig = {
+      prometheusAddress: stringFlag(parsed.values, "knative-prometheus-address") ?? undefined,
+    };
+    const targets: { object: KubeObject; source: string }[] = [];
     for (const { object, source } of read.objects) {
-      if (object.kind !== "HorizontalPodAutoscaler") continue;
+      if (object.kind === "HorizontalPodAutoscaler") {
+        targets.push({ object, source });
+        continue;
+      }
+      if (!KNATIVE_SOURCE_KINDS.includes(object.kind ?? "") || !isKnativeHpaClass(object)) continue;
+      const from = `${object.kind} ${
+        object.metadata.namespace ?? "default"
+      }/${object.metadata.name}`;
+      const result = knativeHpaFor(object, knativeConfig);
+      if ("error" in result) {
+        knative.push({ source: from, error: result.error, warnings: result.warnings });
+        continue;
+      }
+      const hpa = result.hpa as unknown as KubeObject;
+      knative.push({
+        source: from,
+        hpa: `${hpa.metadata.namespace}/${hpa.metadata.name}`,
+        autoCreate: result.autoCreate,
+        warnings: result.warnings,
+      });
+      generated.push(hpa);
+      targets.push({ object: hpa, source: `${source} (${from})` });
+    }
+    for (const { object, source } of targets) {
       hpas++;
       const guard = guardRow(object, guardSetup.options.prometheus?.url ?? "");
       if (guard) guards.push(guard);
@@ -321,13 +367,29 @@ export const planCommand: Command = {
         io.stderr(`error: ${source}: ${e.message}\n`);
       }
     }
-    if (hpas === 0 && read.errors.length === 0) {
+    if (hpas === 0 && knative.length === 0 && read.errors.length === 0) {
       io.stderr(`no HorizontalPodAutoscaler found in ${files.join(", ")}\n`);
     }
 
-    const errors = rows.filter((r) => r.error !== null).length;
-    if (output === "json") io.stdout(JSON.stringify([...rows, ...guards], null, 2) + "\n");
-    else if (rows.length > 0 || guards.length > 0) {
+    const knativeErrors = knative.filter((k) => k.error !== undefined);
+    const errors = rows.filter((r) => r.error !== null).length + knativeErrors.length;
+    if (output === "yaml") {
+      // the HPAs the Knative reconciler would create; what it cannot map goes to stderr
+      for (const k of knativeErrors) io.stderr(`error: ${k.source}: ${k.error}\n`);
+      io.stdout(generated.map((h) => dumpYaml(h, { lineWidth: -1, noRefs: true })).join("---\n"));
+    } else if (output === "json") {
+      io.stdout(JSON.stringify([...rows, ...guards, ...knative], null, 2) + "\n");
+    } else if (rows.length > 0 || guards.length > 0 || knative.length > 0) {
+      for (const k of knative) {
+        io.stdout(
+          k.error !== undefined
+            ? `knative ${k.source}: ${k.error}\n`
+            : `knative ${k.source} -> HorizontalPodAutoscaler ${k.hpa}${
+              k.autoCreate ? "" : " (not created: scaled-object-auto-create is false)"
+            } (see --output yaml)\n`,
+        );
+        for (const w of k.warnings) io.stdout(`    warning: ${w}\n`);
+      }
       const warnings = new Set(
         [...rows, ...guards].flatMap((r) => (r.warnings ?? []).map((w) => `${r.hpa} ${w}`)),
       );

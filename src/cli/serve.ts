@@ -28,6 +28,7 @@ import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
 import { ReplicaGuard } from "../controllers/replica_guard.ts";
+import { KnativeReconciler } from "../controllers/knative.ts";
 import { guardSettings } from "./guard_options.ts";
 import { Engine } from "../engine/engine.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
@@ -418,6 +419,23 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       });
       await guard.start();
       closers.push(() => guard.stop());
+    }
+    if (boolFlag(flags, "knative-autoscaler")) {
+      const knative = new KnativeReconciler({
+        cluster,
+        writer: cluster,
+        // file mode: the manifests stay as they are; decisions are logged
+        write: kubeSource !== null,
+        config: {
+          prometheusAddress: stringFlag(flags, "knative-prometheus-address") ?? undefined,
+          scaledObjectAutoCreate: boolFlag(flags, "knative-scaled-object-auto-create"),
+        },
+        now: io.now,
+        logger: log,
+        isLeader,
+      });
+      await knative.start();
+      closers.push(() => knative.stop());
     }
     ready = true;
     // The start's peak (objects read, every HPA planned, every metric collected once) is over

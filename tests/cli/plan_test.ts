@@ -536,10 +536,79 @@ spec:
     }
   });
 
+  it("maps Knative PodAutoscalers and annotated workloads to the HPA the reconciler would make", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "plan-knative-"));
+    try {
+      const file = join(dir, "pa.yaml");
+      await writeFile(
+        file,
+        `apiVersion: autoscaling.internal.knative.dev/v1alpha1
+kind: PodAutoscaler
+metadata:
+  name: rev-1
+  namespace: shop
+  annotations:
+    autoscaling.knative.dev/class: hpa.autoscaling.knative.dev
+    autoscaling.knative.dev/metric: rps
+    autoscaling.knative.dev/target: "5"
+    autoscaling.knative.dev/prometheus-query: sum(rate(requests{pod=~"{{ .revisionName }}.*"}[1m]))
+    autoscaling.knative.dev/max-scale: "10"
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: rev-1-deployment}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: shop
+  annotations:
+    autoscaling.knative.dev/class: hpa.autoscaling.knative.dev
+    autoscaling.knative.dev/metric-type: foo
+spec:
+  selector: {matchLabels: {app: api}}
+`,
+      );
+      const io = captureIO();
+      assert.equal(await planCommand.run(["-f", file, "--strict"], io), 1);
+      assert.equal(
+        io.out().split("\n").slice(0, 4).join("\n"),
+        `knative PodAutoscaler shop/rev-1 -> HorizontalPodAutoscaler shop/rev-1 (see --output yaml)
+knative Deployment shop/api: invalid metric type: "foo" (annotation autoscaling.knative.dev/metric-type): want AverageValue, Utilization or Value
+HPA         TYPE      METRIC                  COLLECTOR   INTERVAL  STATUS
+shop/rev-1  External  default-trigger-custom  prometheus  1m0s      OK`,
+      );
+      const yaml = captureIO();
+      assert.equal(
+        await planCommand.run(
+          ["-f", file, "-o", "yaml", "--knative-prometheus-address", "http://prom:9090"],
+          yaml,
+        ),
+        0,
+      );
+      assert.equal(
+        yaml.err(),
+        'error: Deployment shop/api: invalid metric type: "foo" (annotation autoscaling.knative.dev/metric-type): want AverageValue, Utilization or Value\n',
+      );
+      const out = yaml.out();
+      assert.match(out, /^apiVersion: autoscaling\/v2\nkind: HorizontalPodAutoscaler\n/);
+      assert.match(
+        out,
+        /metric-config\.external\.default-trigger-custom\.prometheus\/query: sum\(rate\(requests\{pod=~"rev-1\.\*"\}\[1m\]\)\)\n/,
+      );
+      assert.match(
+        out,
+        /metric-config\.external\.default-trigger-custom\.prometheus\/prometheus-server: http:\/\/prom:9090\n/,
+      );
+      assert.match(out, /maxReplicas: 10\n/);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
   it("throws UsageError for bad command lines", async () => {
     const cases: Array<[string[], string]> = [
       [[], "plan needs -f FILE|DIR"],
-      [["-f", "x", "-o", "yaml"], 'invalid value "yaml" for --output: want table or json'],
+      [["-f", "x", "-o", "xml"], 'invalid value "xml" for --output: want table, json or yaml'],
       [["x.yaml"], 'unexpected argument "x.yaml" (name manifests with -f FILE|DIR)'],
       [["-f", "x", "--nope"], "unknown flag --nope"],
     ];

@@ -439,6 +439,34 @@ describe("overlays", () => {
     assert.equal(objects.length, kustomize(DEPLOY).length + 2);
   });
 
+  it("knative: turns the reconciler on with the rules for PAs, SKSs, HPAs and trigger secrets", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "knative"));
+    assert.equal(serveFlags(objects)["knative-autoscaler"], true);
+    const may = (group: string, resource: string, verb: string) =>
+      allowed(objects, ADAPTER, { group, resource, verb });
+    for (const verb of ["get", "list", "watch"]) {
+      assert.equal(may("autoscaling.internal.knative.dev", "podautoscalers", verb), true, verb);
+    }
+    assert.equal(may("autoscaling.internal.knative.dev", "podautoscalers/status", "patch"), true);
+    assert.equal(may("networking.internal.knative.dev", "serverlessservices", "create"), true);
+    for (const verb of ["create", "patch", "delete"]) {
+      assert.equal(may("autoscaling", "horizontalpodautoscalers", verb), true, verb);
+    }
+    assert.equal(may("", "secrets", "get"), true);
+    assert.equal(may("", "secrets", "list"), false);
+    assert.equal(may("autoscaling.internal.knative.dev", "podautoscalers", "delete"), false);
+    // the base install stays read-only on HPAs
+    const base = kustomize(DEPLOY);
+    assert.equal(
+      allowed(base, ADAPTER, {
+        group: "autoscaling",
+        resource: "horizontalpodautoscalers",
+        verb: "create",
+      }),
+      false,
+    );
+  });
+
   it("cert-manager: serves the issued certificate and has the CA injected into every APIService", () => {
     const objects = kustomize(join(DEPLOY, "overlays", "cert-manager"));
     const flags = serveFlags(objects);
