@@ -3,6 +3,7 @@
  * collector flags into the typed options each collector owns. Adding a backend adds its
  * factory here, its descriptor in src/core/collectors.ts, and nothing else outside its files.
  */
+import type { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { createCollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorFactory } from "../collectors/types.ts";
@@ -29,8 +30,18 @@ import {
   skipperOptionsFromFlags,
 } from "./prometheus_options.ts";
 
+/** What the collectors share with the writers of `serve` besides the flags. */
+export interface CollectorShared {
+  /** Tokens of `bearer-token-from`, which the Knative reconciler fills. */
+  bearerTokens?: BearerTokens;
+}
+
 /** Every collector factory of this release, with the options the flags give. */
-export function collectorFactories(flags: FlagValues): CollectorFactory[] {
+export function collectorFactories(
+  flags: FlagValues,
+  shared: CollectorShared = {},
+): CollectorFactory[] {
+  const prometheus = prometheusOptionsFromFlags(flags);
   return [
     // json-path
     createPodJsonPathFactory({
@@ -45,7 +56,9 @@ export function collectorFactories(flags: FlagValues): CollectorFactory[] {
     createScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     createClusterScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     // Prometheus family
-    createPrometheusFactory(prometheusOptionsFromFlags(flags)),
+    createPrometheusFactory(
+      shared.bearerTokens ? { ...prometheus, bearerTokens: shared.bearerTokens } : prometheus,
+    ),
     createSkipperFactory(skipperOptionsFromFlags(flags)),
     createExternalRpsFactory(externalRpsOptionsFromFlags(flags)),
     // InfluxDB, SQS, ZMON, Nakadi
@@ -79,6 +92,9 @@ export function scheduleEvaluatorFor(flags: FlagValues): ScheduleEvaluator {
 }
 
 /** The registry of {@linkcode collectorFactories}. */
-export function collectorRegistry(flags: FlagValues): CollectorRegistry {
-  return createCollectorRegistry(collectorFactories(flags));
+export function collectorRegistry(
+  flags: FlagValues,
+  shared: CollectorShared = {},
+): CollectorRegistry {
+  return createCollectorRegistry(collectorFactories(flags, shared));
 }

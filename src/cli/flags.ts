@@ -586,6 +586,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   ),
   def(
     KNATIVE,
+    "knative-cluster-trigger-authentication-namespace",
+    "string",
+    "keda",
+    "namespace of the Secrets a ClusterTriggerAuthentication names (KEDA's own namespace)",
+  ),
+  def(
+    KNATIVE,
     "knative-scaled-object-auto-create",
     "bool",
     true,

@@ -3,6 +3,7 @@
  * store, the engine and the API, serves HTTPS until stopped, and tears everything down in
  * reverse order. This file only wires; every part lives in its own folder.
  */
+import { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { hostname as osHostname } from "node:os";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
@@ -284,7 +285,9 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       storeStats: () => store.stats(),
       fallbacks: () => fallbacks(),
     });
-    const registry = collectorRegistry(flags);
+    // trigger authentication tokens: the Knative reconciler reads them, Prometheus sends them
+    const bearerTokens = new BearerTokens();
+    const registry = collectorRegistry(flags, { bearerTokens });
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
     closers.push(() => timers.clear());
@@ -426,6 +429,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         writer: cluster,
         // file mode: the manifests stay as they are; decisions are logged
         write: kubeSource !== null,
+        bearerTokens,
+        clusterTriggerAuthNamespace:
+          stringFlag(flags, "knative-cluster-trigger-authentication-namespace") ??
+            "keda",
         config: {
           prometheusAddress: stringFlag(flags, "knative-prometheus-address") ?? undefined,
           scaledObjectAutoCreate: boolFlag(flags, "knative-scaled-object-auto-create"),

@@ -93,6 +93,12 @@ export interface PrometheusClientOptions {
    * that never quote the server.
    */
   chosenByHpa?: { allowLinkLocal: boolean };
+  /**
+   * A bearer token read on each request (a KEDA trigger authentication's secret, which the HPA's
+   * own namespace or the cluster admin provides): allowed with `chosenByHpa`, unlike a token
+   * file. Throws when there is none; the request is not sent then.
+   */
+  bearerToken?: () => string;
 }
 
 /** Prometheus' own `errorType` values: words of the API, safe to repeat whoever the server is. */
@@ -411,6 +417,21 @@ export class PrometheusClient {
       );
     }
     this.#token = this.tokenFile ? new TokenFile(this.tokenFile) : null;
+    this.#bearer = options.bearerToken ?? null;
+  }
+
+  readonly #bearer: (() => string) | null;
+
+  async #authorization(): Promise<string | undefined> {
+    if (this.#token) return `Bearer ${await this.#token.read()}`;
+    if (this.#bearer) {
+      try {
+        return `Bearer ${this.#bearer()}`;
+      } catch (e) {
+        throw new PrometheusQueryError((e as Error).message);
+      }
+    }
+    return undefined;
   }
 
   /**
@@ -426,7 +447,8 @@ export class PrometheusClient {
     options: Omit<InstantQueryOptions, "time">,
   ): Promise<string> {
     const headers: Record<string, string> = { accept: "application/json" };
-    if (this.#token) headers.authorization = `Bearer ${await this.#token.read()}`;
+    const authorization = await this.#authorization();
+    if (authorization) headers.authorization = authorization;
     const url = `${this.queryUrl}?query=${queryEscape(query)}`;
     let res: CappedResponse;
     try {
@@ -475,7 +497,8 @@ export class PrometheusClient {
    */
   async query(query: string, options: InstantQueryOptions): Promise<QueryResult> {
     const headers: Record<string, string> = { accept: "application/json" };
-    if (this.#token) headers.authorization = `Bearer ${await this.#token.read()}`;
+    const authorization = await this.#authorization();
+    if (authorization) headers.authorization = authorization;
     const params = new URLSearchParams({
       query,
       time: seconds(options.time),

@@ -16,7 +16,14 @@
  */
 import { replacingMergePatch } from "../cluster/merge_patch.ts";
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
-import { isKnativeHpaClass, type KnativeConfig, knativeHpaFor } from "../core/knative.ts";
+import { BearerTokens } from "../collectors/bearer_tokens.ts";
+import { bearerTokenKey } from "../core/configs/prometheus.ts";
+import {
+  isKnativeHpaClass,
+  type KnativeConfig,
+  knativeHpaFor,
+  type KnativeTriggerAuth,
+} from "../core/knative.ts";
 import {
   desiredSks,
   type PaProblem,
@@ -45,6 +52,10 @@ export interface KnativeReconcilerOptions {
   write: boolean;
   /** The mapping's configuration (the Prometheus address, config-autoscaler defaults). */
   config: KnativeConfig;
+  /** Where trigger authentication tokens go for the Prometheus collector (a store of its own). */
+  bearerTokens?: BearerTokens;
+  /** The namespace of the Secrets a ClusterTriggerAuthentication names (KEDA's: "keda"). */
+  clusterTriggerAuthNamespace?: string;
   /** Also map annotated Deployments and StatefulSets (default true). */
   workloads?: boolean;
   /** Full resync period, seconds (30). */
@@ -136,6 +147,8 @@ export class KnativeReconciler {
   readonly #writer?: ClusterWriter;
   readonly #write: boolean;
   readonly #config: KnativeConfig;
+  readonly #tokens: BearerTokens;
+  readonly #clusterAuthNamespace: string;
   readonly #workloads: boolean;
   readonly #resyncMs: number;
   readonly #now: () => number;
@@ -157,6 +170,8 @@ export class KnativeReconciler {
     this.#writer = options.writer;
     this.#write = options.write;
     this.#config = options.config;
+    this.#tokens = options.bearerTokens ?? new BearerTokens();
+    this.#clusterAuthNamespace = options.clusterTriggerAuthNamespace ?? "keda";
     this.#workloads = options.workloads ?? true;
     this.#resyncMs = (options.resyncSeconds ?? 30) * 1000;
     this.#now = options.now ?? (() => Date.now());
@@ -268,19 +283,59 @@ export class KnativeReconciler {
       kind: kind as "PodAutoscaler" | "Deployment" | "StatefulSet",
     });
     if ("error" in result) return result;
-    if (result.auth.length > 0) {
-      // the bearer token of a TriggerAuthentication would have to reach the collector; until
-      // it does, say so instead of querying without it
-      const a = result.auth[0];
-      return {
-        ...result,
-        error:
-          `${a.kind} ${a.name} (autoscaling.knative.dev/trigger-prometheus-auth-name) for metric ${a.metric}: bearer authentication is not supported by this version yet; remove the trigger-prometheus-auth-* annotations or use a Prometheus that needs no token`,
-      };
-    }
     const hpa = structuredClone(result.hpa) as unknown as KubeObject;
     hpa.metadata.labels = { ...(hpa.metadata.labels ?? {}), [MANAGED_BY_LABEL]: MANAGED_BY };
     return { ...result, hpa };
+  }
+
+  /**
+   * Read the bearer token of every trigger authentication the mapping names into the shared
+   * store (again on every reconcile: a rotated Secret is picked up); the first problem, or null.
+   */
+  async #resolveTokens(auth: readonly KnativeTriggerAuth[], ns: string): Promise<string | null> {
+    let first: string | null = null;
+    for (const a of auth) {
+      const key = bearerTokenKey(ns, { kind: a.kind, name: a.name });
+      let problem: string | null = null;
+      try {
+        const token = await this.#readToken(a, ns);
+        this.#tokens.set(key, { token });
+      } catch (e) {
+        problem = `${a.kind} ${a.name} of metric ${a.metric}: ${errorText(e)}`;
+        this.#tokens.set(key, { error: problem });
+      }
+      first ??= problem;
+    }
+    return first;
+  }
+
+  async #readToken(a: KnativeTriggerAuth, ns: string): Promise<string> {
+    if (!this.#writer) throw new Error("cannot read it: nothing to read the cluster with");
+    const cluster = a.kind === "ClusterTriggerAuthentication";
+    const ta = await this.#writer.read(a.kind, cluster ? undefined : ns, a.name);
+    if (!ta) {
+      throw new Error(
+        `not found (KEDA's ${a.kind} CRD must be installed for autoscaling.knative.dev/trigger-prometheus-auth-name)`,
+      );
+    }
+    const refs = Array.isArray(ta.spec?.secretTargetRef) ? ta.spec.secretTargetRef : [];
+    const ref = refs.find((r: { parameter?: string }) => r?.parameter === "bearerToken");
+    if (!ref || typeof ref.name !== "string" || typeof ref.key !== "string") {
+      throw new Error(
+        "has no spec.secretTargetRef with parameter bearerToken (and a Secret name and key)",
+      );
+    }
+    const secretNs = cluster ? this.#clusterAuthNamespace : ns;
+    const secret = await this.#writer.read("Secret", secretNs, ref.name);
+    if (!secret) throw new Error(`Secret ${secretNs}/${ref.name} not found`);
+    const data = (secret as { data?: Record<string, string> }).data?.[ref.key];
+    if (typeof data !== "string" || data === "") {
+      throw new Error(`Secret ${secretNs}/${ref.name} has no key ${JSON.stringify(ref.key)}`);
+    }
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const token = new TextDecoder().decode(bytes).trim();
+    if (token === "") throw new Error(`Secret ${secretNs}/${ref.name} key ${ref.key} is empty`);
+    return token;
   }
 
   async #reconcilePa(ns: string, name: string): Promise<void> {
@@ -296,6 +351,10 @@ export class KnativeReconciler {
       this.#sayOnce(key, `invalid annotations of PodAutoscaler ${ns}/${name}: ${desired.error}`);
     } else {
       minScale = desired.minScale ?? 0;
+      const tokenProblem = await this.#resolveTokens(desired.auth, ns);
+      if (tokenProblem !== null) problem = { kind: "invalid", message: tokenProblem };
+    }
+    if (!("error" in desired) && !problem) {
       if (desired.autoCreate) {
         if (!hpa) {
           try {
@@ -381,6 +440,11 @@ export class KnativeReconciler {
     const desired = this.#desired(workload, kind);
     if ("error" in desired) {
       this.#warn(workload, kind, `invalid autoscaling annotations: ${desired.error}`);
+      return;
+    }
+    const tokenProblem = await this.#resolveTokens(desired.auth, ns);
+    if (tokenProblem !== null) {
+      this.#warn(workload, kind, `cannot read a bearer token: ${tokenProblem}`);
       return;
     }
     if (!desired.autoCreate) return;

@@ -1737,6 +1737,8 @@ function buildHpa(
       };
       if (t.auth.kind === "TriggerAuthentication") a.namespace = source.namespace;
       auth.push(a);
+      // which token to send (a reference, never the secret): the reconciler reads it
+      generated[`${prefix}bearer-token-from`] = `${t.auth.kind}/${t.auth.name}`;
     }
   }
 

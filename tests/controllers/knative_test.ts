@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { hpaPatch, KnativeReconciler } from "../../src/controllers/knative.ts";
+import { BearerTokens } from "../../src/collectors/bearer_tokens.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MemoryCluster, RecordingWriter, settle } from "../engine/support.ts";
 
@@ -45,7 +46,7 @@ function deployment(name: string, annotations: Record<string, string>): KubeObje
 
 function setup(
   objects: [string, KubeObject][],
-  options: { leader?: boolean; write?: boolean } = {},
+  options: { leader?: boolean; write?: boolean; tokens?: BearerTokens } = {},
 ) {
   const cluster = new MemoryCluster();
   for (const [kind, o] of objects) cluster.set(kind as never, o);
@@ -56,6 +57,7 @@ function setup(
     writer,
     write: options.write ?? true,
     config: { prometheusAddress: "http://prometheus:9090" },
+    bearerTokens: options.tokens,
     now: () => NOW,
     setTimer: () => null,
     clearTimer: () => {},
@@ -210,26 +212,55 @@ describe("KnativeReconciler: PodAutoscalers", () => {
     await s.reconciler.stop();
   });
 
-  it("refuses bearer authentication with a clear condition instead of querying without the token", async () => {
-    const s = setup([[
-      "PodAutoscaler",
-      pa("rev-1", {
-        ...CUSTOM,
-        "autoscaling.knative.dev/trigger-prometheus-auth-name": "keda-trigger-auth-prometheus",
-        "autoscaling.knative.dev/trigger-prometheus-auth-modes": "bearer",
-      }),
-    ]]);
-    await s.reconciler.start();
-    await s.run();
-    assert.equal(s.writer.creates.length, 0);
-    const active = s.get("PodAutoscaler", "rev-1")!.status.conditions.find((c: { type: string }) =>
-      c.type === "Active"
-    );
+  it("reads a TriggerAuthentication's bearer token into the collectors' store, and says when it cannot", async () => {
+    const AUTH = {
+      ...CUSTOM,
+      "autoscaling.knative.dev/trigger-prometheus-auth-name": "prom-auth",
+      "autoscaling.knative.dev/trigger-prometheus-auth-modes": "bearer",
+    };
+    const missing = setup([["PodAutoscaler", pa("rev-1", AUTH)]]);
+    await missing.reconciler.start();
+    await missing.run();
+    assert.equal(missing.writer.creates.length, 0);
+    const active = missing.get("PodAutoscaler", "rev-1")!.status.conditions.find((
+      c: { type: string },
+    ) => c.type === "Active");
     assert.equal(active.reason, "InvalidConfiguration");
     assert.equal(
       active.message,
-      "TriggerAuthentication keda-trigger-auth-prometheus (autoscaling.knative.dev/trigger-prometheus-auth-name) for metric default-trigger-custom: bearer authentication is not supported by this version yet; remove the trigger-prometheus-auth-* annotations or use a Prometheus that needs no token",
+      "TriggerAuthentication prom-auth of metric default-trigger-custom: not found (KEDA's TriggerAuthentication CRD must be installed for autoscaling.knative.dev/trigger-prometheus-auth-name)",
     );
+    await missing.reconciler.stop();
+
+    const tokens = new BearerTokens();
+    const s = setup([
+      ["TriggerAuthentication", {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "TriggerAuthentication",
+        metadata: { name: "prom-auth", namespace: "shop" },
+        spec: {
+          secretTargetRef: [{ parameter: "bearerToken", name: "prom-secret", key: "token" }],
+        },
+      }],
+      ["Secret", {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "prom-secret", namespace: "shop" },
+        data: { token: btoa("s3cret\n") },
+      } as KubeObject],
+      ["PodAutoscaler", pa("rev-1", AUTH)],
+    ], { tokens });
+    await s.reconciler.start();
+    await s.run();
+    const hpa = s.get("HorizontalPodAutoscaler", "rev-1")!;
+    assert.equal(
+      hpa.metadata.annotations
+        ?.["metric-config.external.default-trigger-custom.prometheus/bearer-token-from"],
+      "TriggerAuthentication/prom-auth",
+    );
+    assert.equal(tokens.get("shop/TriggerAuthentication/prom-auth"), "s3cret");
+    // the secret never appears in the HPA
+    assert.ok(!JSON.stringify(hpa).includes("s3cret"));
     await s.reconciler.stop();
   });
 

@@ -383,7 +383,13 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
     assert.deepEqual(
       r.hpa,
       hpaOfPa({
-        annotations: { ...annotations, ...promConfig("default-trigger-custom", QUERY) },
+        annotations: {
+          ...annotations,
+          ...promConfig("default-trigger-custom", QUERY),
+          // a reference to the token, never the secret itself
+          "metric-config.external.default-trigger-custom.prometheus/bearer-token-from":
+            "TriggerAuthentication/keda-trigger-auth-prometheus",
+        },
         metrics: [external("default-trigger-custom", { averageValue: "5" })],
       }),
     );
@@ -924,6 +930,8 @@ describe("knativeHpaFor: extra prometheus triggers", () => {
         annotations: {
           ...annotations,
           ...promConfig("t", "sum(q)", { server: meta.serverAddress, namespace: null }),
+          "metric-config.external.t.prometheus/bearer-token-from":
+            "ClusterTriggerAuthentication/ta",
         },
         metrics: [external("t", { averageValue: "7" }), cpu(70)],
       }),

@@ -50,6 +50,35 @@ export interface PrometheusConfig {
   ignoreNullValues: boolean;
   /** `multiple-series` (default `sum`). */
   multipleSeries: MultipleSeries;
+  /**
+   * `bearer-token-from`: the KEDA trigger authentication whose `bearerToken` secret the query
+   * sends (read by the Knative reconciler); undefined when not set.
+   */
+  bearerTokenFrom?: BearerTokenRef;
+}
+
+/** A KEDA trigger authentication named by `bearer-token-from`. */
+export interface BearerTokenRef {
+  kind: "TriggerAuthentication" | "ClusterTriggerAuthentication";
+  name: string;
+}
+
+/** A Kubernetes object name (DNS-1123 subdomain). */
+const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+/**
+ * The key of a trigger authentication's token for an HPA of `namespace`: a
+ * TriggerAuthentication is the HPA's namespace's, a ClusterTriggerAuthentication everyone's.
+ *
+ * @example
+ * ```ts
+ * bearerTokenKey("shop", { kind: "TriggerAuthentication", name: "prom" }); // "shop/TriggerAuthentication/prom"
+ * ```
+ */
+export function bearerTokenKey(namespace: string, ref: BearerTokenRef): string {
+  return ref.kind === "TriggerAuthentication"
+    ? `${namespace}/${ref.kind}/${ref.name}`
+    : `/${ref.kind}/${ref.name}`;
 }
 
 /** A key whose empty value counts as absent. */
@@ -81,6 +110,17 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
       if (v === "false") return false;
       throw new Error(`want "true" or "false"`);
     })),
+    "bearer-token-from": unlessEmpty(configKey((v): BearerTokenRef => {
+      const [kind, name, ...rest] = v.split("/");
+      if (
+        rest.length > 0 ||
+        (kind !== "TriggerAuthentication" && kind !== "ClusterTriggerAuthentication") ||
+        name === undefined || !OBJECT_NAME.test(name)
+      ) {
+        throw new Error("want TriggerAuthentication/<name> or ClusterTriggerAuthentication/<name>");
+      }
+      return { kind, name };
+    })),
     "multiple-series": unlessEmpty(configKey((v) => {
       if (!(MULTIPLE_SERIES as readonly string[]).includes(v)) {
         throw new Error(`want "sum", "error" or "first"`);
@@ -111,6 +151,7 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
     if (c["prometheus-server"] !== undefined) out.server = c["prometheus-server"];
     if (c["prometheus-server-alias"] !== undefined) out.serverAlias = c["prometheus-server-alias"];
     if (c.namespace !== undefined) out.namespace = c.namespace;
+    if (c["bearer-token-from"] !== undefined) out.bearerTokenFrom = c["bearer-token-from"];
     return out;
   }) as unknown as ConfigSchema<PrometheusConfig>;
 }
