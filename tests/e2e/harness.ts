@@ -14,12 +14,15 @@
  * controller manager use loopback; the adapter, Prometheus, the kubelet stand-in and the pods'
  * endpoints live in the namespace, which has no default route. Nothing else is dialled.
  * Needs root (ip netns), Go (to build once; cached under ~/.cache/hpa-e2e/VERSION) and kubectl.
+ * Knative's PodAutoscaler and ServerlessService CRDs (tests/e2e/knative_crds.ts) are installed
+ * before the controller manager starts; no Knative controller runs.
  *
  * Environment: HPA_E2E_ADAPTER=stub runs a discovery-only HTTPS stub instead of the adapter;
  * HPA_E2E_ADAPTER_CMD replaces `node --import tsx src/main.ts` (e.g. `dist/hpa-metrics-adapter`);
  * HPA_E2E_ADAPTER_ARGS adds flags to `serve` after the harness's own (the last value of a flag
  * wins: `--estafette-hpa-scaler=false` turns the replica guard off,
- * `--estafette-hpa-scaler-interval=5s` slows it); HPA_E2E_MANIFESTS replaces the deploy/ files
+ * `--estafette-hpa-scaler-interval=5s` slows it, `--knative-autoscaler=false` turns the Knative
+ * reconciler off); HPA_E2E_MANIFESTS replaces the deploy/ files
  * applied; HPA_E2E_PROMETHEUS=0 skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test`
  * or a failed `up` (and the suite's namespaces); HPA_E2E_HPA_SYNC_PERIOD sets the HPA
  * controller's sync period in seconds (the suite's predictions need the default 2; the bench
@@ -43,6 +46,7 @@ import { createCertificate } from "../../src/api/cert_issue.ts";
 import type { CertificateAndKey } from "../../src/api/certs.ts";
 import { parseDuration } from "../../src/core/duration.ts";
 import { createKubeClient, kubeconfigText, loadKubeconfig } from "./kube_client.ts";
+import { KNATIVE_CRD_NAMES, knativeCrds } from "./knative_crds.ts";
 import type { KubeClient, KubeCredentials } from "./kube_client.ts";
 
 /** The repository root. */
@@ -97,6 +101,12 @@ export interface E2eState {
    * by up to 25%), or null when HPA_E2E_ADAPTER_ARGS turned the guard off (or the stub runs).
    */
   replicaGuardIntervalSeconds: number | null;
+  /**
+   * Whether the adapter runs the Knative reconciler of issue 23 (`--knative-autoscaler`, with
+   * `--knative-prometheus-address` set to the harness's Prometheus when there is one); false
+   * when HPA_E2E_ADAPTER_ARGS turned it off (or the stub runs).
+   */
+  knative: boolean;
 }
 
 /** The HPA controller settings the suite's predictions rely on. */
@@ -555,6 +565,9 @@ function deployManifests(): string[] {
     "deploy/base/apiservices.yaml",
     // the replica guard's RBAC (patch on HPAs), as deploy/overlays/replica-guard installs it
     "deploy/components/replica-guard/rbac.yaml",
+    // the Knative reconciler's RBAC (PAs, their status, SKSs, HPA create/update/delete), as
+    // deploy/components/knative installs it
+    "deploy/components/knative/rbac.yaml",
   ];
 }
 
@@ -677,6 +690,32 @@ function replicaGuardInterval(): number | null {
   return on ? seconds : null;
 }
 
+/** Whether the adapter runs the Knative reconciler (the last `--knative-autoscaler` wins). */
+function knativeOn(): boolean {
+  if (process.env.HPA_E2E_ADAPTER === "stub") return false;
+  let on = true;
+  for (const arg of extraAdapterArgs()) {
+    const m = arg.match(/^--?([a-z-]+)(?:=(.*))?$/);
+    if (m?.[1] === "knative-autoscaler") on = m[2] === undefined || ["true", "1"].includes(m[2]);
+  }
+  return on;
+}
+
+/**
+ * Install Knative's PodAutoscaler and ServerlessService CRDs and wait until they are served
+ * (before kube-controller-manager starts: its garbage collector then watches PodAutoscalers
+ * from its first discovery instead of its next 30 s resync).
+ */
+function installKnativeCrds(): void {
+  kubectl(["apply", "--server-side", "-f", "-"], JSON.stringify(knativeCrds()));
+  kubectl([
+    "wait",
+    "--for=condition=Established",
+    "--timeout=60s",
+    ...KNATIVE_CRD_NAMES.map((n) => `crd/${n}`),
+  ]);
+}
+
 function adapterCommand(prometheusUrl: string | null): string[] {
   if (process.env.HPA_E2E_ADAPTER === "stub") {
     return [
@@ -709,6 +748,8 @@ function adapterCommand(prometheusUrl: string | null): string[] {
     "--estafette-hpa-scaler",
     `--estafette-hpa-scaler-interval=${REPLICA_GUARD.intervalSeconds}s`,
     ...(prometheusUrl ? [`--prometheus-server=${prometheusUrl}`] : []),
+    "--knative-autoscaler",
+    ...(prometheusUrl ? [`--knative-prometheus-address=${prometheusUrl}`] : []),
     "--v=2",
     ...extra,
   ];
@@ -820,6 +861,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     },
   );
   log(`kube-apiserver ready ${Math.round((Date.now() - clean) / 100) / 10} s after start`);
+  installKnativeCrds();
   startControllerManager(bin, pki);
   const manifests = applyManifests(pki);
 
@@ -860,6 +902,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     downscaleStabilizationSeconds: CONTROLLER.downscaleStabilizationSeconds,
     tolerance: CONTROLLER.tolerance,
     replicaGuardIntervalSeconds: replicaGuardInterval(),
+    knative: knativeOn(),
   };
   writeFileSync(STATE_FILE, JSON.stringify(state, null, 2) + "\n");
   log(

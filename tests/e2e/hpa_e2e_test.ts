@@ -1685,6 +1685,630 @@ describe("e2e: the real HPA controller through the aggregator", {
     });
   });
 
+  // Issue 23: the adapter runs the Knative reconciler (--knative-autoscaler, harness.ts) with the
+  // harness's real Prometheus as --knative-prometheus-address. Knative's CRDs are installed by
+  // the harness (tests/e2e/knative_crds.ts); no Knative controller runs, so this block plays the
+  // ServerlessService reconciler (the SKS's status) where a case needs it. Every custom metric
+  // is a constant query, so the counts are exact; the predictions come from our core maths.
+  describe("Knative HPA class: autoscaler-keda's annotations (issue 23)", {
+    skip: (STUB && "stub adapter") ||
+      (!state?.prometheus && "no Prometheus server (Debian package prometheus)") ||
+      (!state?.knative &&
+        "the Knative reconciler is off (HPA_E2E_ADAPTER_ARGS, or a harness started before it)"),
+  }, () => {
+    const K = "autoscaling.knative.dev";
+    const CLASS = `${K}/class`;
+    const HPA_CLASS = "hpa.autoscaling.knative.dev";
+    const HPA_LABEL = "hpa-metrics-adapter/hpa";
+    const MANAGED_BY = { "app.kubernetes.io/managed-by": "hpa-metrics-adapter" };
+    const PA_API = "autoscaling.internal.knative.dev/v1alpha1";
+    const SKS_API = "networking.internal.knative.dev/v1alpha1";
+    const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
+    let ns = "";
+    let promUrl = "";
+    before(async () => {
+      ns = await createNamespace("e2e-knative");
+      promUrl = state!.prometheus!.url;
+    });
+    after(() => deleteNamespace(ns));
+
+    const paPath = (name = ""): string =>
+      `/apis/${PA_API}/namespaces/${ns}/podautoscalers${name ? `/${name}` : ""}`;
+    const sksPath = (name: string): string =>
+      `/apis/${SKS_API}/namespaces/${ns}/serverlessservices/${name}`;
+    const hpaPath = (name: string): string =>
+      `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${name}`;
+
+    /** Knative's labels of a revision's PA (`<service>-<5 digits>`). */
+    function revisionLabels(name: string): Record<string, string> {
+      const service = name.replace(/-\d{5}$/, "");
+      return {
+        "serving.knative.dev/service": service,
+        "serving.knative.dev/configuration": service,
+        "serving.knative.dev/revision": name,
+      };
+    }
+
+    /**
+     * A PA of class hpa as Serving makes it for revision `name`: the revision's labels, the
+     * class and the given annotations, the scale target `<name>-deployment`.
+     */
+    async function createPa(name: string, annotations: Record<string, string>): Promise<Obj> {
+      return await kube.request("POST", paPath(), {
+        body: {
+          apiVersion: PA_API,
+          kind: "PodAutoscaler",
+          metadata: {
+            name,
+            namespace: ns,
+            labels: revisionLabels(name),
+            annotations: { [CLASS]: HPA_CLASS, ...annotations },
+          },
+          spec: {
+            scaleTargetRef: {
+              apiVersion: "apps/v1",
+              kind: "Deployment",
+              name: `${name}-deployment`,
+            },
+            protocolType: "http1",
+            reachability: "Reachable",
+          },
+        },
+      });
+    }
+
+    /** The `metric-config.*` annotations of one generated Prometheus metric. */
+    function prometheusKeys(
+      metric: string,
+      query: string,
+      namespace?: string,
+    ): Record<string, string> {
+      const p = `metric-config.external.${metric}.prometheus/`;
+      return {
+        [`${p}query`]: query,
+        [`${p}prometheus-server`]: promUrl,
+        ...(namespace !== undefined ? { [`${p}namespace`]: namespace } : {}),
+        [`${p}ignore-null-values`]: "true",
+        [`${p}multiple-series`]: "error",
+      };
+    }
+
+    /** One External metric of a generated HPA, as the API server stores it. */
+    function externalMetric(metric: string, type: string, hpa: string, averageValue: string): Obj {
+      return {
+        type: "External",
+        external: {
+          metric: { name: metric, selector: { matchLabels: { type, [HPA_LABEL]: hpa } } },
+          target: { type: "AverageValue", averageValue },
+        },
+      };
+    }
+
+    /** The PA's controller reference (what the HPA and the SKS must carry). */
+    function ownerRefOf(owner: Obj, apiVersion: string, kind: string): Obj[] {
+      return [{
+        apiVersion,
+        kind,
+        name: owner.metadata.name,
+        uid: owner.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      }];
+    }
+
+    /** Wait until `path` exists and `check` accepts it; the last object read in the error. */
+    async function waitObject(
+      path: string,
+      what: string,
+      check: (o: Obj) => boolean = () => true,
+    ): Promise<Obj> {
+      let last: Obj = null;
+      return await waitFor(async () => {
+        last = await kube.get(path);
+        return last && check(last) ? last : undefined;
+      }, { what, timeoutMs: WAIT_MS }).catch((err) => {
+        throw new Error(
+          `${(err as Error).message}; last: ${
+            JSON.stringify(
+              last ? { metadata: last.metadata, spec: last.spec, status: last.status } : null,
+            )
+          }`,
+        );
+      });
+    }
+
+    /** Wait until `path` is gone (404). */
+    async function waitGone(path: string, what: string, timeoutMs = WAIT_MS): Promise<void> {
+      await waitFor(async () => (await kube.get(path)) === null, { what, timeoutMs });
+    }
+
+    /** The PA's conditions as `type -> "Status[ Reason][: message]"`. */
+    function conditions(pa: Obj): Record<string, string> {
+      const out: Record<string, string> = {};
+      for (const c of pa.status?.conditions ?? []) {
+        assert.match(c.lastTransitionTime ?? "", RFC3339, `${c.type} lastTransitionTime`);
+        out[c.type] = `${c.status}${c.reason ? ` ${c.reason}` : ""}${
+          c.message ? `: ${c.message}` : ""
+        }`;
+      }
+      return out;
+    }
+
+    /** Wait until the PA's conditions are `expected` (and `more` accepts the PA). */
+    function waitPaStatus(
+      name: string,
+      expected: Record<string, string>,
+      more: (pa: Obj) => boolean = () => true,
+    ): Promise<Obj> {
+      return waitObject(
+        paPath(name),
+        `PA ${ns}/${name} conditions ${JSON.stringify(expected)}`,
+        (pa) => {
+          try {
+            assert.deepEqual(conditions(pa), expected);
+            return more(pa);
+          } catch {
+            return false;
+          }
+        },
+      );
+    }
+
+    /** Play Knative's SKS reconciler: the SKS's services exist and it is Ready. */
+    async function markSksReady(name: string): Promise<void> {
+      const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+      await kube.request("PATCH", `${sksPath(name)}/status`, {
+        body: {
+          status: {
+            observedGeneration: 1,
+            serviceName: name,
+            privateServiceName: `${name}-private`,
+            conditions: [
+              { type: "ActivatorEndpointsPopulated", status: "True", lastTransitionTime: now },
+              { type: "EndpointsPopulated", status: "True", lastTransitionTime: now },
+              { type: "Ready", status: "True", lastTransitionTime: now },
+            ],
+          },
+        },
+        contentType: "application/merge-patch+json",
+      });
+    }
+
+    /** The External items served for the HPA's first metric are exactly `values`. */
+    const servedItems = (...values: string[]) => (m: HpaMetricObservation[]): boolean =>
+      JSON.stringify(servedValue(m[0])) === JSON.stringify(values);
+
+    /** Warning events of the adapter's collectors (conflicts included) on an HPA. */
+    async function collectorWarnings(name: string): Promise<string[]> {
+      const sel = encodeURIComponent(
+        `involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=${name},type=Warning`,
+      );
+      const list = await kube.request(
+        "GET",
+        `/api/v1/namespaces/${ns}/events?fieldSelector=${sel}`,
+      );
+      return list.items
+        .filter((e: Obj) => e.reason === "CreateNewMetricsCollector")
+        .map((e: Obj) => e.message);
+    }
+
+    const ALL_TRUE = {
+      Active: "True",
+      Ready: "True",
+      SKSReady: "True",
+      ScaleTargetInitialized: "True",
+    };
+
+    it(
+      "custom Prometheus metric: the HPA field by field, ceil(23 / 5) = 5, the SKS, PA status following the HPA, a changed query -> 2",
+      { timeout: CASE_TIMEOUT },
+      async (t) => {
+        const name = "hello-00001";
+        const target = `${name}-deployment`;
+        await createDeployment(ns, target, { replicas: 1 });
+        // a constant series whose label carries the revision: the template is rendered
+        const template = `label_replace(vector(23), "revision", "{{ .revisionName }}", "", "")`;
+        const rendered = `label_replace(vector(23), "revision", "${name}", "", "")`;
+        const annotations = {
+          [`${K}/metric`]: "rps",
+          [`${K}/target`]: "5",
+          [`${K}/max-scale`]: "10",
+          [`${K}/prometheus-query`]: template,
+        };
+        const recorder = recordDesired(ns, name);
+        const started = Date.now();
+        const pa = await createPa(name, annotations);
+
+        // 1. the HPA: named after the PA, owned by it, exactly the mapping
+        const hpa = await waitObject(hpaPath(name), `HPA ${ns}/${name}`);
+        t.diagnostic(`HPA created ${Date.now() - started} ms after the PA`);
+        assert.deepEqual(
+          hpa.metadata.ownerReferences,
+          ownerRefOf(pa, PA_API, "PodAutoscaler"),
+        );
+        assert.deepEqual(hpa.metadata.labels, { ...revisionLabels(name), ...MANAGED_BY });
+        assert.deepEqual(hpa.metadata.annotations, {
+          [CLASS]: HPA_CLASS,
+          ...annotations,
+          ...prometheusKeys("default-trigger-custom", rendered, ns),
+        });
+        assert.deepEqual(hpa.spec, {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: target },
+          minReplicas: 1,
+          maxReplicas: 10,
+          metrics: [externalMetric("default-trigger-custom", "prometheus", name, "5")],
+        });
+
+        // 2. the SKS in Serve mode, owned by the PA
+        const sks = await waitObject(sksPath(name), `SKS ${ns}/${name}`);
+        assert.deepEqual(sks.metadata.ownerReferences, ownerRefOf(pa, PA_API, "PodAutoscaler"));
+        assert.deepEqual(sks.metadata.labels, revisionLabels(name));
+        assert.deepEqual(sks.metadata.annotations, { [`${K}/metric`]: "rps" });
+        assert.deepEqual(sks.spec, {
+          mode: "Serve",
+          objectRef: { apiVersion: "apps/v1", kind: "Deployment", name: target },
+          protocolType: "http1",
+          numActivators: 0,
+        });
+
+        // 3. the controller: no behavior, so the legacy limit max(2 * 1, 4) = 4 first, then
+        // ceil(23 / 5) = 5 (at 5: 23 / 25 = 0.92, inside the 10% tolerance)
+        assert.equal(
+          await predict(ns, name, { currentReplicas: 1, servedWhen: servedItems("23") }),
+          4,
+        );
+        assert.equal(
+          await predict(ns, name, {
+            currentReplicas: 4,
+            pods: readyPodsNamed(4),
+            servedWhen: servedItems("23"),
+          }),
+          5,
+        );
+        await expectReplicas(ns, name, 5);
+        const seen = (await recorder.stop()).filter((d) => d !== 1);
+        assert.deepEqual(seen, [4, 5], "desiredReplicas went 1 -> 4 -> 5");
+        t.diagnostic(`scaled to 5 ${Date.now() - started} ms after the PA`);
+
+        // 4. PA status: the SKS is not ready (nobody runs Knative's SKS reconciler yet)
+        const waiting = "NotReady: SKS Services are not ready yet";
+        const notReady = await waitPaStatus(name, {
+          Active: "True",
+          Ready: `Unknown ${waiting}`,
+          SKSReady: `Unknown ${waiting}`,
+          ScaleTargetInitialized: "Unknown",
+        }, (p) => p.status.desiredScale === 5 && p.status.actualScale === 5);
+        assert.equal(notReady.status.observedGeneration, 1);
+        assert.equal(notReady.status.serviceName, undefined);
+
+        // ... and once it is: Ready, the services, the scale target initialized (5 >= 1)
+        await markSksReady(name);
+        const ready = await waitPaStatus(name, ALL_TRUE);
+        assert.deepEqual(
+          [ready.status.desiredScale, ready.status.actualScale],
+          [5, 5],
+          "desiredScale / actualScale are the HPA's desiredReplicas / currentReplicas",
+        );
+        assert.equal(ready.status.serviceName, name);
+        assert.equal(ready.status.metricsServiceName, `${name}-private`);
+
+        // 5. a new query on the PA: the same HPA (merge update), ceil(8 / 25 * 5) = 2, and the
+        // PA's desiredScale / actualScale follow
+        const lower = `label_replace(vector(8), "revision", "{{ .revisionName }}", "", "")`;
+        const lowerRendered = `label_replace(vector(8), "revision", "${name}", "", "")`;
+        await kube.request("PATCH", paPath(name), {
+          body: { metadata: { annotations: { [`${K}/prometheus-query`]: lower } } },
+          contentType: "application/merge-patch+json",
+        });
+        const updated = await waitObject(
+          hpaPath(name),
+          "the HPA's query updated",
+          (h) =>
+            h.metadata.annotations
+              ?.["metric-config.external.default-trigger-custom.prometheus/query"] ===
+              lowerRendered,
+        );
+        assert.equal(updated.metadata.uid, hpa.metadata.uid, "patched, not recreated");
+        assert.deepEqual(updated.metadata.annotations, {
+          [CLASS]: HPA_CLASS,
+          ...annotations,
+          [`${K}/prometheus-query`]: lower,
+          ...prometheusKeys("default-trigger-custom", lowerRendered, ns),
+        });
+        assert.deepEqual(updated.spec.metrics, hpa.spec.metrics);
+        assert.equal(
+          await predict(ns, name, { currentReplicas: 5, servedWhen: servedItems("8") }),
+          2,
+        );
+        await expectReplicas(ns, name, 2);
+        const followed = await waitPaStatus(
+          name,
+          ALL_TRUE,
+          (p) => p.status.desiredScale === 2 && p.status.actualScale === 2,
+        );
+        // the conditions held: their transition times did not move
+        assert.deepEqual(followed.status.conditions, ready.status.conditions);
+      },
+    );
+
+    it(
+      "scaling-modifiers over two prometheus triggers: one External composite-metric, (40 + 16) / 2 = 28 -> ceil(28 / 5) = 6",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        const name = "calc-00001";
+        const target = `${name}-deployment`;
+        await createDeployment(ns, target, { replicas: 1 });
+        const modifiers = {
+          formula: "(trigger1 + trigger2)/2",
+          target: "5",
+          activationTarget: "1",
+          metricType: "AverageValue",
+        };
+        const extra = [{
+          type: "prometheus",
+          name: "trigger2",
+          metadata: { serverAddress: promUrl, query: "vector(16)", threshold: "5" },
+        }];
+        const annotations = {
+          [`${K}/metric`]: "rps",
+          [`${K}/target`]: "5",
+          [`${K}/max-scale`]: "10",
+          [`${K}/prometheus-query`]: "vector(40)",
+          [`${K}/trigger-prometheus-name`]: "trigger1",
+          [`${K}/extra-prometheus-triggers`]: JSON.stringify(extra),
+          [`${K}/scaling-modifiers`]: JSON.stringify(modifiers),
+          [`${K}/hpa-scale-up-rules`]: JSON.stringify(FAST_BEHAVIOR.scaleUp),
+          [`${K}/hpa-scale-down-rules`]: JSON.stringify(FAST_BEHAVIOR.scaleDown),
+        };
+        const pa = await createPa(name, annotations);
+        const hpa = await waitObject(hpaPath(name), `HPA ${ns}/${name}`);
+        assert.deepEqual(hpa.metadata.ownerReferences, ownerRefOf(pa, PA_API, "PodAutoscaler"));
+        // the triggers are the formula's hidden inputs: configured, not in spec.metrics; the
+        // default trigger has the PA's namespace, an extra one none (upstream injects none)
+        assert.deepEqual(hpa.metadata.annotations, {
+          [CLASS]: HPA_CLASS,
+          ...annotations,
+          "metric-config.external.composite-metric.formula/expression": modifiers.formula,
+          "metric-config.external.composite-metric.formula/activation-target": "1",
+          ...prometheusKeys("trigger1", "vector(40)", ns),
+          ...prometheusKeys("trigger2", "vector(16)"),
+        });
+        assert.deepEqual(hpa.spec, {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: target },
+          minReplicas: 1,
+          maxReplicas: 10,
+          metrics: [externalMetric("composite-metric", "formula", name, "5")],
+          behavior: FAST_BEHAVIOR,
+        });
+        assert.equal(
+          await predict(ns, name, { currentReplicas: 1, servedWhen: servedItems("28") }),
+          6,
+        );
+        // at 6: 28 / 30 = 0.93, inside the tolerance
+        await expectReplicas(ns, name, 6);
+        await markSksReady(name);
+        await waitPaStatus(
+          name,
+          ALL_TRUE,
+          (p) => p.status.desiredScale === 6 && p.status.actualScale === 6,
+        );
+      },
+    );
+
+    it(
+      "two revisions of one service in one namespace, one metric name, different queries: 8 -> 2 and 19 -> 4, no conflict",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        const revisions = [
+          { name: "shop-00001", value: 8, expected: 2 }, // ceil(8 / 5)
+          { name: "shop-00002", value: 19, expected: 4 }, // ceil(19 / 5), the legacy limit is 4
+        ];
+        for (const r of revisions) {
+          await createDeployment(ns, `${r.name}-deployment`, { replicas: 1 });
+        }
+        for (const r of revisions) {
+          await createPa(r.name, {
+            [`${K}/metric`]: "rps",
+            [`${K}/target`]: "5",
+            [`${K}/max-scale`]: "10",
+            [`${K}/prometheus-query`]: `vector(${r.value})`,
+          });
+        }
+        for (const r of revisions) {
+          const hpa = await waitObject(hpaPath(r.name), `HPA ${ns}/${r.name}`);
+          assert.deepEqual(hpa.spec.metrics, [
+            externalMetric("default-trigger-custom", "prometheus", r.name, "5"),
+          ]);
+          assert.equal(
+            await predict(ns, r.name, {
+              currentReplicas: 1,
+              servedWhen: servedItems(String(r.value)),
+            }),
+            r.expected,
+          );
+        }
+        await Promise.all(revisions.map((r) => expectReplicas(ns, r.name, r.expected)));
+        // each still served its own value, and no HPA was told of a conflict
+        for (const r of revisions) {
+          const hpa = await getHpa(ns, r.name);
+          assert.ok(
+            servedItems(String(r.value))(await observeMetrics(hpa)),
+            `${r.name} serves ${r.value}`,
+          );
+          assert.deepEqual(await collectorWarnings(r.name), [], `${r.name}: no collector warning`);
+          await markSksReady(r.name);
+          await waitPaStatus(
+            r.name,
+            ALL_TRUE,
+            (p) => p.status.desiredScale === r.expected && p.status.actualScale === r.expected,
+          );
+        }
+      },
+    );
+
+    it(
+      "an HPA of the PA's name that someone else owns: Active False NotOwned, untouched, no SKS; once it goes, the PA's own HPA",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        const name = "taken-00001";
+        await createHpa(ns, name, {
+          target: "someone-else",
+          maxReplicas: 3,
+          metrics: [{
+            type: "Resource",
+            resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 80 } },
+          }],
+        });
+        const foreign = await getHpa(ns, name);
+        const pa = await createPa(name, {
+          [`${K}/metric`]: "rps",
+          [`${K}/target`]: "5",
+          [`${K}/prometheus-query`]: "vector(3)",
+        });
+        const message =
+          `There is an existing HorizontalPodAutoscaler "${name}" that we do not own.`;
+        const status = await waitPaStatus(name, {
+          Active: `False NotOwned: ${message}`,
+          Ready: `False NotOwned: ${message}`,
+          SKSReady: "Unknown",
+          ScaleTargetInitialized: "Unknown",
+        });
+        assert.equal(status.status.desiredScale, undefined);
+        assert.equal(status.status.actualScale, undefined);
+        // a few more reconciles (HPA status writes, the resync) change nothing
+        await sleep(3 * 1000 * state!.hpaSyncPeriodSeconds);
+        const after = await getHpa(ns, name);
+        assert.equal(after.metadata.uid, foreign.metadata.uid);
+        assert.deepEqual(after.spec, foreign.spec, "the foreign HPA's spec is untouched");
+        assert.deepEqual(after.metadata.annotations ?? {}, foreign.metadata.annotations ?? {});
+        assert.deepEqual(after.metadata.labels, foreign.metadata.labels);
+        assert.equal(after.metadata.ownerReferences, undefined);
+        assert.equal(await kube.get(sksPath(name)), null, "no SKS while the HPA is not ours");
+        assert.deepEqual(conditions(await kube.request("GET", paPath(name))), conditions(status));
+
+        // the foreign HPA goes: the PA makes its own and is Active
+        await kube.request("DELETE", hpaPath(name));
+        const own = await waitObject(
+          hpaPath(name),
+          "the PA's own HPA",
+          (h) => h.metadata.uid !== foreign.metadata.uid,
+        );
+        assert.deepEqual(own.metadata.ownerReferences, ownerRefOf(pa, PA_API, "PodAutoscaler"));
+        await waitObject(sksPath(name), `SKS ${ns}/${name}`);
+        await waitPaStatus(name, {
+          Active: "True",
+          Ready: "Unknown NotReady: SKS Services are not ready yet",
+          SKSReady: "Unknown NotReady: SKS Services are not ready yet",
+          ScaleTargetInitialized: "Unknown",
+        });
+      },
+    );
+
+    it(
+      "deleting the PA deletes its HPA and SKS through the garbage collector",
+      { timeout: CASE_TIMEOUT },
+      async (t) => {
+        const name = "gone-00001";
+        await createDeployment(ns, `${name}-deployment`, { replicas: 1 });
+        const pa = await createPa(name, {
+          [`${K}/metric`]: "rps",
+          [`${K}/target`]: "5",
+          [`${K}/prometheus-query`]: "vector(3)",
+        });
+        const hpa = await waitObject(hpaPath(name), `HPA ${ns}/${name}`);
+        assert.deepEqual(hpa.metadata.ownerReferences, ownerRefOf(pa, PA_API, "PodAutoscaler"));
+        await waitObject(sksPath(name), `SKS ${ns}/${name}`);
+        const deleted = Date.now();
+        await kube.request("DELETE", paPath(name));
+        await waitGone(hpaPath(name), `HPA ${ns}/${name} deleted by the garbage collector`);
+        await waitGone(sksPath(name), `SKS ${ns}/${name} deleted by the garbage collector`);
+        t.diagnostic(`HPA and SKS gone ${Date.now() - deleted} ms after the PA`);
+        // not recreated by a later reconcile, and the Deployment stays
+        await sleep(3_000);
+        assert.equal(await kube.get(hpaPath(name)), null, "the HPA came back");
+        assert.ok(
+          await kube.get(`/apis/apps/v1/namespaces/${ns}/deployments/${name}-deployment`),
+          "the Deployment is not the PA's",
+        );
+      },
+    );
+
+    it(
+      "an annotated Deployment: its own HPA, ceil(14 / 5) = 3, a Warning event for a bad window, removing the class deletes the HPA",
+      { timeout: CASE_TIMEOUT },
+      async () => {
+        const name = "worker";
+        const path = `/apis/apps/v1/namespaces/${ns}/deployments/${name}`;
+        await createDeployment(ns, name, { replicas: 1 });
+        const annotations = {
+          [CLASS]: HPA_CLASS,
+          [`${K}/metric`]: "rps",
+          [`${K}/target`]: "5",
+          [`${K}/max-scale`]: "10",
+          [`${K}/prometheus-query`]: "vector(14)",
+        };
+        const patchDeployment = (a: Record<string, string | null>) =>
+          kube.request("PATCH", path, {
+            body: { metadata: { annotations: a } },
+            contentType: "application/merge-patch+json",
+          });
+        await patchDeployment(annotations);
+        const deployment = await kube.request("GET", path);
+        const hpa = await waitObject(hpaPath(name), `HPA ${ns}/${name}`);
+        assert.deepEqual(
+          hpa.metadata.ownerReferences,
+          ownerRefOf(deployment, "apps/v1", "Deployment"),
+        );
+        assert.deepEqual(hpa.metadata.labels, MANAGED_BY);
+        // the Deployment's own annotations (the deployment controller's revision included)
+        assert.deepEqual(hpa.metadata.annotations, {
+          ...deployment.metadata.annotations,
+          ...prometheusKeys("default-trigger-custom", "vector(14)", ns),
+        });
+        assert.deepEqual(hpa.spec, {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+          minReplicas: 1,
+          maxReplicas: 10,
+          metrics: [externalMetric("default-trigger-custom", "prometheus", name, "5")],
+        });
+        assert.equal(
+          await predict(ns, name, { currentReplicas: 1, servedWhen: servedItems("14") }),
+          3,
+        );
+        await expectReplicas(ns, name, 3);
+
+        // Knative's webhook check on a workload: a Warning event naming the annotation and value
+        await patchDeployment({ [`${K}/window`]: "5s" });
+        const sel = encodeURIComponent(
+          `involvedObject.kind=Deployment,involvedObject.name=${name},reason=InvalidAutoscalingAnnotations`,
+        );
+        const event = await waitFor(async () => {
+          const list = await kube.request(
+            "GET",
+            `/api/v1/namespaces/${ns}/events?fieldSelector=${sel}`,
+          );
+          return list.items[0];
+        }, {
+          what: "an InvalidAutoscalingAnnotations event on the Deployment",
+          timeoutMs: WAIT_MS,
+        });
+        assert.equal(event.type, "Warning");
+        assert.equal(
+          event.message,
+          `invalid autoscaling annotations: invalid window "5s" (annotation ${K}/window): want a duration from 6s to 1h in whole seconds`,
+        );
+        await patchDeployment({ [`${K}/window`]: null });
+
+        // the class annotation goes: the HPA goes, the Deployment keeps its replicas
+        await patchDeployment({ [CLASS]: null });
+        await waitGone(hpaPath(name), `HPA ${ns}/${name} deleted with the class annotation`);
+        await sleep(3_000);
+        assert.equal(await kube.get(hpaPath(name)), null, "the HPA came back");
+        assert.equal((await kube.request("GET", path)).spec.replicas, 3);
+      },
+    );
+  });
+
   describe("availability under load", { skip: STUB && "stub adapter" }, () => {
     it("keeps the three APIServices Available while the aggregator proxies a burst of reads", {
       timeout: CASE_TIMEOUT,
