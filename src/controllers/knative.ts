@@ -368,6 +368,10 @@ export class KnativeReconciler {
           }
         } else if (!controlledBy(hpa, pa, "PodAutoscaler")) {
           problem = { kind: "not-owned", resource: "HorizontalPodAutoscaler", name };
+          this.#sayOnce(
+            key,
+            `PodAutoscaler ${ns}/${name} does not own HorizontalPodAutoscaler ${ns}/${name}: left alone`,
+          );
           hpa = null;
         } else await this.#update(hpa, desired.hpa);
       }

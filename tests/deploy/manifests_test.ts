@@ -453,6 +453,12 @@ describe("overlays", () => {
       assert.equal(may("autoscaling", "horizontalpodautoscalers", verb), true, verb);
     }
     assert.equal(may("", "secrets", "get"), true);
+    // blockOwnerDeletion under OwnerReferencesPermissionEnforcement
+    assert.equal(
+      may("autoscaling.internal.knative.dev", "podautoscalers/finalizers", "update"),
+      true,
+    );
+    assert.equal(may("apps", "deployments/finalizers", "update"), true);
     assert.equal(may("", "secrets", "list"), false);
     assert.equal(may("autoscaling.internal.knative.dev", "podautoscalers", "delete"), false);
     // the base install stays read-only on HPAs
