@@ -9,6 +9,7 @@
 
 import { Hono } from "hono";
 import type { StoreStats } from "../store/store.ts";
+import { addStatusRoutes, type StatusRoutesOptions } from "./status_page.ts";
 
 /** Label values by label name. */
 export type Labels = Record<string, string>;
@@ -583,20 +584,28 @@ export function createGuardMetrics(
   };
 }
 
+/** Options of {@linkcode createMetricsApp}. */
+export interface MetricsAppOptions {
+  /** Serve the status page (`/status`, `/status/<ns>/<name>`, `/status.json`) from this. */
+  status?: StatusRoutesOptions;
+}
+
 /**
- * A Hono app serving `GET /metrics` from a registry (for `--metrics-address`, plain HTTP).
+ * A Hono app serving `GET /metrics` from a registry (for `--metrics-address`, plain HTTP), and
+ * the status page when given.
  *
  * @example
  * ```ts
  * const app = createMetricsApp(metrics.registry);
  * ```
  */
-export function createMetricsApp(registry: MetricsRegistry): Hono {
+export function createMetricsApp(registry: MetricsRegistry, options: MetricsAppOptions = {}): Hono {
   const app = new Hono();
   app.get("/metrics", () =>
     new Response(registry.render(), {
       headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
     }));
+  if (options.status) addStatusRoutes(app, options.status);
   app.notFound(() =>
     new Response("404 page not found\n", {
       status: 404,

@@ -114,6 +114,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   ),
   def(
     SERVING,
+    "status-page",
+    "bool",
+    true,
+    "serve the status page (/status, /status/NAMESPACE/NAME, /status.json) on --metrics-address",
+  ),
+  def(
+    SERVING,
     "enable-custom-metrics-api",
     "bool",
     true,

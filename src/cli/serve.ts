@@ -32,6 +32,8 @@ import { ReplicaGuard } from "../controllers/replica_guard.ts";
 import { KnativeReconciler } from "../controllers/knative.ts";
 import { guardSettings } from "./guard_options.ts";
 import { Engine } from "../engine/engine.ts";
+import { MetricHistory, recordingStore } from "../engine/history.ts";
+import { statusReporter } from "./status_source.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
 import { collectorFetch } from "../runtime/http_fetch.ts";
@@ -294,9 +296,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     // the collectors' fetch (on Node, one whose responses are not promoted: http_fetch.ts)
     const collectorHttp = collectorFetch();
     closers.push(() => collectorHttp.close());
+    // recent values per plan for the status page (recorded as they pass to the store)
+    const history = boolFlag(flags, "status-page") ? new MetricHistory() : null;
     const engine = new Engine({
       cluster,
-      store,
+      store: history ? recordingStore(store, history) : store,
       registry,
       defaultIntervalSeconds: numberFlag(flags, "default-collection-interval"),
       metricsTtlSeconds: numberFlag(flags, "metrics-ttl"),
@@ -385,7 +389,15 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const metricsAddress = stringFlag(flags, "metrics-address");
     if (metricsAddress) {
       const { hostname, port } = splitHostPort(metricsAddress, "metrics-address");
-      metricsServer = await serveHttp(createMetricsApp(metrics.registry), { hostname, port });
+      const status = history
+        ? {
+          report: statusReporter({ engine, store, cluster, history, flags, now: io.now }),
+        }
+        : undefined;
+      metricsServer = await serveHttp(createMetricsApp(metrics.registry, { status }), {
+        hostname,
+        port,
+      });
       closers.push(() => metricsServer?.close());
     }
 
