@@ -297,7 +297,9 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const collectorHttp = collectorFetch();
     closers.push(() => collectorHttp.close());
     // recent values per plan for the status page (recorded as they pass to the store)
-    const history = boolFlag(flags, "status-page") ? new MetricHistory() : null;
+    const history = boolFlag(flags, "status-page") && stringFlag(flags, "metrics-address")
+      ? new MetricHistory()
+      : null;
     const engine = new Engine({
       cluster,
       store: history ? recordingStore(store, history) : store,
