@@ -5,9 +5,10 @@
  * outcome the engine records (a collection, a formula's value or failure, a fallback value)
  * passes through it, so the engine itself does not change.
  *
- * Memory: one `Uint32Array` of time and value pairs per plan (8 bytes a sample, 480 for 60),
- * allocated at its first outcome and reused; a sample allocates nothing. A string is kept only
- * for the last error.
+ * Memory: no object per plan. Rings live in pooled typed arrays, 256 plans to a block (8 bytes a
+ * sample, 480 for 60; 72 bytes of counters), found by a slot number kept in one map; the slot of
+ * a removed plan is reused. A sample allocates nothing; a string is kept only for the last
+ * error. (One `Uint32Array` per plan cost about twice its data in RSS under Bun.)
  */
 import type { Sample } from "../store/types.ts";
 import type { EngineStore } from "./engine.ts";
@@ -65,20 +66,21 @@ export interface PlanHistory {
   lastErrorAt: number | null;
 }
 
-class Ring {
-  /** `[time0, value0, time1, value1, ...]` (see above), allocated at the first outcome. */
-  data: Uint32Array | null = null;
-  /** The slot written next. */
-  head = 0;
-  size = 0;
-  lastValue = NaN;
-  lastSuccessAt = NaN;
-  lastSampleCount = 0;
-  failures = 0;
-  failingSince = NaN;
-  lastError: string | null = null;
-  lastErrorAt = NaN;
-}
+/** Plans per block of the pools. */
+const BLOCK = 256;
+
+/** The counters of a ring, one `Float64Array` row per plan (NaN: none). */
+const HEAD = 0; // the slot written next
+const SIZE = 1;
+const LAST_VALUE = 2;
+const LAST_SUCCESS_AT = 3;
+const LAST_COUNT = 4;
+const FAILURES = 5;
+const FAILING_SINCE = 6;
+const LAST_ERROR_AT = 7;
+/** 1 for a Pods metric (its samples are averaged), else 0. */
+const PODS = 8;
+const COUNTERS = 9;
 
 /**
  * The value a metric's HPA works with, from one collection's samples: the average over pods of
@@ -115,7 +117,16 @@ export interface MetricHistoryOptions {
  */
 export class MetricHistory {
   readonly #capacity: number;
-  readonly #rings = new Map<string, Ring>();
+  /** Plan key -> slot number (block `slot >> 8`, row `slot & 255`). */
+  readonly #slots = new Map<string, number>();
+  /** Per block: `[time, value]` pairs, `2 * capacity` per row. */
+  readonly #data: Uint32Array[] = [];
+  readonly #counters: Float64Array[] = [];
+  /** The last error by slot. */
+  readonly #errors: (string | null)[] = [];
+  /** Slots of removed plans, to reuse. */
+  readonly #free: number[] = [];
+  #next = 0;
   /** The time the kept times count from (deciseconds are kept), set by the first outcome. */
   #base = NaN;
 
@@ -132,7 +143,7 @@ export class MetricHistory {
 
   /** Plans with a ring. */
   get size(): number {
-    return this.#rings.size;
+    return this.#slots.size;
   }
 
   /**
@@ -141,31 +152,52 @@ export class MetricHistory {
    * a failure at the same time.
    */
   success(key: string, value: number | null, count: number, at: number): void {
-    const ring = this.#ring(key);
+    const slot = this.#slot(key);
+    const c = this.#counters[slot >> 8];
+    const row = (slot & (BLOCK - 1)) * COUNTERS;
     const empty = value === null || !Number.isFinite(value);
-    if (!this.#push(ring, at, empty ? EMPTY : value)) return;
-    ring.lastSuccessAt = at;
-    ring.lastValue = empty ? NaN : value;
-    ring.lastSampleCount = empty ? 0 : count;
+    if (!this.#push(slot, at, empty ? EMPTY : value)) return;
+    c[row + LAST_SUCCESS_AT] = at;
+    c[row + LAST_VALUE] = empty ? NaN : value;
+    c[row + LAST_COUNT] = empty ? 0 : count;
     if (!empty) {
-      ring.failures = 0;
-      ring.failingSince = NaN;
+      c[row + FAILURES] = 0;
+      c[row + FAILING_SINCE] = NaN;
     }
+  }
+
+  /**
+   * A successful collection's samples, aggregated per {@linkcode aggregateSamples} by the
+   * metric type of the plan key (`namespace/name/index/Type/metric`).
+   */
+  successSamples(key: string, samples: readonly Sample[], at: number): void {
+    const slot = this.#slot(key);
+    const pods = this.#counters[slot >> 8][(slot & (BLOCK - 1)) * COUNTERS + PODS] === 1;
+    let sum = 0;
+    for (let i = 0; i < samples.length; i++) sum += samples[i].value;
+    const value = samples.length === 0 ? null : pods ? sum / samples.length : sum;
+    this.success(key, value, samples.length, at);
   }
 
   /** A failed outcome with its error text. */
   failure(key: string, error: string, at: number): void {
-    const ring = this.#ring(key);
-    if (!this.#push(ring, at, FAILED)) return;
-    if (ring.failures === 0) ring.failingSince = at;
-    ring.failures++;
-    ring.lastError = error;
-    ring.lastErrorAt = at;
+    const slot = this.#slot(key);
+    if (!this.#push(slot, at, FAILED)) return;
+    const c = this.#counters[slot >> 8];
+    const row = (slot & (BLOCK - 1)) * COUNTERS;
+    if (c[row + FAILURES] === 0) c[row + FAILING_SINCE] = at;
+    c[row + FAILURES]++;
+    c[row + LAST_ERROR_AT] = at;
+    this.#errors[slot] = error;
   }
 
   /** Forget a plan. */
   remove(key: string): void {
-    this.#rings.delete(key);
+    const slot = this.#slots.get(key);
+    if (slot === undefined) return;
+    this.#slots.delete(key);
+    this.#errors[slot] = null;
+    this.#free.push(slot);
   }
 
   /**
@@ -173,64 +205,88 @@ export class MetricHistory {
    * rounded to 100 ms, point values to 7 significant digits.
    */
   get(key: string): PlanHistory | null {
-    const ring = this.#rings.get(key);
-    if (!ring) return null;
-    const points: HistoryPoint[] = [];
+    const slot = this.#slots.get(key);
+    if (slot === undefined) return null;
+    const c = this.#counters[slot >> 8];
+    const row = (slot & (BLOCK - 1)) * COUNTERS;
+    const data = this.#data[slot >> 8];
     const cap = this.#capacity;
-    const data = ring.data!;
-    for (let i = 0; i < ring.size; i++) {
-      const slot = (ring.head - ring.size + i + cap) % cap;
-      const v = fromBits(data[2 * slot + 1]);
+    const first = (slot & (BLOCK - 1)) * 2 * cap;
+    const head = c[row + HEAD];
+    const size = c[row + SIZE];
+    const points: HistoryPoint[] = [];
+    for (let i = 0; i < size; i++) {
+      const at = first + 2 * ((head - size + i + cap) % cap);
+      const v = fromBits(data[at + 1]);
       points.push({
-        at: this.#base + data[2 * slot] * 100,
+        at: this.#base + data[at] * 100,
         value: Number.isFinite(v) ? Number(v.toPrecision(7)) : null,
         failed: Number.isNaN(v),
       });
     }
     const orNull = (n: number): number | null => Number.isNaN(n) ? null : n;
+    const failures = c[row + FAILURES];
     return {
       points,
-      lastValue: orNull(ring.lastValue),
-      lastSuccessAt: orNull(ring.lastSuccessAt),
-      lastSampleCount: ring.lastSampleCount,
-      failures: ring.failures,
-      failingSince: ring.failures > 0 ? orNull(ring.failingSince) : null,
-      lastError: ring.lastError,
-      lastErrorAt: orNull(ring.lastErrorAt),
+      lastValue: orNull(c[row + LAST_VALUE]),
+      lastSuccessAt: orNull(c[row + LAST_SUCCESS_AT]),
+      lastSampleCount: c[row + LAST_COUNT],
+      failures,
+      failingSince: failures > 0 ? orNull(c[row + FAILING_SINCE]) : null,
+      lastError: this.#errors[slot] ?? null,
+      lastErrorAt: orNull(c[row + LAST_ERROR_AT]),
     };
   }
 
-  #ring(key: string): Ring {
-    let ring = this.#rings.get(key);
-    if (!ring) {
-      ring = new Ring();
-      this.#rings.set(key, ring);
+  /** The slot of a plan, made (and its counters reset) on its first outcome. */
+  #slot(key: string): number {
+    let slot = this.#slots.get(key);
+    if (slot !== undefined) return slot;
+    slot = this.#free.pop() ?? this.#next++;
+    const block = slot >> 8;
+    if (block === this.#data.length) {
+      this.#data.push(new Uint32Array(BLOCK * 2 * this.#capacity));
+      this.#counters.push(new Float64Array(BLOCK * COUNTERS));
     }
-    return ring;
+    const c = this.#counters[block];
+    const row = (slot & (BLOCK - 1)) * COUNTERS;
+    c.fill(NaN, row, row + COUNTERS);
+    c[row + HEAD] = 0;
+    c[row + SIZE] = 0;
+    c[row + LAST_COUNT] = 0;
+    c[row + FAILURES] = 0;
+    c[row + PODS] = metricTypeOfKey(key) === "Pods" ? 1 : 0;
+    this.#errors[slot] = null;
+    this.#slots.set(key, slot);
+    return slot;
   }
 
   /**
    * Keep one outcome; false when it is older than the newest kept (a plan joining a shared
    * collection is handed its last result again). One at the newest's time replaces it.
    */
-  #push(ring: Ring, at: number, value: number): boolean {
+  #push(slot: number, at: number, value: number): boolean {
     const cap = this.#capacity;
     if (Number.isNaN(this.#base)) this.#base = Math.floor(at / 100) * 100;
     const raw = Math.round((at - this.#base) / 100);
-    if (ring.data === null) ring.data = new Uint32Array(2 * cap);
-    const data = ring.data;
-    let slot = ring.head;
-    if (ring.size > 0) {
-      const newest = (ring.head - 1 + cap) % cap;
-      if (raw < data[2 * newest]) return false;
-      if (raw === data[2 * newest]) slot = newest;
+    const c = this.#counters[slot >> 8];
+    const row = (slot & (BLOCK - 1)) * COUNTERS;
+    const data = this.#data[slot >> 8];
+    const first = (slot & (BLOCK - 1)) * 2 * cap;
+    const head = c[row + HEAD];
+    const size = c[row + SIZE];
+    let i = head;
+    if (size > 0) {
+      const newest = (head - 1 + cap) % cap;
+      const newestTime = data[first + 2 * newest];
+      if (raw < newestTime) return false;
+      if (raw === newestTime) i = newest;
     }
-    const time = Math.min(0xffffffff, Math.max(0, raw));
-    data[2 * slot] = time;
-    data[2 * slot + 1] = toBits(value);
-    if (slot === ring.head) {
-      ring.head = (ring.head + 1) % cap;
-      if (ring.size < cap) ring.size++;
+    data[first + 2 * i] = Math.min(0xffffffff, Math.max(0, raw));
+    data[first + 2 * i + 1] = toBits(value);
+    if (i === head) {
+      c[row + HEAD] = (head + 1) % cap;
+      if (size < cap) c[row + SIZE] = size + 1;
     }
     return true;
   }
@@ -266,12 +322,7 @@ export function recordingStore(store: EngineStore, history: MetricHistory): Engi
     recordSuccess: (key, samples, at, warnings) => {
       // the store checks the values first: what it refuses becomes a failure (engine)
       store.recordSuccess(key, samples, at, warnings);
-      history.success(
-        key,
-        aggregateSamples(metricTypeOfKey(key), samples),
-        samples.length,
-        at,
-      );
+      history.successSamples(key, samples, at);
     },
     recordFailure: (key, error, at) => {
       store.recordFailure(key, error, at);

@@ -84,6 +84,39 @@ describe("MetricHistory", () => {
     assert.deepEqual(h.get(KEY)!.points, [{ at: T0 + 5000, value: 2, failed: false }]);
   });
 
+  it("starts a plan that takes a removed plan's place from nothing", () => {
+    const h = new MetricHistory();
+    h.failure(KEY, "boom", T0);
+    h.remove(KEY);
+    h.success("shop/other/0/Pods/rps", 3, 2, T0 + 1000);
+    assert.deepEqual(h.get("shop/other/0/Pods/rps"), {
+      points: [{ at: T0 + 1000, value: 3, failed: false }],
+      lastValue: 3,
+      lastSuccessAt: T0 + 1000,
+      lastSampleCount: 2,
+      failures: 0,
+      failingSince: null,
+      lastError: null,
+      lastErrorAt: null,
+    });
+  });
+
+  it("keeps the rings of many plans apart (past one block of 256)", () => {
+    const h = new MetricHistory({ capacity: 4 });
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < 600; i++) {
+        h.success(`ns/h${i}/0/External/m`, i * 10 + round, 1, T0 + round * 1000);
+      }
+    }
+    for (const i of [0, 255, 256, 599]) {
+      assert.deepEqual(
+        h.get(`ns/h${i}/0/External/m`)!.points.map((p) => p.value),
+        [i * 10 + 2, i * 10 + 3, i * 10 + 4, i * 10 + 5],
+      );
+    }
+    assert.equal(h.size, 600);
+  });
+
   it("forgets a removed plan", () => {
     const h = new MetricHistory();
     h.success(KEY, 2, 1, T0);
