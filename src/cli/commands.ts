@@ -3,13 +3,20 @@
  * `src/main.ts` hands it the arguments and the process's streams.
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { explainCommand } from "./explain.ts";
 import { planCommand } from "./plan.ts";
 import { scheduleCommand } from "./schedule.ts";
 import { serveCommand } from "./serve.ts";
 import { versionCommand } from "./version.ts";
 
 /** Every command, in the order `help` lists them. */
-export const COMMANDS: Command[] = [serveCommand, planCommand, scheduleCommand, versionCommand];
+export const COMMANDS: Command[] = [
+  serveCommand,
+  planCommand,
+  explainCommand,
+  scheduleCommand,
+  versionCommand,
+];
 
 function usageText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 4);

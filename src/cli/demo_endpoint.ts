@@ -1,7 +1,8 @@
 /**
  * The demo's stand-in for real workloads: JSON endpoints for the shop's pods (one loopback
  * address each) and for a queue, with values that move over time so that the demo shows
- * something alive. Only `serve --demo` starts it.
+ * something alive, and one path that fails (`/backlog` answers 500) so that it shows a failing
+ * metric too. Only `serve --demo` starts it.
  */
 import { createServer, type Server } from "node:http";
 
@@ -45,6 +46,11 @@ function handler(host: string, now: () => number) {
     if (path === "/metrics") body = { http: { rps: demoPodRps(host, now()) } };
     else if (path === "/queue") {
       body = { queue: { name: "orders", length: demoQueueLength(now()) } };
+    } else if (path === "/backlog") {
+      // the demo's failing metric: a backend that is down
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: "the payments backlog store is down (the demo's failure)" }));
+      return;
     }
     if (body === undefined) {
       res.writeHead(404, { "content-type": "text/plain" });

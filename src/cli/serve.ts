@@ -503,12 +503,24 @@ export function demoKubeconfig(port: number): string {
   ].join("\n");
 }
 
-function demoBanner(port: number, metricsPort: number | null, kubeconfig: string): string {
+/** What `serve --demo` prints once it serves: the URLs and commands to try. */
+export function demoBanner(
+  port: number,
+  metricsPort: number | null,
+  statusPage: boolean,
+  kubeconfig: string,
+): string {
   const base = `https://127.0.0.1:${port}`;
+  const status = metricsPort !== null && statusPage ? `http://127.0.0.1:${metricsPort}` : null;
   const k = `kubectl --kubeconfig ${kubeconfig} get --raw`;
   return [
     "",
     `hpa-metrics-adapter demo: serving ${base} from examples/demo (edit the files; changes are picked up)`,
+    ...(status !== null
+      ? [
+        `status page: ${status}/status (demo/payments fails on purpose: its endpoint answers 500)`,
+      ]
+      : []),
     "",
     "try:",
     `  ${k} /apis/custom.metrics.k8s.io/v1beta2`,
@@ -518,6 +530,11 @@ function demoBanner(port: number, metricsPort: number | null, kubeconfig: string
     `  ${k} /apis/custom.metrics.k8s.io/v1beta2/namespaces/demo/pods/*/no-such-metric   # a 404 that says why`,
     ...(metricsPort !== null
       ? [`  curl -s http://127.0.0.1:${metricsPort}/metrics | grep kube_metrics_adapter`]
+      : []),
+    ...(status !== null
+      ? [
+        `  npx tsx src/main.ts explain demo/payments --status-url ${status}   # why it gets no metric`,
+      ]
       : []),
     "",
     "Ctrl-C stops it.",
@@ -564,7 +581,14 @@ export const serveCommand: Command = {
     if (demo) {
       const kubeconfig = `${flags["cert-dir"]}/../kubeconfig`;
       await writeFile(kubeconfig, demoKubeconfig(adapter.securePort));
-      io.stderr(demoBanner(adapter.securePort, adapter.metricsPort, relative(".", kubeconfig)));
+      io.stderr(
+        demoBanner(
+          adapter.securePort,
+          adapter.metricsPort,
+          boolFlag(flags, "status-page"),
+          relative(".", kubeconfig),
+        ),
+      );
     }
     await (io.stopped ?? new Promise<void>(() => {}));
     io.stderr("stopping\n");

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import {
   DEMO_ENDPOINT_PORT,
   DEMO_MANIFESTS,
+  demoBanner,
   type RunningAdapter,
   serveCommand,
   splitHostPort,
@@ -24,6 +25,7 @@ import { parseScalingSchedule, scheduleValue } from "../../src/core/scaling_sche
 import { formatQuantity } from "../../src/core/quantity.ts";
 import { readManifests } from "../../src/cluster/manifests.ts";
 import { captureIO } from "./capture_io.ts";
+import { runCommandLine } from "../../src/cli/commands.ts";
 import { startFakeAuthApi } from "../fakes/auth_api.ts";
 import { writeFakeKubeconfig } from "../fakes/kubeconfig.ts";
 
@@ -180,16 +182,59 @@ describe("serve on the demo manifests (in-process, fixed clock)", () => {
     assert.equal(active, true);
   });
 
+  it("shows each state of the demo through explain: three HPAs get their metrics, payments fails", async () => {
+    const status = `http://127.0.0.1:${adapter.metricsPort}`;
+    const explain = async (hpa: string) => {
+      const io = captureIO();
+      const code = await runCommandLine(["explain", hpa, "--status-url", status], io);
+      return { code, out: io.out(), err: io.err() };
+    };
+    for (const hpa of ["demo/shop-rps", "demo/queue-worker", "demo/shop-schedule"]) {
+      const r = await until(`${hpa} collected`, async () => {
+        const r = await explain(hpa);
+        return r.code === 0 ? r : null;
+      });
+      assert.equal(r.err, "");
+      assert.ok(r.out.endsWith(`\nHPA ${hpa} gets all its metrics (1)\n`), r.out);
+    }
+    const failing = await until("demo/payments failing", async () => {
+      const r = await explain("demo/payments");
+      return r.code === 1 ? r : null;
+    });
+    assert.equal(
+      failing.err,
+      "error: HPA demo/payments metric External/payments-backlog: failing: " +
+        'unsuccessful response "500 Internal Server Error" from http://127.0.0.1:18080/backlog\n',
+    );
+  });
+
   it("counts collections in its own metrics", async () => {
     const text = await until("own metrics", async () => {
       const r = await get(`http://127.0.0.1:${adapter.metricsPort}/metrics`);
       const m = /^kube_metrics_adapter_collections_success (\d+)$/m.exec(r.body);
-      return m && Number(m[1]) >= 3 ? r.body : null;
+      const e = /^kube_metrics_adapter_collections_error (\d+)$/m.exec(r.body);
+      return m && Number(m[1]) >= 3 && e && Number(e[1]) >= 1 ? r.body : null;
     });
-    assert.match(text, /^kube_metrics_adapter_collections_error 0$/m);
-    // one update per HPA reconcile, as kube-metrics-adapter counts them: the demo's 3 HPAs plan cleanly
-    assert.match(text, /^kube_metrics_adapter_updates_success 3$/m);
+    // one update per HPA reconcile, as kube-metrics-adapter counts them: the demo's 4 HPAs plan
+    // cleanly (demo/payments plans too: its collections fail, its endpoint answers 500)
+    assert.match(text, /^kube_metrics_adapter_updates_success 4$/m);
     assert.match(text, /^kube_metrics_adapter_updates_error 0$/m);
+  });
+});
+
+describe("the demo's banner", () => {
+  it("prints the status page's URL and an explain of the failing HPA", () => {
+    const text = demoBanner(6443, 7979, true, ".tmp/demo/kubeconfig");
+    assert.match(
+      text,
+      /\nstatus page: http:\/\/127\.0\.0\.1:7979\/status \(demo\/payments fails on purpose: its endpoint answers 500\)\n/,
+    );
+    assert.match(
+      text,
+      /\n {2}npx tsx src\/main\.ts explain demo\/payments --status-url http:\/\/127\.0\.0\.1:7979 /,
+    );
+    assert.doesNotMatch(demoBanner(6443, 7979, false, "k"), /status/);
+    assert.doesNotMatch(demoBanner(6443, null, true, "k"), /status/);
   });
 });
 

@@ -1,0 +1,487 @@
+/**
+ * `explain NAMESPACE/NAME`: the facts of one HPA as text, for a person asking "why does my HPA
+ * get no metric?". Online (`--status-url http://HOST:PORT`) it reads the running adapter's
+ * `/status.json` (version 1, api/status_model.ts): each metric's collector, interval, state,
+ * last value and its age, error, fallback, hidden formula inputs, and the replica count computed
+ * there next to the HPA's status. Offline (`-f FILE|DIR`) it plans each metric as `plan` does,
+ * evaluates the ScalingSchedules it uses now, and says what would be collected.
+ *
+ * Exit code 0 when the HPA gets all its metrics (online: every metric collected, hidden input or
+ * fallback; offline: every metric planned without error), 1 otherwise, 2 for a usage error or
+ * an HPA that is not there.
+ */
+import { type Command, type CommandIO, UsageError } from "./command.ts";
+import {
+  COLLECTOR_SWITCH_FLAGS,
+  enabledCollectors,
+  type FlagDef,
+  listFlag,
+  numberFlag,
+  parseArgs,
+  SERVE_FLAGS,
+  stringFlag,
+} from "./flags.ts";
+import { readManifests } from "../cluster/manifests.ts";
+import type { Kind, KubeObject } from "../cluster/types.ts";
+import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
+import { collectorError } from "./plan.ts";
+import { formatDuration } from "../core/duration.ts";
+import { InvalidHpaError } from "../core/hpa.ts";
+import { planHpa } from "../core/plan.ts";
+import type { MetricPlan, MetricTarget } from "../core/types.ts";
+import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import {
+  type HpaStatus,
+  type MetricStatus,
+  redactConfig,
+  type StatusReport,
+} from "../api/status_model.ts";
+
+const EXPLAIN = "Explain";
+
+/** The flags of `explain`: its own, then every flag of `serve` (they shape the offline plan). */
+export const EXPLAIN_FLAGS: readonly FlagDef[] = [
+  {
+    group: EXPLAIN,
+    name: "status-url",
+    type: "string",
+    default: null,
+    help: "a running adapter's --metrics-address as http://HOST:PORT (reads /status.json)",
+  },
+  {
+    group: EXPLAIN,
+    name: "filename",
+    type: "stringSlice",
+    default: [],
+    help: "manifest file or folder to read offline (repeatable or comma-separated)",
+    aliases: ["f"],
+  },
+  ...SERVE_FLAGS,
+];
+
+const USAGE = [
+  "hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT",
+  "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]",
+].join("\n");
+
+/** How long the status document may take. */
+const FETCH_TIMEOUT_MS = 10_000;
+
+/** The states in which the HPA gets the metric (online). */
+const SERVED_STATES = new Set(["collected", "hidden", "fallback"]);
+
+function parseName(raw: string): { namespace: string; name: string } {
+  const m = /^([^/\s]+)\/([^/\s]+)$/.exec(raw);
+  if (!m) throw new UsageError(`invalid HPA "${raw}": want NAMESPACE/NAME`);
+  return { namespace: m[1], name: m[2] };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** `AverageValue 20`, `Value 1`, `Utilization 80%`. */
+function targetText(t: MetricTarget): string {
+  if (t.type === "AverageValue") return `AverageValue ${t.averageValue ?? "?"}`;
+  if (t.type === "Value") return `Value ${t.value ?? "?"}`;
+  if (t.type === "Utilization") return `Utilization ${t.averageUtilization ?? "?"}%`;
+  return "none";
+}
+
+function configText(config: Record<string, string>): string {
+  const redacted = redactConfig(config);
+  const parts = Object.entries(redacted).map(([k, v]) => `${k}=${v}`);
+  return parts.length > 0 ? parts.join(", ") : "none";
+}
+
+/** `  label:        text`, the label padded so that the texts line up. */
+function field(label: string, text: string): string {
+  return `  ${`${label}:`.padEnd(14)}${text}\n`;
+}
+
+function metricTitle(
+  i: number,
+  total: number,
+  type: string,
+  name: string,
+  hidden: boolean,
+): string {
+  return `metric ${i + 1} of ${total}: ${type} ${name}${
+    hidden ? " (formula input, collected, not served)" : ""
+  }\n`;
+}
+
+function collectorText(collector: string | null, intervalSeconds: number, formula: boolean) {
+  if (collector === null) return "none";
+  // a formula is computed after each collection of its inputs
+  return formula
+    ? `${collector}, after each collection of its inputs`
+    : `${collector}, every ${formatDuration(intervalSeconds)}`;
+}
+
+function replicaRange(min: number | null, max: number | null): string {
+  return `replicas ${min ?? 1}..${max ?? "?"}`;
+}
+
+// ---------------------------------------------------------------- online
+
+function statusUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`invalid value "${raw}" for --status-url: want http://HOST:PORT`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new UsageError(`invalid value "${raw}" for --status-url: want http://HOST:PORT`);
+  }
+  const path = url.pathname.replace(/\/+$/, "").replace(/\/status(\.json)?$/, "");
+  return `${url.origin}${path}/status.json`;
+}
+
+async function fetchReport(url: string): Promise<StatusReport> {
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  } catch (e) {
+    const cause = (e as { cause?: { message?: string } }).cause?.message;
+    throw new Error(`cannot read ${url}: ${cause ?? (e as Error).message}`);
+  }
+  const body = await res.text();
+  if (res.status !== 200) {
+    throw new Error(
+      `${url} answered ${res.status}${
+        res.status === 404
+          ? " (is this the adapter's --metrics-address, with --status-page on?)"
+          : ""
+      }`,
+    );
+  }
+  let doc: StatusReport;
+  try {
+    doc = JSON.parse(body);
+  } catch {
+    throw new Error(`${url} did not answer JSON`);
+  }
+  if (doc?.version !== 1 || !Array.isArray(doc.hpas)) {
+    throw new Error(
+      `${url} answered a status document of version ${
+        JSON.stringify(doc?.version)
+      }: this explain reads version 1`,
+    );
+  }
+  return doc;
+}
+
+function stateText(m: MetricStatus): string {
+  switch (m.state) {
+    case "failing":
+      return `failing: ${plural(m.failures, "failed collection")} in a row${
+        m.failingSince ? ` since ${m.failingSince}` : ""
+      }`;
+    case "fallback":
+      return `fallback: the fallback value is served after ${
+        plural(m.fallback?.consecutiveFailures ?? m.failures, "failed collection")
+      } in a row`;
+    case "pending":
+      return "pending: not collected yet";
+    case "hidden":
+      return "collected (a formula input, not served)";
+    default:
+      return m.state;
+  }
+}
+
+/** A value without the float noise of an average (33.199999999999996 is 33.2). */
+function number(v: number): string {
+  return String(Number(v.toPrecision(12)));
+}
+
+function valueText(m: MetricStatus): string {
+  if (m.value === null) return "none";
+  const age = m.ageSeconds === null ? "" : `, ${Math.round(m.ageSeconds)}s old`;
+  const samples = m.type === "Pods" ? `, the average over ${plural(m.samples, "pod")}` : "";
+  return `${number(m.value)} (at ${m.valueAt}${age}${samples})`;
+}
+
+function onlineText(h: HpaStatus, url: string): string {
+  let out = `HPA ${h.namespace}/${h.name} (from ${url})\n`;
+  if (h.scaleTargetRef) {
+    out += field(
+      "scale target",
+      `${h.scaleTargetRef.kind} ${h.scaleTargetRef.name}, ${
+        replicaRange(h.minReplicas, h.maxReplicas)
+      }`,
+    );
+  }
+  out += field("state", h.state);
+  const r = h.replicas;
+  const n = (v: number | null): string => v === null ? "-" : String(v);
+  out += field(
+    "replicas",
+    `status current ${n(r.current)}, desired ${n(r.desired)}; computed here ${n(r.computed)}`,
+  );
+  for (const reason of r.reasons) out += field("  why", reason);
+  for (const e of h.errors) out += field("error", e);
+  for (const w of h.warnings) out += field("warning", w);
+  h.metrics.forEach((m, i) => {
+    out += metricTitle(i, h.metrics.length, m.type, m.name, m.hidden);
+    out += field("collector", collectorText(m.collector, m.intervalSeconds, m.formula !== null));
+    if (m.formula !== null) out += field("formula", m.formula);
+    out += field("state", stateText(m));
+    if (m.error !== null) out += field("error", m.error);
+    else if (m.lastError !== null) {
+      out += field("last error", `${m.lastError}${m.lastErrorAt ? ` (at ${m.lastErrorAt})` : ""}`);
+    }
+    out += field("value", valueText(m));
+    if (!m.hidden) out += field("target", targetText(m.target));
+    if (m.fallback) {
+      out += field(
+        "fallback",
+        m.fallback.active
+          ? "active"
+          : `configured, not active (${
+            plural(m.fallback.consecutiveFailures, "failure")
+          } in a row)`,
+      );
+    }
+    out += field("config", configText(m.config));
+  });
+  return out;
+}
+
+async function runOnline(
+  target: { namespace: string; name: string },
+  raw: string,
+  io: CommandIO,
+): Promise<number> {
+  const url = statusUrl(raw);
+  const doc = await fetchReport(url);
+  const id = `${target.namespace}/${target.name}`;
+  const h = doc.hpas.find((x) => x.namespace === target.namespace && x.name === target.name);
+  if (!h) {
+    io.stderr(
+      `error: HPA ${id} not found in ${url} (the adapter knows ${
+        plural(doc.hpas.length, "HPA")
+      })\n`,
+    );
+    return 2;
+  }
+  io.stdout(onlineText(h, url));
+  const missing = h.metrics.filter((m) => !SERVED_STATES.has(m.state));
+  for (const e of h.errors) io.stderr(`error: HPA ${id}: ${e}\n`);
+  for (const m of missing) {
+    io.stderr(
+      `error: HPA ${id} metric ${m.type}/${m.name}: ${m.state}${m.error ? `: ${m.error}` : ""}\n`,
+    );
+  }
+  if (missing.length > 0 || h.errors.length > 0) return 1;
+  io.stdout(
+    h.metrics.length === 0
+      ? `\nHPA ${id}: the adapter serves none of its metrics\n`
+      : `\nHPA ${id} gets all its metrics (${h.metrics.length})\n`,
+  );
+  return 0;
+}
+
+// ---------------------------------------------------------------- offline
+
+/** What a plan's collector would fetch, in words, or null when the config says it all. */
+function collectsText(plan: MetricPlan): string | null {
+  const c = redactConfig(plan.config);
+  if (plan.collector === "json-path") {
+    const key = c["json-key"] ? `, the number at ${c["json-key"]}` : "";
+    if (plan.metricType === "Pods") {
+      const q = c["raw-query"] ? `?${c["raw-query"]}` : "";
+      return `GET ${c.scheme ?? "http"}://<pod IP>:${c.port ?? "?"}${
+        c.path ?? "/"
+      }${q} of each ready pod of ${plan.scaleTargetRef.kind} ${plan.scaleTargetRef.name}${key}`;
+    }
+    if (c.endpoint) return `GET ${c.endpoint}${key}`;
+  }
+  if (plan.collector === "prometheus" && c.query) {
+    return `the Prometheus query ${JSON.stringify(c.query)}${
+      c["prometheus-server"] ? ` on ${c["prometheus-server"]}` : ""
+    }`;
+  }
+  return null;
+}
+
+const SCHEDULE_KINDS: Readonly<Record<string, Kind>> = {
+  "scaling-schedule": "ScalingSchedule",
+  "cluster-scaling-schedule": "ClusterScalingSchedule",
+};
+
+/** A ScalingSchedule metric's value now, from the manifests read, in words. */
+function scheduleNow(
+  plan: MetricPlan,
+  objects: readonly KubeObject[],
+  evaluate: {
+    value(k: Kind, o: KubeObject, at: number): number;
+    active(k: Kind, o: KubeObject, at: number): boolean;
+  },
+  now: number,
+): string | null {
+  const kind = plan.collector ? SCHEDULE_KINDS[plan.collector] : undefined;
+  if (kind === undefined || plan.error !== null || !plan.describedObject) return null;
+  const name = plan.describedObject.name;
+  const label = kind === "ScalingSchedule"
+    ? `${kind} ${plan.hpa.namespace}/${name}`
+    : `${kind} ${name}`;
+  const obj = objects.find((o) =>
+    o.kind === kind && o.metadata.name === name &&
+    (kind === "ClusterScalingSchedule" ||
+      (o.metadata.namespace ?? "default") === plan.hpa.namespace)
+  );
+  if (!obj) return `unknown: ${label} is not in the manifests read`;
+  try {
+    const value = evaluate.value(kind, obj, now);
+    const active = evaluate.active(kind, obj, now);
+    return `${value} at ${new Date(now).toISOString()} (${label}, ${
+      active ? "active" : "not active"
+    })`;
+  } catch (e) {
+    return `unknown: invalid ${label}: ${(e as Error).message}`;
+  }
+}
+
+async function runOffline(
+  target: { namespace: string; name: string },
+  files: string[],
+  parsed: ReturnType<typeof parseArgs>,
+  io: CommandIO,
+): Promise<number> {
+  const id = `${target.namespace}/${target.name}`;
+  const read = await readManifests(files);
+  for (const e of read.errors) io.stderr(`error: ${e}\n`);
+  const objects = read.objects.map((o) => o.object);
+  const found = read.objects.find((o) =>
+    o.object.kind === "HorizontalPodAutoscaler" && o.object.metadata?.name === target.name &&
+    (o.object.metadata.namespace ?? "default") === target.namespace
+  );
+  if (!found) {
+    const names = read.objects.filter((o) => o.object.kind === "HorizontalPodAutoscaler")
+      .map((o) => `${o.object.metadata.namespace ?? "default"}/${o.object.metadata.name}`);
+    io.stderr(
+      `error: HPA ${id} not found in ${files.join(", ")} (found: ${
+        names.length > 0 ? names.join(", ") : "no HPA"
+      })\n`,
+    );
+    return 2;
+  }
+  const values = parsed.values;
+  const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => parsed.given.has(f)) ||
+    parsed.given.has("additional-prometheus-server");
+  const options = {
+    defaultIntervalSeconds: numberFlag(values, "default-collection-interval"),
+    metricsTtlSeconds: numberFlag(values, "metrics-ttl"),
+    allowLinkLocalTargets: values["allow-link-local-targets"] === true,
+    enabledCollectors: collectorFlagsGiven ? enabledCollectors(values) : undefined,
+  };
+  const check = {
+    registry: collectorRegistry(values),
+    flags: values,
+    assumeBackends: !collectorFlagsGiven,
+  };
+  const hpa = found.object;
+  let out = `HPA ${id} (offline, from ${found.source})\n`;
+  const ref = hpa.spec?.scaleTargetRef;
+  if (ref && typeof ref.kind === "string") {
+    out += field(
+      "scale target",
+      `${ref.kind} ${ref.name}, ${
+        replicaRange(
+          typeof hpa.spec.minReplicas === "number" ? hpa.spec.minReplicas : null,
+          typeof hpa.spec.maxReplicas === "number" ? hpa.spec.maxReplicas : null,
+        )
+      }`,
+    );
+  }
+  let plans: MetricPlan[];
+  try {
+    plans = planHpa(hpa, options);
+  } catch (e) {
+    if (!(e instanceof InvalidHpaError)) throw e;
+    io.stdout(out);
+    io.stderr(`error: HPA ${id}: ${e.message}\n`);
+    return 1;
+  }
+  const evaluator = scheduleEvaluatorFor(values);
+  const now = io.now();
+  const warnings = new Set<string>();
+  for (const p of plans) for (const w of p.warnings ?? []) warnings.add(w);
+  for (const w of warnings) out += field("warning", w);
+  const failed: MetricPlan[] = [];
+  plans.forEach((plan, i) => {
+    plan.error ??= collectorError(plan, check);
+    if (plan.error !== null) failed.push(plan);
+    out += metricTitle(i, plans.length, plan.metricType, plan.metricName, plan.hidden === true);
+    out += field(
+      "collector",
+      collectorText(plan.collector, plan.intervalSeconds, plan.collector === FORMULA_TYPE),
+    );
+    if (plan.formula) {
+      const inputs = plan.formula.inputs.map((x) =>
+        `${x.identifier} = ${x.metricType}/${x.metricName}`
+      );
+      out += field(
+        "formula",
+        `${plan.formula.expression}${inputs.length > 0 ? ` (${inputs.join(", ")})` : ""}`,
+      );
+    }
+    out += field("plan", plan.error === null ? "OK" : `error: ${plan.error}`);
+    const collects = plan.error === null ? collectsText(plan) : null;
+    if (collects !== null) out += field("collects", collects);
+    const schedule = scheduleNow(plan, objects, evaluator, now);
+    if (schedule !== null) out += field("value now", schedule);
+    if (!plan.hidden) out += field("target", targetText(plan.target));
+    if (plan.fallback) {
+      out += field(
+        "fallback",
+        `after more than ${plural(plan.fallback.failureThreshold, "failed collection")} in a row, ${
+          plural(plan.fallback.replicas, "replica")
+        } (${plan.fallback.behavior})`,
+      );
+    }
+    out += field("config", configText(plan.config));
+  });
+  io.stdout(out);
+  for (const p of failed) {
+    io.stderr(`error: HPA ${id} metric ${p.metricType}/${p.metricName}: ${p.error}\n`);
+  }
+  if (failed.length > 0 || read.errors.length > 0) return 1;
+  io.stdout(
+    plans.length === 0
+      ? `\nHPA ${id}: the adapter would serve none of its metrics\n`
+      : `\nHPA ${id}: every metric planned (${plans.length})${
+        options.enabledCollectors ? "" : ", all collectors assumed enabled"
+      }\n`,
+  );
+  return 0;
+}
+
+/** The `explain` command. */
+export const explainCommand: Command = {
+  name: "explain",
+  summary:
+    "the facts of one HPA: each metric's collector, state, value and error, and its replicas",
+  usage: USAGE,
+  async run(args: string[], io: CommandIO): Promise<number> {
+    const parsed = parseArgs(args, EXPLAIN_FLAGS);
+    if (parsed.positionals.length === 0) throw new UsageError("explain needs NAMESPACE/NAME");
+    if (parsed.positionals.length > 1) {
+      throw new UsageError(`unexpected argument "${parsed.positionals[1]}"`);
+    }
+    const target = parseName(parsed.positionals[0]);
+    const url = stringFlag(parsed.values, "status-url");
+    const files = listFlag(parsed.values, "filename");
+    if (url !== null && files.length > 0) {
+      throw new UsageError(
+        "--status-url and -f exclude each other: ask a running adapter or read manifests",
+      );
+    }
+    if (url !== null) return await runOnline(target, url, io);
+    if (files.length > 0) return await runOffline(target, files, parsed, io);
+    throw new UsageError("explain needs --status-url http://HOST:PORT or -f FILE|DIR");
+  },
+};

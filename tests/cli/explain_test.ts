@@ -1,0 +1,305 @@
+/**
+ * `explain NAMESPACE/NAME` of issue 24: online against the adapter (`serve --manifests`, a child
+ * process of the runtime under test, with `--metrics-address`) and a real loopback JSON endpoint
+ * whose `/fail` answers 500; offline from manifests (a config error, the demo's ScalingSchedule
+ * at a fixed time); the exit codes and the usage errors.
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import { runCommandLine } from "../../src/cli/commands.ts";
+import { DEMO_MANIFESTS } from "../../src/cli/serve.ts";
+import { captureIO } from "./capture_io.ts";
+import {
+  type AdapterProcess,
+  currentRuntime,
+  httpGet,
+  makeTempDir,
+  startAdapterProcess,
+  waitFor,
+  writeManifests,
+} from "../faults/support.ts";
+import { freePort } from "../faults/formula_support.ts";
+
+const NAMESPACE = "explain";
+
+function hpa(
+  name: string,
+  annotations: Record<string, string>,
+  status?: Record<string, number>,
+): Record<string, unknown> {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name, namespace: NAMESPACE, annotations },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [{
+        type: "External",
+        external: {
+          metric: {
+            name: "queue-depth",
+            // one series per HPA: the same labels would be a conflict
+            selector: { matchLabels: { type: "json-path", hpa: name } },
+          },
+          target: { type: "AverageValue", averageValue: "2" },
+        },
+      }],
+    },
+    ...(status ? { status } : {}),
+  };
+}
+
+/** A json-path metric on `url`, collected once an hour (one failure, then none for the test). */
+function jsonPath(url: string): Record<string, string> {
+  return {
+    "metric-config.external.queue-depth.json-path/endpoint": url,
+    "metric-config.external.queue-depth.json-path/json-key": "$.queue.depth",
+    "metric-config.external.queue-depth.json-path/interval": "1h",
+  };
+}
+
+const USAGE = "usage: hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT\n" +
+  "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]\n";
+
+describe(`explain against a running adapter (${currentRuntime()})`, () => {
+  let dir: string | undefined;
+  let endpoint: Server | undefined;
+  let adapter: AdapterProcess | undefined;
+  let base = "";
+  let url = "";
+
+  before(async () => {
+    endpoint = createServer((req, res) => {
+      if (req.url === "/queue") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ queue: { depth: 6.5 } }));
+      } else {
+        res.writeHead(500, { "content-type": "application/json" });
+        res.end('{"error":"boom"}');
+      }
+    });
+    endpoint.listen(0, "127.0.0.1");
+    await once(endpoint, "listening");
+    url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
+    dir = await makeTempDir("explain-");
+    const manifests = join(dir, "manifests");
+    await writeManifests(manifests, [
+      hpa("broken", jsonPath(`${url}/fail`), { currentReplicas: 2, desiredReplicas: 2 }),
+      hpa("working", jsonPath(`${url}/queue`), { currentReplicas: 2, desiredReplicas: 2 }),
+    ], "hpas.yaml");
+    const metricsPort = await freePort();
+    base = `http://127.0.0.1:${metricsPort}`;
+    adapter = await startAdapterProcess({
+      manifests,
+      certDir: join(dir, "certs"),
+      // after support.ts' `--metrics-address ""`: the last one counts
+      flags: ["--metrics-address", `127.0.0.1:${metricsPort}`],
+    });
+    // deno-lint-ignore no-explicit-any
+    await waitFor("both HPAs' first collection", async (): Promise<any> => {
+      const r = await httpGet(`${base}/status.json`);
+      const doc = JSON.parse(r.body);
+      const states = doc.hpas.map((h: { name: string; state: string }) => `${h.name}=${h.state}`);
+      return states.join(" ") === "broken=failing working=collected" ? doc : null;
+    });
+  });
+
+  after(async () => {
+    await adapter?.stop();
+    if (endpoint) {
+      endpoint.closeAllConnections();
+      await new Promise<void>((r) => endpoint!.close(() => r()));
+    }
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("prints the failing metric's facts exactly, names the HPA and metric, and exits 1", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", `${NAMESPACE}/broken`, "--status-url", base], io);
+    const doc = JSON.parse((await httpGet(`${base}/status.json`)).body);
+    const metric = doc.hpas.find((h: { name: string }) => h.name === "broken").metrics[0];
+    // collected once an hour: the first failure is the only one
+    assert.equal(metric.failures, 1);
+    const error = `unsuccessful response "500 Internal Server Error" from ${url}/fail`;
+    assert.equal(
+      io.err(),
+      `error: HPA explain/broken metric External/queue-depth: failing: ${error}\n`,
+    );
+    assert.equal(
+      io.out(),
+      `HPA explain/broken (from ${base}/status.json)\n` +
+        "  scale target: Deployment broken, replicas 1..10\n" +
+        "  state:        failing\n" +
+        "  replicas:     status current 2, desired 2; computed here -\n" +
+        "    why:        invalid metrics (1 invalid out of 1), first error is: unable to get " +
+        `metric queue-depth: ${error}\n` +
+        "metric 1 of 1: External queue-depth\n" +
+        "  collector:    json-path, every 1h0m0s\n" +
+        `  state:        failing: 1 failed collection in a row since ${metric.failingSince}\n` +
+        `  error:        ${error}\n` +
+        "  value:        none\n" +
+        "  target:       AverageValue 2\n" +
+        `  config:       endpoint=${url}/fail, hpa=broken, json-key=$.queue.depth, type=json-path\n`,
+    );
+    assert.equal(code, 1);
+  });
+
+  it("exits 0 when the HPA gets its metric, with its value and age", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(
+      ["explain", `${NAMESPACE}/working`, "--status-url", `${base}/status`],
+      io,
+    );
+    assert.equal(io.err(), "");
+    assert.equal(code, 0);
+    assert.match(
+      io.out(),
+      /\n {2}value: {8}6\.5 \(at \d{4}-\d\d-\d\dT[0-9:.]+Z, \d+s old\)\n/,
+    );
+    // 6.5 / 2 over 2 replicas: ceil(2 * 1.625) = 4
+    assert.match(io.out(), /\n {2}replicas: {5}status current 2, desired 2; computed here 4\n/);
+    assert.ok(io.out().endsWith("\nHPA explain/working gets all its metrics (1)\n"), io.out());
+  });
+
+  it("exits 2 for an HPA the adapter does not know", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", `${NAMESPACE}/nope`, "--status-url", base], io);
+    assert.equal(code, 2);
+    assert.equal(io.out(), "");
+    assert.equal(
+      io.err(),
+      `error: HPA explain/nope not found in ${base}/status.json (the adapter knows 2 HPAs)\n`,
+    );
+  });
+
+  it("exits 1 when nothing answers at the status URL", async () => {
+    const io = captureIO();
+    const port = await freePort();
+    const code = await runCommandLine(
+      ["explain", `${NAMESPACE}/broken`, "--status-url", `http://127.0.0.1:${port}`],
+      io,
+    );
+    assert.equal(code, 1);
+    assert.match(
+      io.err(),
+      new RegExp(`^error: cannot read http://127\\.0\\.0\\.1:${port}/status\\.json: `),
+    );
+  });
+});
+
+describe("explain offline from manifests", () => {
+  let dir: string | undefined;
+  let file = "";
+
+  before(async () => {
+    dir = await makeTempDir("explain-offline-");
+    const annotations = {
+      // no endpoint: the json-path config cannot be planned
+      "metric-config.external.queue-depth.json-path/json-key": "$.queue.depth",
+    };
+    file = await writeManifests(dir, [hpa("broken", annotations)]);
+  });
+
+  after(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("prints a metric with a config error exactly, names the HPA and metric, and exits 1", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", `${NAMESPACE}/broken`, "-f", file], io);
+    const error =
+      "External metric `queue-depth` of HPA explain/broken needs matchLabels.endpoint " +
+      "or annotation metric-config.external.queue-depth.json-path/endpoint";
+    assert.equal(
+      io.out(),
+      `HPA explain/broken (offline, from ${file})\n` +
+        "  scale target: Deployment broken, replicas 1..10\n" +
+        "metric 1 of 1: External queue-depth\n" +
+        "  collector:    json-path, every 1m0s\n" +
+        `  plan:         error: ${error}\n` +
+        "  target:       AverageValue 2\n" +
+        "  config:       hpa=broken, json-key=$.queue.depth, type=json-path\n",
+    );
+    assert.equal(io.err(), `error: HPA explain/broken metric External/queue-depth: ${error}\n`);
+    assert.equal(code, 1);
+  });
+
+  it("evaluates the demo's ScalingSchedule now and exits 0", async () => {
+    // inside the hourly peak's ramp-up (10:25 UTC: 5 of 10 steps of 40 -> 20)
+    const io = captureIO({ now: Date.parse("2026-11-22T10:25:00Z") });
+    const code = await runCommandLine(["explain", "demo/shop-schedule", "-f", DEMO_MANIFESTS], io);
+    assert.equal(io.err(), "");
+    assert.equal(
+      io.out(),
+      `HPA demo/shop-schedule (offline, from ${join(DEMO_MANIFESTS, "hpas.yaml")})\n` +
+        "  scale target: Deployment shop, replicas 1..10\n" +
+        "metric 1 of 1: Object hourly-peak\n" +
+        "  collector:    scaling-schedule, every 10s\n" +
+        "  plan:         OK\n" +
+        "  value now:    20 at 2026-11-22T10:25:00.000Z (ScalingSchedule demo/hourly-peak, active)\n" +
+        "  target:       AverageValue 10\n" +
+        "  config:       none\n" +
+        "\nHPA demo/shop-schedule: every metric planned (1), all collectors assumed enabled\n",
+    );
+    assert.equal(code, 0);
+  });
+
+  it("says what a json-path metric of the demo would collect", async () => {
+    const io = captureIO();
+    assert.equal(await runCommandLine(["explain", "demo/payments", "-f", DEMO_MANIFESTS], io), 0);
+    assert.match(
+      io.out(),
+      /\n {2}collects: {5}GET http:\/\/127\.0\.0\.1:18080\/backlog, the number at \$\.backlog\.length\n/,
+    );
+  });
+
+  it("exits 2 for an HPA the manifests do not hold, naming those they do", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", `${NAMESPACE}/nope`, "-f", file], io);
+    assert.equal(code, 2);
+    assert.equal(io.out(), "");
+    assert.equal(
+      io.err(),
+      `error: HPA explain/nope not found in ${file} (found: explain/broken)\n`,
+    );
+  });
+});
+
+describe("explain's usage errors", () => {
+  const cases: [string[], string][] = [
+    [[], "explain needs NAMESPACE/NAME"],
+    [["shop"], 'invalid HPA "shop": want NAMESPACE/NAME'],
+    [["shop/a", "shop/b", "-f", "x"], 'unexpected argument "shop/b"'],
+    [["shop/a"], "explain needs --status-url http://HOST:PORT or -f FILE|DIR"],
+    [
+      ["shop/a", "-f", "x", "--status-url", "http://127.0.0.1:1"],
+      "--status-url and -f exclude each other: ask a running adapter or read manifests",
+    ],
+    [
+      ["shop/a", "--status-url", "127.0.0.1:7979"],
+      'invalid value "127.0.0.1:7979" for --status-url: want http://HOST:PORT',
+    ],
+    [["shop/a", "--no-such-flag"], "unknown flag --no-such-flag"],
+  ];
+  for (const [args, message] of cases) {
+    it(`exits 2 for ${JSON.stringify(args)}`, async () => {
+      const io = captureIO();
+      assert.equal(await runCommandLine(["explain", ...args], io), 2);
+      assert.equal(io.out(), "");
+      assert.equal(io.err(), `error: ${message}\n${USAGE}`);
+    });
+  }
+
+  it("is listed in help", async () => {
+    const io = captureIO();
+    assert.equal(await runCommandLine(["help"], io), 0);
+    assert.match(io.out(), /\n {2}explain +the facts of one HPA/);
+  });
+});
