@@ -41,13 +41,15 @@ function findTests(dir) {
 }
 
 /**
- * The integration suites use real servers. A fresh Debian machine lacks Prometheus: install it
- * when we can (root with apt-get), else say loudly what is missing; the suites fail without it.
+ * The integration suites use real servers and a real browser. A fresh Debian machine lacks
+ * Prometheus and Chromium: install them when we can (root with apt-get), else say loudly what is
+ * missing; the suites that need them fail without them.
  */
 function ensureSystemPackages() {
   const has = (cmd) =>
     spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status === 0;
-  const missing = [["prometheus", "prometheus"], ["kubectl", null]].filter(([cmd]) => !has(cmd));
+  const missing = [["prometheus", "prometheus"], ["chromium", "chromium"], ["kubectl", null]]
+    .filter(([cmd]) => !has(cmd));
   const installable = missing.filter(([, pkg]) => pkg !== null).map(([, pkg]) => pkg);
   if (installable.length > 0 && process.getuid?.() === 0 && has("apt-get")) {
     console.log(
