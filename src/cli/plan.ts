@@ -29,7 +29,7 @@ import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { FORMULA_TYPE } from "../core/configs/formula.ts";
 import { ESTAFETTE_ENABLED_ANNOTATION, parseGuardConfig } from "../core/estafette_guard.ts";
-import type { KubeObject } from "../cluster/types.ts";
+import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
 import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
 import { dump as dumpYaml } from "js-yaml";
@@ -109,10 +109,7 @@ export function guardRow(object: KubeObject, defaultPrometheusUrl: string): Guar
   if (annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") return null;
   const { config, warnings } = parseGuardConfig(annotations, { defaultPrometheusUrl });
   const all = [...warnings];
-  const refs = object.metadata.ownerReferences as
-    | { controller?: boolean; kind?: string; name?: string }[]
-    | undefined;
-  const owner = Array.isArray(refs) ? refs.find((r) => r?.controller === true) : undefined;
+  const owner = controllerRef(object);
   if (owner) {
     all.push(
       `the HPA is controlled by ${owner.kind} ${owner.name}, which owns its minReplicas: the replica guard leaves it alone`,

@@ -232,6 +232,21 @@ export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
   Secret: { group: "", version: "v1", plural: "secrets", namespaced: true, scale: false },
 };
 
+/** An owner reference of an object, as read. */
+export interface OwnerRef {
+  apiVersion?: string;
+  kind?: string;
+  name?: string;
+  uid?: string;
+  controller?: boolean;
+}
+
+/** The object's controller: its ownerReference with `controller: true`, if any. */
+export function controllerRef(obj: KubeObject): OwnerRef | undefined {
+  const refs = obj.metadata.ownerReferences;
+  return Array.isArray(refs) ? (refs as OwnerRef[]).find((r) => r?.controller === true) : undefined;
+}
+
 /** The `apiVersion` of a kind as written in manifests (`apps/v1`, `v1`). */
 export function apiVersionOf(kind: Kind): string {
   const r = KIND_RESOURCES[kind];

@@ -15,7 +15,14 @@
  *   Warning event on the workload, naming the annotation and the value.
  */
 import { replacingMergePatch } from "../cluster/merge_patch.ts";
-import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
+import {
+  type ClusterView,
+  type ClusterWriter,
+  controllerRef,
+  type Kind,
+  type KubeObject,
+} from "../cluster/types.ts";
+import { errorText } from "../engine/error_text.ts";
 import { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { bearerTokenKey } from "../core/configs/prometheus.ts";
 import {
@@ -67,21 +74,8 @@ export interface KnativeReconcilerOptions {
   isLeader?: () => boolean;
 }
 
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
 function isHpaClass(obj: KubeObject | undefined): boolean {
   return obj !== undefined && isKnativeHpaClass(obj);
-}
-
-function controllerRef(
-  obj: KubeObject,
-): { kind?: string; name?: string; uid?: string } | undefined {
-  const refs = obj.metadata.ownerReferences;
-  return Array.isArray(refs)
-    ? refs.find((r: { controller?: boolean }) => r?.controller === true)
-    : undefined;
 }
 
 /** Whether `obj` is controlled by `owner` (by uid when both have one, else kind and name). */

@@ -17,7 +17,14 @@
  * - Events: a Normal one on each change, a Warning one when an HPA cannot be guarded (once per
  *   reason); own metrics under upstream's names.
  */
-import type { ClusterView, ClusterWriter, KubeObject } from "../cluster/types.ts";
+import {
+  type ClusterView,
+  type ClusterWriter,
+  controllerRef,
+  type KubeObject,
+} from "../cluster/types.ts";
+import { errorText } from "../engine/error_text.ts";
+import { hpaKeyOf } from "../engine/hpa_key.ts";
 import { PrometheusClient } from "../collectors/prometheus_client.ts";
 import {
   decideGuard,
@@ -106,21 +113,6 @@ export interface ReplicaGuardOptions {
   logger?: Logger;
   isLeader?: () => boolean;
   metrics?: GuardMetricsSink;
-}
-
-function errorText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
-function hpaKey(hpa: KubeObject): string {
-  return `${hpa.metadata.namespace ?? "default"}/${hpa.metadata.name}`;
-}
-
-/** The controller owning an object (its ownerReference with `controller: true`), if any. */
-function controllerOf(obj: KubeObject): { kind?: string; name?: string } | undefined {
-  const refs = obj.metadata.ownerReferences;
-  if (!Array.isArray(refs)) return undefined;
-  return refs.find((r: { controller?: boolean }) => r?.controller === true);
 }
 
 /** Why one HPA was not decided: a fixed reason for metrics and the message for people. */
@@ -232,7 +224,7 @@ export class ReplicaGuard {
     const seen = new Set<string>();
     const queue: KubeObject[] = [];
     for (const hpa of hpas) {
-      const key = hpaKey(hpa);
+      const key = hpaKeyOf(hpa);
       seen.add(key);
       if (hpa.metadata.annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") {
         this.#metrics?.processed(hpa.metadata.namespace ?? "default", "skipped");
@@ -258,11 +250,11 @@ export class ReplicaGuard {
 
   /** Decide for one HPA and write (or log) the change; never throws. */
   async #guard(hpa: KubeObject): Promise<void> {
-    const key = hpaKey(hpa);
+    const key = hpaKeyOf(hpa);
     const namespace = hpa.metadata.namespace ?? "default";
     let status: GuardStatus = "skipped";
     try {
-      const owner = controllerOf(hpa);
+      const owner = controllerRef(hpa);
       if (owner) {
         throw new Failure(
           "owned",
@@ -334,7 +326,7 @@ export class ReplicaGuard {
 
   /** A Warning event on the HPA when `message` differs from the last one (null: none now). */
   #warn(hpa: KubeObject, message: string | null): void {
-    const key = hpaKey(hpa);
+    const key = hpaKeyOf(hpa);
     if (message === null) {
       this.#warned.delete(key);
       return;
