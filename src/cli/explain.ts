@@ -25,6 +25,7 @@ import { readManifests } from "../cluster/manifests.ts";
 import type { Kind, KubeObject } from "../cluster/types.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { collectorError } from "./plan.ts";
+import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
@@ -377,6 +378,7 @@ async function runOffline(
     metricsTtlSeconds: numberFlag(values, "metrics-ttl"),
     allowLinkLocalTargets: values["allow-link-local-targets"] === true,
     enabledCollectors: collectorFlagsGiven ? enabledCollectors(values) : undefined,
+    endpointPolicy: endpointPolicyFromFlags(values, io.env),
   };
   const check = {
     registry: collectorRegistry(values),

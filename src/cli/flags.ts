@@ -4,6 +4,7 @@
  * The definitions are data: the README's flag reference is generated from them.
  */
 import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative.ts";
+import { DEFAULT_CLUSTER_DOMAIN } from "../core/endpoint_policy.ts";
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { LEASE_TIMING_DEFAULTS } from "../cluster/leader.ts";
 import { KUBE_CLIENT_DEFAULTS } from "../cluster/rate_limiter.ts";
@@ -390,6 +391,27 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "bool",
     false,
     "let HPA annotations name link-local addresses (cloud metadata endpoints are refused by default)",
+  ),
+  def(
+    ENGINE,
+    "allowed-metric-endpoints",
+    "stringSlice",
+    [],
+    "URL patterns that the URLs of HPA annotations (json-path `endpoint`, `prometheus-server`, InfluxDB `address`, the replica guard's server URL) may match: `scheme://host[:port][/path-prefix]`, scheme http or https, host a name, an IP or `*.suffix` (any subdomain, not the suffix), port a number or `*` (none: the scheme's default), path a prefix on segment boundaries (repeatable or comma-separated). With this or --endpoints-in-own-namespace on, any other URL is a plan error, except the servers given by flags (--prometheus-server, --additional-prometheus-server, --influxdb-address, --estafette-prometheus-server-url or PROMETHEUS_SERVER_URL, --knative-prometheus-address with --knative-autoscaler); with neither, every URL is allowed",
+  ),
+  def(
+    ENGINE,
+    "endpoints-in-own-namespace",
+    "bool",
+    false,
+    "let the URLs of HPA annotations name Services of the HPA's own namespace: host `svc.ns`, `svc.ns.svc` or `svc.ns.svc.CLUSTER_DOMAIN`, any port and path; other URLs must be a server given by flags or match --allowed-metric-endpoints",
+  ),
+  def(
+    ENGINE,
+    "cluster-domain",
+    "string",
+    DEFAULT_CLUSTER_DOMAIN,
+    "the cluster's DNS domain (CLUSTER_DOMAIN of --endpoints-in-own-namespace)",
   ),
   def(
     ENGINE,

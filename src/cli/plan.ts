@@ -28,7 +28,14 @@ import { planHpa } from "../core/plan.ts";
 import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { FORMULA_TYPE } from "../core/configs/formula.ts";
-import { ESTAFETTE_ENABLED_ANNOTATION, parseGuardConfig } from "../core/estafette_guard.ts";
+import {
+  ESTAFETTE_ENABLED_ANNOTATION,
+  guardRunsQuery,
+  guardServerUrlProblem,
+  parseGuardConfig,
+} from "../core/estafette_guard.ts";
+import type { EndpointPolicy } from "../core/endpoint_policy.ts";
+import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
 import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
@@ -104,11 +111,22 @@ export interface GuardRow {
 }
 
 /** The replica guard's reading of an HPA, or null when its switch is not exactly "true". */
-export function guardRow(object: KubeObject, defaultPrometheusUrl: string): GuardRow | null {
+export function guardRow(
+  object: KubeObject,
+  defaultPrometheusUrl: string,
+  endpointPolicy?: EndpointPolicy,
+): GuardRow | null {
   const annotations = object.metadata?.annotations;
   if (annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") return null;
   const { config, warnings } = parseGuardConfig(annotations, { defaultPrometheusUrl });
   const all = [...warnings];
+  const refused = guardRunsQuery(config)
+    ? guardServerUrlProblem(config, {
+      hpa: { namespace: object.metadata.namespace ?? "default", name: object.metadata.name },
+      policy: endpointPolicy,
+    })
+    : undefined;
+  if (refused !== undefined) all.push(refused);
   const owner = controllerRef(object);
   if (owner) {
     all.push(
@@ -302,6 +320,7 @@ export const planCommand: Command = {
       metricsTtlSeconds: numberFlag(parsed.values, "metrics-ttl"),
       allowLinkLocalTargets: parsed.values["allow-link-local-targets"] === true,
       enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
+      endpointPolicy: endpointPolicyFromFlags(parsed.values, io.env),
     };
 
     const check = {
@@ -351,7 +370,11 @@ export const planCommand: Command = {
     }
     for (const { object, source } of targets) {
       hpas++;
-      const guard = guardRow(object, guardSetup.options.prometheus?.url ?? "");
+      const guard = guardRow(
+        object,
+        guardSetup.options.prometheus?.url ?? "",
+        options.endpointPolicy,
+      );
       if (guard) guards.push(guard);
       try {
         for (const plan of planHpa(object, options)) {

@@ -31,6 +31,7 @@ import { ScheduleController } from "../controllers/scaling_schedule.ts";
 import { ReplicaGuard } from "../controllers/replica_guard.ts";
 import { KnativeReconciler } from "../controllers/knative.ts";
 import { guardSettings } from "./guard_options.ts";
+import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { Engine } from "../engine/engine.ts";
 import { MetricHistory, recordingStore } from "../engine/history.ts";
 import { statusReporter } from "./status_source.ts";
@@ -280,6 +281,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
 
     // bad Prometheus flags (alias=url pairs, token files) fail the start, not each collection
     prometheusOptionsFromFlags(flags);
+    // so does a bad --allowed-metric-endpoints pattern
+    const endpointPolicy = endpointPolicyFromFlags(flags, io.env);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
     // the engine is made below; the gauges read it on each scrape
     let fallbacks: () => FallbackGauge[] = () => [];
@@ -312,6 +315,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       disregardIncompatibleHpas: boolFlag(flags, "disregard-incompatible-hpas"),
       enabledCollectors: enabledCollectors(flags),
       allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
+      endpointPolicy,
       logger: log,
       setTimer: timers.setTimer,
       clearTimer: timers.clearTimer,
@@ -424,6 +428,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       for (const w of settings.warnings) log.warn("replica guard setting", { warning: w });
       const guard: ReplicaGuard = new ReplicaGuard({
         ...settings.options,
+        endpointPolicy,
         cluster,
         writer: cluster,
         // file mode: the manifests stay as they are; decisions are logged

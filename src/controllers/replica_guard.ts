@@ -35,11 +35,13 @@ import {
   GuardError,
   guardPatch,
   guardRunsQuery,
+  guardServerUrlProblem,
   parseGuardConfig,
   prometheusGuardValue,
 } from "../core/estafette_guard.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
+import type { EndpointPolicy } from "../core/endpoint_policy.ts";
 
 /** Normal event reason: the guard changed an HPA's minReplicas. */
 export const GUARD_CHANGED_REASON = "ReplicaGuardChanged";
@@ -100,6 +102,8 @@ export interface ReplicaGuardOptions {
   prometheus: { url: string; tokenFile: string | null } | null;
   /** HPA annotations may name link-local Prometheus addresses (default false). */
   allowLinkLocalTargets?: boolean;
+  /** Where the server URL annotation may point; undefined allows every URL. */
+  endpointPolicy?: EndpointPolicy;
   intervalSeconds?: number;
   maxConcurrentQueries?: number;
   queryTimeoutSeconds?: number;
@@ -130,6 +134,7 @@ export class ReplicaGuard {
   readonly #lowerBound: number;
   readonly #prometheus: ReplicaGuardOptions["prometheus"];
   readonly #allowLinkLocal: boolean;
+  readonly #endpointPolicy?: EndpointPolicy;
   readonly #intervalMs: number;
   readonly #maxQueries: number;
   readonly #timeoutSeconds: number;
@@ -162,6 +167,7 @@ export class ReplicaGuard {
     this.#lowerBound = options.lowerBound;
     this.#prometheus = options.prometheus;
     this.#allowLinkLocal = options.allowLinkLocalTargets === true;
+    this.#endpointPolicy = options.endpointPolicy;
     this.#intervalMs = (options.intervalSeconds ?? d.intervalSeconds) * 1000;
     this.#maxQueries = Math.max(1, options.maxConcurrentQueries ?? d.maxConcurrentQueries);
     this.#timeoutSeconds = options.queryTimeoutSeconds ?? d.queryTimeoutSeconds;
@@ -266,6 +272,13 @@ export class ReplicaGuard {
       const { config, warnings } = parseGuardConfig(hpa.metadata.annotations, {
         defaultPrometheusUrl: this.#prometheus?.url ?? "",
       });
+      const refused = guardRunsQuery(config)
+        ? guardServerUrlProblem(config, {
+          hpa: { namespace, name: hpa.metadata.name },
+          policy: this.#endpointPolicy,
+        })
+        : undefined;
+      if (refused !== undefined) throw new Failure("endpoint-not-allowed", refused);
       const queryValue = guardRunsQuery(config) ? await this.#query(config) : undefined;
       const inProgress = config.deploymentChecking ? await this.#inProgress(hpa) : false;
       const decision = decideGuard({

@@ -5,13 +5,27 @@
  * has one message, made in one place, naming the HPA, the metric, the key and the value.
  */
 import { z } from "zod";
+import { type EndpointPolicy, endpointPolicyActive } from "./endpoint_policy.ts";
 import { quote } from "./quote.ts";
 import type { MetricPlan, MetricType } from "./types.ts";
 
-/** What a config check may depend on besides the config: facts the operator set, no flags. */
+/**
+ * What a config check may depend on besides the config: facts the operator set (no flag
+ * spellings), and the HPA whose config is read.
+ */
 export interface ConfigContext {
   /** Link-local targets (cloud metadata endpoints) may be named (default false). */
   allowLinkLocalTargets?: boolean;
+  /**
+   * The namespace of the HPA whose metric config is read (`planHpa` sets it per HPA); checks
+   * that depend on it (the endpoint policy's own-namespace rule) need it.
+   */
+  namespace?: string;
+  /**
+   * Where the URLs an HPA names may point (`endpoint`, `prometheus-server`, `address`); no
+   * rule (the default) allows every URL but link-local ones.
+   */
+  endpointPolicy?: EndpointPolicy;
 }
 
 /** The zod schema of one collector's config for one metric type. */
@@ -114,14 +128,32 @@ function schemaOf<C>(
     byKey = new Map();
     schemas.set(descriptor as CollectorDescriptor, byKey);
   }
-  // (the context has one fact today; a new one must be part of this key)
-  const key = `${metricType}|${context.allowLinkLocalTargets === true}`;
+  const key = `${metricType}|${contextKey(context)}`;
   let schema = byKey.get(key);
   if (schema === undefined) {
     schema = descriptor.schema(metricType, context) as ConfigSchema<unknown>;
     byKey.set(key, schema);
   }
   return schema as ConfigSchema<C>;
+}
+
+/** A number per endpoint policy object, for schema keys. */
+const policyIds = new WeakMap<EndpointPolicy, number>();
+let lastPolicyId = 0;
+
+/**
+ * The part of a schema's key a context gives: every fact of the context a schema reads must be
+ * part of it. The namespace is, only where a fact depends on it (one schema per namespace then).
+ */
+function contextKey(context: ConfigContext): string {
+  let key = `${context.allowLinkLocalTargets === true}`;
+  const policy = context.endpointPolicy;
+  if (policy !== undefined && endpointPolicyActive(policy)) {
+    let id = policyIds.get(policy);
+    if (id === undefined) policyIds.set(policy, id = ++lastPolicyId);
+    key += `|policy ${id}|${context.namespace ?? ""}`;
+  }
+  return key;
 }
 
 /** Where a key is set, or to set: the annotation, or the selector label. */

@@ -25,6 +25,7 @@
  *
  * @module
  */
+import { checkEndpoint, type EndpointPolicy } from "./endpoint_policy.ts";
 import { quote, shortenValues } from "./quote.ts";
 
 /** The master switch: the guard acts only when this is exactly `"true"`. */
@@ -589,6 +590,50 @@ export function parseGuardConfig(
  */
 export function guardRunsQuery(config: GuardConfig): boolean {
   return config.prometheusQuery.length > 0 && config.requestsPerReplica > 0;
+}
+
+/** Options of {@linkcode guardServerUrlProblem}. */
+export interface GuardServerUrlOptions {
+  /** The HPA whose annotations were read. */
+  hpa: { namespace: string; name: string };
+  /** Where HPA-chosen URLs may point; undefined allows every URL. */
+  policy: EndpointPolicy | undefined;
+}
+
+/**
+ * Why the guard may not ask the server that the HPA's
+ * `estafette.io/hpa-scaler-prometheus-server-url` annotation names (the endpoint policy of
+ * `--allowed-metric-endpoints` and `--endpoints-in-own-namespace`), or undefined when it may.
+ * The default server (from flags) is not checked, nor a URL the client will refuse anyway (not
+ * an http(s) URL).
+ *
+ * @example
+ * ```ts
+ * guardServerUrlProblem(config, { hpa: { namespace: "a", name: "web" }, policy });
+ * // 'invalid estafette.io/hpa-scaler-prometheus-server-url "http://p.b:9090" of HPA a/web: not allowed: ...'
+ * ```
+ */
+export function guardServerUrlProblem(
+  config: GuardConfig,
+  options: GuardServerUrlOptions,
+): string | undefined {
+  if (config.prometheusServerUrlSource !== "annotation") return undefined;
+  let url: URL;
+  try {
+    url = new URL(config.prometheusServerUrl);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  const refused = checkEndpoint(url, {
+    namespace: options.hpa.namespace,
+    policy: options.policy,
+  });
+  return refused === undefined ? undefined : shortenValues(
+    `invalid ${ESTAFETTE_SERVER_URL_ANNOTATION} ${
+      quote(config.prometheusServerUrl)
+    } of HPA ${options.hpa.namespace}/${options.hpa.name}: ${refused}`,
+  );
 }
 
 /**

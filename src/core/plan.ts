@@ -442,6 +442,8 @@ export function planHpa(hpa: unknown, options: PlanOptions = {}): MetricPlan[] {
     namespace: parsed.metadata.namespace ?? "default",
     name: parsed.metadata.name,
   };
+  // the config checks that depend on the HPA's namespace read it from the context
+  options = { ...options, namespace: ref.namespace };
   const annotations = parseMetricAnnotations(parsed.metadata.annotations);
   const hpaWarnings = [...annotations.warnings];
   const used = new Set<string>();

@@ -133,6 +133,8 @@ export interface EngineOptions {
    * `planHpa` as its config context, as the collectors are. Default false.
    */
   allowLinkLocalTargets?: boolean;
+  /** Where the URLs HPA annotations name may point (given to `planHpa`); default anywhere. */
+  endpointPolicy?: PlanOptions["endpointPolicy"];
   /**
    * How long a value may be served, seconds (`--metrics-ttl`): a formula never reads an input
    * value older than that. Default 900.
@@ -375,6 +377,7 @@ export class Engine {
       ),
       enabledCollectors: this.#enabled,
       allowLinkLocalTargets: options.allowLinkLocalTargets === true,
+      endpointPolicy: options.endpointPolicy,
     };
     this.#disregardIncompatible = options.disregardIncompatibleHpas === true;
     this.#maxCollections = Math.max(

@@ -14,6 +14,7 @@ import {
   REQUIRED,
 } from "../collector_config.ts";
 import { parseDuration } from "../duration.ts";
+import { checkEndpoint } from "../endpoint_policy.ts";
 import {
   checkJsonEvalSyntax,
   checkJsonKeySyntax,
@@ -66,8 +67,9 @@ export function timeoutKey(defaultSeconds: number): z.ZodType<number, string | u
 }
 
 /**
- * An http(s) URL an HPA author chooses: normalised, and refused when its host is a link-local
- * address unless the context allows it.
+ * An http(s) URL an HPA author chooses: normalised, refused when its host is a link-local
+ * address unless the context allows it, and refused where the context's endpoint policy does
+ * not allow it for the HPA's namespace (see endpoint_policy.ts).
  */
 export function hpaUrlKey(context: ConfigContext): z.ZodType<string, string> {
   return configKey((v) => {
@@ -83,6 +85,11 @@ export function hpaUrlKey(context: ConfigContext): z.ZodType<string, string> {
     if (!context.allowLinkLocalTargets && isLinkLocalHost(url.hostname)) {
       throw new Error("a link-local address (allow with --allow-link-local-targets)");
     }
+    const refused = checkEndpoint(url, {
+      namespace: context.namespace ?? "",
+      policy: context.endpointPolicy,
+    });
+    if (refused !== undefined) throw new Error(refused);
     return url.href;
   }, { required: true });
 }
