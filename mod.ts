@@ -34,6 +34,7 @@ export * from "./src/core/configs/zmon.ts";
 export * from "./src/core/configs/nakadi.ts";
 export * from "./src/core/configs/formula.ts";
 export * from "./src/core/link_local.ts";
+export * from "./src/core/endpoint_policy.ts";
 export * from "./src/core/quote.ts";
 export * from "./src/core/scaling_schedule.ts";
 export * from "./src/core/hpa_algorithm.ts";
