@@ -534,14 +534,17 @@ export interface Adjustment {
 
 /**
  * Whether {@linkcode planAdjustment} may scale an HPA's target, judged without reading its
- * scale: the schedules must ask for at least two replicas (it never scales down, nor up from
- * none), and more than the HPA's `status.currentReplicas` when that is known.
+ * scale: the HPA's `status.currentReplicas` must be known and above 0 (as kube-metrics-adapter,
+ * which returns at once otherwise: an HPA the controller has not synced yet, or one scaled to
+ * zero, has nothing to adjust, and reading its scale every pass only costs requests), and the
+ * schedules must ask for at least two replicas (it never scales down) and more than that.
  *
  * @example
  * ```ts
  * const metrics = [{ kind: "ScalingSchedule" as const, name: "peak", value: 105, averageValue: 10 }];
  * mayNeedAdjustment(metrics, { maxReplicas: 20, statusReplicas: 10 }); // true (11 wanted)
  * mayNeedAdjustment(metrics, { maxReplicas: 20, statusReplicas: 11 }); // false
+ * mayNeedAdjustment(metrics, { maxReplicas: 20 }); // false (no status yet)
  * ```
  */
 export function mayNeedAdjustment(
@@ -556,7 +559,8 @@ export function mayNeedAdjustment(
   }
   wanted = Math.min(wanted, hpa.maxReplicas);
   if (!(wanted >= 2)) return false;
-  return hpa.statusReplicas === undefined || hpa.statusReplicas < wanted;
+  const current = hpa.statusReplicas;
+  return current !== undefined && current > 0 && current < wanted;
 }
 
 /**

@@ -22,7 +22,9 @@ function schedule(value: number, date = "2024-03-04T10:30:00Z"): KubeObject {
   };
 }
 
-function hpa(options: { averageValue: string; maxReplicas: number }): KubeObject {
+function hpa(
+  options: { averageValue: string; maxReplicas: number; currentReplicas?: number },
+): KubeObject {
   return {
     apiVersion: "autoscaling/v2",
     kind: "HorizontalPodAutoscaler",
@@ -39,6 +41,9 @@ function hpa(options: { averageValue: string; maxReplicas: number }): KubeObject
         },
       }],
     },
+    ...(options.currentReplicas === undefined
+      ? {}
+      : { status: { currentReplicas: options.currentReplicas } }),
   };
 }
 
@@ -75,7 +80,7 @@ function adjusterSetup(
     metadata: { name: "web", namespace: "shop" },
     spec: { replicas: 10 },
   });
-  s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue, maxReplicas }));
+  s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue, maxReplicas, currentReplicas: 10 }));
   return s;
 }
 
@@ -185,9 +190,29 @@ describe("ScheduleController", () => {
       metadata: { name: "web", namespace: "shop" },
       spec: { replicas: 200 },
     });
-    s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue: "10", maxReplicas: 205 }));
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      hpa({ averageValue: "10", maxReplicas: 205, currentReplicas: 200 }),
+    );
     await s.controller.runOnce();
     assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 205 }]);
+  });
+
+  it("adjuster reads no scale of an HPA without status.currentReplicas or at 0", async () => {
+    // 105 at 11:00 with averageValue 10 wants 11 of 10: adjusted when the status says 10.
+    for (const [currentReplicas, reads, scales] of [[undefined, 0, 0], [0, 0, 0], [10, 1, 1]]) {
+      const s = adjusterSetup(105, "10", 20);
+      s.cluster.set(
+        "HorizontalPodAutoscaler",
+        hpa({ averageValue: "10", maxReplicas: 20, currentReplicas }),
+      );
+      for (let pass = 0; pass < 3; pass++) await s.controller.runOnce();
+      assert.deepEqual(
+        [s.writer.getScaleCalls, s.writer.scales.length],
+        [reads === 0 ? 0 : 3, scales],
+        `status.currentReplicas ${currentReplicas}`,
+      );
+    }
   });
 
   it("adjuster reads no scale while the schedules want one replica or none", async () => {
@@ -196,9 +221,11 @@ describe("ScheduleController", () => {
       metadata: { name: "web", namespace: "shop" },
       spec: { replicas: 1 },
     });
-    s.cluster.set("HorizontalPodAutoscaler", hpa({ averageValue: "10", maxReplicas: 20 }));
-    // 09:00: before the ramp (value 0); 10:25: in the ramp, 50 of 100 -> 5 wanted; the HPA has
-    // no status (no controller wrote one), so only the schedule's wish decides.
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      hpa({ averageValue: "10", maxReplicas: 20, currentReplicas: 1 }),
+    );
+    // 09:00: before the ramp (value 0); 10:25: in the ramp, 50 of 100 -> 5 wanted.
     for (const [at, value, reads] of [["09:00", 100, 0], ["11:00", 10, 0], ["10:25", 100, 1]]) {
       s.timers.now = Date.parse(`2024-03-04T${at}:00Z`);
       s.cluster.set("ScalingSchedule", schedule(value as number));

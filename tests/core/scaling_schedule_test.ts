@@ -659,14 +659,15 @@ const peak = (value: number, averageValue: number): ScheduleMetric => ({
 
 describe("mayNeedAdjustment", () => {
   const cases: [string, ScheduleMetric[], number, number | undefined, boolean][] = [
-    ["reads the scale when the HPA's status is unknown", [peak(105, 10)], 20, undefined, true],
+    ["skips an HPA without status.currentReplicas", [peak(105, 10)], 20, undefined, false],
+    ["skips an HPA at 0 replicas", [peak(105, 10)], 20, 0, false],
     ["reads the scale when the status has fewer replicas", [peak(105, 10)], 20, 10, true],
     ["skips when the status has the replicas wanted", [peak(105, 10)], 20, 11, false],
     ["skips when the status has maxReplicas", [peak(105, 10)], 10, 10, false],
-    ["skips a wish of one replica", [peak(10, 10)], 20, undefined, false],
-    ["skips schedules at 0", [peak(0, 10)], 20, undefined, false],
-    ["skips a zero averageValue", [peak(105, 0)], 20, undefined, false],
-    ["skips when there are no schedule metrics", [], 20, undefined, false],
+    ["skips a wish of one replica", [peak(10, 10)], 20, 1, false],
+    ["skips schedules at 0", [peak(0, 10)], 20, 1, false],
+    ["skips a zero averageValue", [peak(105, 0)], 20, 1, false],
+    ["skips when there are no schedule metrics", [], 20, 1, false],
     ["takes the metric asking for most", [peak(10, 10), peak(30, 10)], 20, 2, true],
   ];
   for (const [name, metrics, maxReplicas, statusReplicas, want] of cases) {
