@@ -14,6 +14,9 @@
  * controller manager use loopback; the adapter, Prometheus, the kubelet stand-in and the pods'
  * endpoints live in the namespace, which has no default route. Nothing else is dialled.
  * Needs root (ip netns), Go (to build once; cached under ~/.cache/hpa-e2e/VERSION) and kubectl.
+ * `test` runs two control planes in turn: deploy/'s files applied with kubectl and the suite
+ * (hpa_e2e_test.ts), then the Helm chart installed with `helm install` (helm built from its Go
+ * module by tests/deploy/helm_tool.ts) and the chart's suite (helm_e2e_test.ts).
  * Knative's PodAutoscaler and ServerlessService CRDs (tests/e2e/knative_crds.ts) are installed
  * before the controller manager starts; no Knative controller runs.
  *
@@ -23,7 +26,9 @@
  * wins: `--estafette-hpa-scaler=false` turns the replica guard off,
  * `--estafette-hpa-scaler-interval=5s` slows it, `--knative-autoscaler=false` turns the Knative
  * reconciler off); HPA_E2E_MANIFESTS replaces the deploy/ files
- * applied; HPA_E2E_PROMETHEUS=0 skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test`
+ * applied; HPA_E2E_INSTALL=helm makes `up` install deploy/helm/hpa-metrics-adapter with helm
+ * instead (and `test` run only that phase; =kustomize only the first); HPA_E2E_PROMETHEUS=0
+ * skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test` (the first phase only)
  * or a failed `up` (and the suite's namespaces); HPA_E2E_HPA_SYNC_PERIOD sets the HPA
  * controller's sync period in seconds (the suite's predictions need the default 2; the bench
  * uses Kubernetes' 15); GO names the go binary.
@@ -47,6 +52,7 @@ import type { CertificateAndKey } from "../../src/api/certs.ts";
 import { parseDuration } from "../../src/core/duration.ts";
 import { createKubeClient, kubeconfigText, loadKubeconfig } from "./kube_client.ts";
 import { KNATIVE_CRD_NAMES, knativeCrds } from "./knative_crds.ts";
+import { ensureHelm, runHelm } from "../deploy/helm_tool.ts";
 import type { KubeClient, KubeCredentials } from "./kube_client.ts";
 
 /** The repository root. */
@@ -88,6 +94,10 @@ export interface E2eState {
   adapterPort: number;
   adapterMetrics: string;
   adapter: "adapter" | "stub";
+  /** How deploy/ was installed: its files with kubectl, or the chart with helm (HPA_E2E_INSTALL). */
+  install: Install;
+  /** The chart's release when install is "helm", else null. */
+  helm: HelmRelease | null;
   /** The Prometheus server in the namespace and the folder of its file_sd targets, or null. */
   prometheus: { url: string; targetsDir: string } | null;
   manifests: string[];
@@ -107,6 +117,28 @@ export interface E2eState {
    * when HPA_E2E_ADAPTER_ARGS turned it off (or the stub runs).
    */
   knative: boolean;
+}
+
+/** How `up` installs deploy/ (HPA_E2E_INSTALL). */
+export type Install = "kustomize" | "helm";
+
+/** The release `up` installs with HPA_E2E_INSTALL=helm. */
+export interface HelmRelease {
+  release: string;
+  namespace: string;
+  /** The chart folder, relative to the repository root. */
+  chart: string;
+  /** The values file given to `helm install` (holds the adapter's serving key: 0600). */
+  valuesFile: string;
+}
+
+/** HPA_E2E_INSTALL: "kustomize" (default) or "helm"; anything else is an error. */
+export function installMode(): Install {
+  const v = process.env.HPA_E2E_INSTALL ?? "kustomize";
+  if (v !== "kustomize" && v !== "helm") {
+    throw new Error(`invalid HPA_E2E_INSTALL "${v}": want kustomize or helm`);
+  }
+  return v;
 }
 
 /** The HPA controller settings the suite's predictions rely on. */
@@ -580,6 +612,78 @@ function deployManifests(): string[] {
 function applyManifests(pki: Pki): string[] {
   const manifests = deployManifests();
   kubectl(["apply", "--server-side", ...manifests.flatMap((f) => ["-f", join(ROOT, f)])]);
+  applyEndpoints();
+  const caBundle = Buffer.from(pki.ca.cert).toString("base64");
+  for (const s of APISERVICES) {
+    kubectl([
+      "patch",
+      "apiservice",
+      `${s.version}.${s.group}`,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { insecureSkipTLSVerify: false, caBundle } }),
+    ]);
+  }
+  return manifests;
+}
+
+/** The release HPA_E2E_INSTALL=helm installs. */
+export const HELM_RELEASE: HelmRelease = {
+  release: "hpa-metrics-adapter",
+  namespace: E2E.adapterNamespace,
+  chart: "deploy/helm/hpa-metrics-adapter",
+  valuesFile: join(STATE_DIR, "helm-values.json"),
+};
+
+/**
+ * `helm install` the chart into the release namespace (the release name gives the kustomize
+ * base's object names), with the values a cluster like this one needs: the adapter process's
+ * serving certificate and the CA that verifies it (the chart's tls values: its Secret and every
+ * APIService's caBundle), and the RBAC of the replica guard and the Knative reconciler the adapter
+ * runs. Then the Service's endpoints, as for deploy/'s files.
+ */
+function installChart(pki: Pki): string[] {
+  const values = {
+    tls: {
+      enable: true,
+      ca: pki.ca.cert,
+      certificate: pki.adapterServing.cert,
+      key: pki.adapterServing.key,
+    },
+    replicaGuard: { enabled: true },
+    knative: { enabled: true },
+  };
+  writeFileSync(HELM_RELEASE.valuesFile, JSON.stringify(values, null, 2) + "\n", { mode: 0o600 });
+  const r = runHelm([
+    "install",
+    HELM_RELEASE.release,
+    join(ROOT, HELM_RELEASE.chart),
+    "--namespace",
+    HELM_RELEASE.namespace,
+    "--create-namespace",
+    "--values",
+    HELM_RELEASE.valuesFile,
+  ], { kubeconfig: KUBECONFIG });
+  if (r.error) throw new Error(`cannot run helm: ${r.error.message}`);
+  if (r.status !== 0) {
+    throw new Error(
+      `helm install failed with exit code ${r.status}: ${(r.stderr || r.stdout).trim()}`,
+    );
+  }
+  log(
+    `helm install ${HELM_RELEASE.release} ${HELM_RELEASE.chart}: ${
+      r.stdout.match(/^STATUS: .*$/m)?.[0] ?? "no STATUS line"
+    }`,
+  );
+  applyEndpoints();
+  return [HELM_RELEASE.chart];
+}
+
+/**
+ * The adapter's Service endpoints: the adapter's address in the namespace (no endpoints
+ * controller or kube-proxy runs, and the adapter is a process, not a pod).
+ */
+function applyEndpoints(): void {
   const objects = [
     {
       apiVersion: "v1",
@@ -607,18 +711,6 @@ function applyManifests(pki: Pki): string[] {
     ["apply", "--server-side", "-f", "-"],
     JSON.stringify({ apiVersion: "v1", kind: "List", items: objects }),
   );
-  const caBundle = Buffer.from(pki.ca.cert).toString("base64");
-  for (const s of APISERVICES) {
-    kubectl([
-      "patch",
-      "apiservice",
-      `${s.version}.${s.group}`,
-      "--type=merge",
-      "-p",
-      JSON.stringify({ spec: { insecureSkipTLSVerify: false, caBundle } }),
-    ]);
-  }
-  return manifests;
 }
 
 /** Debian's Prometheus, if installed: in the namespace, scraping the file_sd targets the suite writes. */
@@ -819,12 +911,14 @@ async function startAll(options: UpOptions): Promise<E2eState> {
   const started = Date.now();
   const version = kubernetesVersion();
   const bin = ensureBinaries(version);
+  const install = installMode();
+  if (install === "helm") ensureHelm();
   const built = Date.now();
 
   if (!options.fresh && existsSync(STATE_FILE)) {
     const procs = recordedProcesses();
-    if (procs.length > 0 && procs.every(alive)) {
-      const state = JSON.parse(readFileSync(STATE_FILE, "utf8")) as E2eState;
+    const state = JSON.parse(readFileSync(STATE_FILE, "utf8")) as E2eState;
+    if (procs.length > 0 && procs.every(alive) && state.install === install) {
       const client = createKubeClient(loadKubeconfig(KUBECONFIG));
       try {
         await waitForApiServices(client, 5_000);
@@ -863,7 +957,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
   log(`kube-apiserver ready ${Math.round((Date.now() - clean) / 100) / 10} s after start`);
   installKnativeCrds();
   startControllerManager(bin, pki);
-  const manifests = applyManifests(pki);
+  const manifests = install === "helm" ? installChart(pki) : applyManifests(pki);
 
   const token = await adapterToken(client);
   writeKubeconfig(
@@ -894,6 +988,8 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     adapterPort: E2E.adapterPort,
     adapterMetrics: `http://${E2E.adapterIp}:${E2E.adapterMetricsPort}/metrics`,
     adapter: process.env.HPA_E2E_ADAPTER === "stub" ? "stub" : "adapter",
+    install,
+    helm: install === "helm" ? HELM_RELEASE : null,
     prometheus,
     manifests,
     version,
@@ -958,8 +1054,8 @@ function stubAdapter(): void {
 
 // --- command line -------------------------------------------------------------------------------
 
-async function runSuite(testArgs: string[]): Promise<number> {
-  const suite = join(ROOT, "tests/e2e/hpa_e2e_test.ts");
+async function runSuite(file: string, testArgs: string[]): Promise<number> {
+  const suite = join(ROOT, file);
   const started = Date.now();
   const r = spawnSync(process.execPath, [
     "--import",
@@ -989,12 +1085,28 @@ async function main(argv: string[]): Promise<number> {
       await down();
       return 0;
     case "test": {
-      let rc = 1;
-      try {
-        await up({ fresh: true });
-        rc = await runSuite(argv.slice(1));
-      } finally {
-        if (!process.env.HPA_E2E_KEEP) await down();
+      // each install on a control plane of its own: deploy/'s files and the whole suite, then
+      // the chart and its suite (HPA_E2E_INSTALL picks one)
+      const phases: [Install, string][] = [
+        ["kustomize", "tests/e2e/hpa_e2e_test.ts"],
+        ["helm", "tests/e2e/helm_e2e_test.ts"],
+      ];
+      const only = process.env.HPA_E2E_INSTALL ? installMode() : null;
+      let rc = 0;
+      for (const [install, suite] of phases.filter(([i]) => only === null || i === only)) {
+        process.env.HPA_E2E_INSTALL = install;
+        let phaseRc = 1;
+        try {
+          log(`--- ${install}: ${suite}`);
+          await up({ fresh: true });
+          phaseRc = await runSuite(suite, argv.slice(1));
+        } catch (err) {
+          log(`${install}: ${(err as Error).message}`);
+        } finally {
+          if (!process.env.HPA_E2E_KEEP) await down();
+        }
+        if (phaseRc !== 0) rc = phaseRc;
+        if (process.env.HPA_E2E_KEEP && only === null) break;
       }
       return rc;
     }
