@@ -180,6 +180,22 @@ export interface FallbackStatus {
   active: boolean;
   /** Consecutive failed collections (of a formula: the most of any input). */
   consecutiveFailures: number;
+  /** Its last fallback episode; absent while it never was active. */
+  last?: FallbackEpisode;
+}
+
+/** The last time a plan's fallback value was served (the status page shows it). */
+export interface FallbackEpisode {
+  /** When it became active, ms since the epoch. */
+  since: number;
+  /** When it ended, ms since the epoch; null while active. */
+  endedAt: number | null;
+  /** The value served last (per pod for a Pods metric) and the replica count it stands for. */
+  value: number;
+  replicas: number;
+  /** Why it started; why it ended (null while active). */
+  cause: string;
+  endReason: string | null;
 }
 
 /** The outcome of one HPA reconcile. */
@@ -207,6 +223,8 @@ interface PlanEntry {
   failures: number;
   /** Its fallback value is served now. */
   fallbackOn: boolean;
+  /** Its last fallback episode, null until it has one (an object only for plans that had one). */
+  fallbackLast: FallbackEpisode | null;
   /** The formulas that read it (wired on each reconcile of its HPA). */
   dependents: Set<PlanEntry> | null;
   /** A formula: its compiled expression and the entries of its inputs. */
@@ -746,8 +764,22 @@ export class Engine {
       return;
     }
     this.#store.recordSuccess(entry.key, decision.samples, at);
-    if (entry.fallbackOn) return;
+    if (entry.fallbackOn) {
+      if (entry.fallbackLast) {
+        entry.fallbackLast.value = decision.value;
+        entry.fallbackLast.replicas = decision.replicas;
+      }
+      return;
+    }
     entry.fallbackOn = true;
+    entry.fallbackLast = {
+      since: at,
+      endedAt: null,
+      value: decision.value,
+      replicas: decision.replicas,
+      cause,
+      endReason: null,
+    };
     const message = fallbackStartMessage(plan, cause, decision);
     this.#log.warn("fallback started", { plan: entry.key, message });
     const state = this.#hpas.get(entry.hpaKey);
@@ -757,6 +789,10 @@ export class Engine {
   #endFallback(entry: PlanEntry, why: string): void {
     if (!entry.fallbackOn) return;
     entry.fallbackOn = false;
+    if (entry.fallbackLast) {
+      entry.fallbackLast.endedAt = this.#now();
+      entry.fallbackLast.endReason = why;
+    }
     const message = fallbackEndMessage(entry.plan, why);
     this.#log.info("fallback ended", { plan: entry.key, message });
     const state = this.#hpas.get(entry.hpaKey);
@@ -777,6 +813,7 @@ export class Engine {
           metricName: e.plan.metricName,
           active: e.fallbackOn,
           consecutiveFailures: failures,
+          ...(e.fallbackLast ? { last: { ...e.fallbackLast } } : {}),
         });
       }
     }
@@ -805,6 +842,7 @@ export class Engine {
       incompatible: false,
       failures: 0,
       fallbackOn: false,
+      fallbackLast: null,
       dependents: null,
       formula: null,
       formulaError: null,
