@@ -71,6 +71,28 @@ export interface GuardGauge {
   requestRate: number;
 }
 
+/** The guard's last decision for one HPA, for the status page and `explain`. */
+export interface GuardLastDecision {
+  /** When it was made, ms since the epoch. */
+  at: number;
+  /** The query run, null when none runs or it could not decide. */
+  query: string | null;
+  queryValue: number | null;
+  /** The minReplicas computed, null when it could not decide. */
+  minReplicas: number | null;
+  /** The scale-down cap (see `GuardDecision.maxScaleDown`), or null. */
+  maxScaleDown: number | null;
+  scaleDownMinimum: number | null;
+  /** `guardChangeMessage` of the decision, null when it could not decide. */
+  message: string | null;
+  /** The decision changes the HPA. */
+  changed: boolean;
+  /** The change was written (false in file mode: logged only). */
+  written: boolean;
+  /** Why it did nothing (the failure), else null. */
+  error: string | null;
+}
+
 /** The defaults of {@linkcode ReplicaGuardOptions}. */
 export const REPLICA_GUARD_DEFAULTS: Readonly<{
   intervalSeconds: number;
@@ -153,6 +175,8 @@ export class ReplicaGuard {
   readonly #warned = new Map<string, string>();
   /** The gauges per HPA key, after its last decision. */
   readonly #gauges = new Map<string, GuardGauge>();
+  /** The last decision per guarded HPA key (pruned with the gauges). */
+  readonly #decisions = new Map<string, GuardLastDecision>();
   #replicaSetsWatched = false;
   #timer: unknown = null;
   #running: Promise<void> | null = null;
@@ -213,6 +237,12 @@ export class ReplicaGuard {
     return [...this.#gauges.values()];
   }
 
+  /** A copy of the last decision for an HPA the guard is on for, or null (none yet, or off). */
+  lastDecision(namespace: string, name: string): GuardLastDecision | null {
+    const d = this.#decisions.get(`${namespace}/${name}`);
+    return d ? { ...d } : null;
+  }
+
   /** One pass over every HPA; passes never overlap (a call during one waits for it). */
   runOnce(): Promise<void> {
     if (this.#running) return this.#running;
@@ -235,12 +265,14 @@ export class ReplicaGuard {
       if (hpa.metadata.annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") {
         this.#metrics?.processed(hpa.metadata.namespace ?? "default", "skipped");
         this.#gauges.delete(key);
+        this.#decisions.delete(key);
         this.#warned.delete(key);
         continue;
       }
       queue.push(hpa);
     }
     for (const key of [...this.#gauges.keys()]) if (!seen.has(key)) this.#gauges.delete(key);
+    for (const key of [...this.#decisions.keys()]) if (!seen.has(key)) this.#decisions.delete(key);
     for (const key of [...this.#warned.keys()]) if (!seen.has(key)) this.#warned.delete(key);
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -259,6 +291,7 @@ export class ReplicaGuard {
     const key = hpaKeyOf(hpa);
     const namespace = hpa.metadata.namespace ?? "default";
     let status: GuardStatus = "skipped";
+    let last: GuardLastDecision | null = null;
     try {
       const owner = controllerRef(hpa);
       if (owner) {
@@ -300,8 +333,21 @@ export class ReplicaGuard {
       });
       // the configuration's warnings (a ratio out of range...) are said once, as a Warning
       this.#warn(hpa, warnings.length > 0 ? `replica guard: ${warnings.join("; ")}` : null);
-      if (decision.write === null) return;
       const message = guardChangeMessage(decision, config);
+      last = {
+        at: this.#now(),
+        query: decision.queryRan ? config.prometheusQuery : null,
+        queryValue: decision.queryRan ? decision.requestRate : null,
+        minReplicas: decision.target,
+        maxScaleDown: decision.maxScaleDown,
+        scaleDownMinimum: decision.scaleDownMinimum,
+        message,
+        changed: decision.write !== null,
+        written: false,
+        error: null,
+      };
+      this.#decisions.set(key, last);
+      if (decision.write === null) return;
       if (!this.#write || !this.#writer) {
         this.#log.info("replica guard decision (not written: file mode)", { hpa: key, message });
         return;
@@ -317,6 +363,7 @@ export class ReplicaGuard {
         throw new Failure("patch", `cannot patch HPA ${key}: ${errorText(e)}`);
       }
       status = "succeeded";
+      last.written = true;
       this.#log.info("replica guard changed minReplicas", { hpa: key, message });
       this.#writer.emitEvent("HorizontalPodAutoscaler", hpa, {
         type: "Normal",
@@ -325,6 +372,20 @@ export class ReplicaGuard {
       }).catch((e) => this.#log.error("failed to write event", { hpa: key, error: errorText(e) }));
     } catch (e) {
       status = "failed";
+      this.#decisions.set(key, {
+        ...(last ?? {
+          query: null,
+          queryValue: null,
+          minReplicas: null,
+          maxScaleDown: null,
+          scaleDownMinimum: null,
+          message: null,
+          changed: false,
+          written: false,
+        }),
+        at: this.#now(),
+        error: errorText(e),
+      });
       const reason = e instanceof Failure || e instanceof GuardError ? e.reason : "error";
       const message = `replica guard: ${errorText(e)}`;
       this.#metrics?.failed(namespace, reason);
