@@ -1,11 +1,18 @@
 /**
  * The status page's facts as one versioned JSON document (`GET /status.json`), built by a pure
  * function from what the adapter knows: the engine's plans and fallbacks, the HPAs of the
- * cluster view, the store's conflicts and the recent values kept per plan. The HTML pages
- * (status_page.ts) render this document and nothing else.
+ * cluster view, the store's conflicts, the recent values kept per plan, the replica guard's last
+ * decisions and the ScalingSchedules the HPAs use. The HTML pages (status_page.ts) render this
+ * document and nothing else.
  *
  * The inputs are described here by their shape (the engine's `PlanStatus`, `FallbackStatus` and
- * `PlanHistory` fit them), so that this layer does not import the engine.
+ * `PlanHistory`, the replica guard's `GuardLastDecision` fit them), so that this layer does not
+ * import the engine or the controllers.
+ *
+ * Version 1 grew, backward compatibly (fields added, none removed or changed): `schedules` (the
+ * next 24 hours of each schedule an HPA uses), `replicaGuard` per HPA, `selector` and
+ * `schedule` per metric, and the fallback's last episode (`activeSince`, `endedAt`, `value`,
+ * `replicas`, `reason`, `endReason`).
  *
  * @module
  */
@@ -15,8 +22,17 @@ import {
   type HpaAlgorithmBehavior,
   type HpaMetricObservation,
 } from "../core/hpa_algorithm.ts";
+import { ESTAFETTE_ENABLED_ANNOTATION } from "../core/estafette_guard.ts";
+import { labelSelectorString } from "../core/label_selector.ts";
 import { planHpa, type PlanOptions } from "../core/plan.ts";
-import type { MetricPlan, MetricTarget, ObjectReference } from "../core/types.ts";
+import {
+  parseScalingSchedule,
+  scalingWindowMs,
+  scheduleActive,
+  type ScheduleOptions,
+} from "../core/scaling_schedule.ts";
+import { rampStepMs, scheduleChanges, scheduleSteps } from "../core/schedule_series.ts";
+import type { LabelSelector, MetricPlan, MetricTarget, ObjectReference } from "../core/types.ts";
 
 /** The version of the document's shape; bumped on an incompatible change. */
 export const STATUS_VERSION = 1;
@@ -36,6 +52,40 @@ export interface StatusFallbackInput {
   metricName: string;
   active: boolean;
   consecutiveFailures: number;
+  /** The last time its fallback value was served (the engine's `FallbackEpisode`), if ever. */
+  last?: StatusFallbackEpisodeInput | null;
+}
+
+/** One episode of a fallback (times in ms since the epoch). */
+export interface StatusFallbackEpisodeInput {
+  since: number;
+  endedAt: number | null;
+  value: number;
+  replicas: number;
+  cause: string;
+  endReason: string | null;
+}
+
+/** The replica guard's last decision for one HPA (the guard's `GuardLastDecision`). */
+export interface StatusGuardInput {
+  /** ms since the epoch. */
+  at: number;
+  query: string | null;
+  queryValue: number | null;
+  minReplicas: number | null;
+  maxScaleDown: number | null;
+  scaleDownMinimum: number | null;
+  message: string | null;
+  changed: boolean;
+  written: boolean;
+  error: string | null;
+}
+
+/** Where the schedules come from and how they are evaluated (the serve flags). */
+export interface StatusScheduleSource {
+  options: ScheduleOptions;
+  /** One ScalingSchedule (namespaced) or ClusterScalingSchedule (namespace undefined). */
+  get(kind: ScheduleKind, namespace: string | undefined, name: string): KubeObject | undefined;
 }
 
 /** What is kept of a plan's recent outcomes (the engine's `PlanHistory`). */
@@ -69,7 +119,31 @@ export interface StatusInput {
   planOptions?: PlanOptions;
   /** The HPA controller's `--horizontal-pod-autoscaler-tolerance`; default 0.1. */
   tolerance?: number;
+  /**
+   * The schedule objects: with it, `schedules` holds the next {@linkcode SCHEDULE_HOURS} hours of
+   * each schedule the reported HPAs use, computed now (nothing of it is kept).
+   */
+  schedules?: StatusScheduleSource;
+  /**
+   * The replica guard's last decision for an HPA; given only when the guard runs
+   * (`--estafette-hpa-scaler`). Without it, `replicaGuard` is null for every HPA.
+   */
+  replicaGuard?: (namespace: string, name: string) => StatusGuardInput | null;
+  /** Report only this HPA (one HPA's page). */
+  only?: { namespace: string; name: string };
 }
+
+/** How far ahead a schedule is computed. */
+export const SCHEDULE_HOURS = 24;
+
+/** The kinds of schedule objects. */
+export type ScheduleKind = "ScalingSchedule" | "ClusterScalingSchedule";
+
+/** The collector types that read a schedule object, and its kind. */
+const SCHEDULE_COLLECTORS: Readonly<Record<string, ScheduleKind>> = {
+  "scaling-schedule": "ScalingSchedule",
+  "cluster-scaling-schedule": "ClusterScalingSchedule",
+};
 
 /**
  * The state of a metric, from the worst: `invalid` (cannot be collected: its configuration or
@@ -110,6 +184,31 @@ export type StatusPoint =
   | { at: string; value: null; failed: true }
   | { at: string; value: null };
 
+/** Which schedule object a metric reads (`namespace` null for a ClusterScalingSchedule). */
+export interface ScheduleRef {
+  kind: ScheduleKind;
+  namespace: string | null;
+  name: string;
+}
+
+/** A metric's fallback: whether it is active, and its last episode. */
+export interface FallbackState {
+  active: boolean;
+  consecutiveFailures: number;
+  /** When the fallback value was last first served (RFC 3339), null if never. */
+  activeSince: string | null;
+  /** When that episode ended, null while active or if never. */
+  endedAt: string | null;
+  /** The value served then (per pod for a Pods metric), null if never. */
+  value: number | null;
+  /** The replica count that value stands for, null if never. */
+  replicas: number | null;
+  /** Why it started, null if never. */
+  reason: string | null;
+  /** Why it ended, null while active or if never. */
+  endReason: string | null;
+}
+
 /** One metric of an HPA. */
 export interface MetricStatus {
   /** The plan key (`namespace/name/index/Type/metric`). */
@@ -125,8 +224,18 @@ export interface MetricStatus {
   hidden: boolean;
   /** A formula metric's expression, else null. */
   formula: string | null;
-  /** The configuration as planned (secret-looking keys and URL credentials redacted). */
+  /**
+   * The configuration as planned: the selector's matchLabels (External, Object) overridden by
+   * the `metric-config.*` annotations (secret-looking keys and URL credentials redacted).
+   */
   config: Record<string, string>;
+  /**
+   * `metric.selector` of the entry (matchLabels redacted as `config`), null when none. The pages
+   * show it apart from the annotations.
+   */
+  selector: LabelSelector | null;
+  /** The schedule object of a ScalingSchedule metric (see the report's `schedules`), else null. */
+  schedule: ScheduleRef | null;
   state: MetricState;
   /** The value the HPA works with (Pods: the average over pods), or null. */
   value: number | null;
@@ -144,7 +253,7 @@ export interface MetricStatus {
   lastError: string | null;
   lastErrorAt: string | null;
   /** When the plan has a fallback. */
-  fallback: { active: boolean; consecutiveFailures: number } | null;
+  fallback: FallbackState | null;
   warnings: string[];
   /** Recent outcomes, oldest first. */
   history: StatusPoint[];
@@ -164,6 +273,67 @@ export interface ReplicaComparison {
   note: string;
 }
 
+/**
+ * The replica guard's last decision for an HPA with `estafette.io/hpa-scaler: "true"`, while
+ * the guard runs.
+ */
+export interface ReplicaGuardStatus {
+  /**
+   * When it last decided (RFC 3339), null before its first pass over the HPA (passes run on the
+   * leader only, every `--estafette-hpa-scaler-interval`); the other fields are null then too.
+   */
+  at: string | null;
+  /** The Prometheus query it ran, null when none runs (or it could not decide). */
+  query: string | null;
+  /** The query's result, null without a query. */
+  queryValue: number | null;
+  /** The minReplicas it computed, null when it could not decide. */
+  minReplicas: number | null;
+  /**
+   * The scale-down cap: the most replicas one scale-down may remove (0 means one), null when
+   * the cap is off during a rollout or it could not decide.
+   */
+  maxScaleDown: number | null;
+  /** The lowest minReplicas the cap allows (currentReplicas minus the cap), or null. */
+  scaleDownMinimum: number | null;
+  /** The decision in words (`minReplicas 3 -> 11: query ...`, `minReplicas 3 unchanged: ...`). */
+  message: string | null;
+  /** Whether the decision changes the HPA. */
+  changed: boolean;
+  /** Whether the change was written (false in file mode, where it is only logged). */
+  written: boolean;
+  /** Why it did nothing: what failed (the query, the patch, an owner), else null. */
+  error: string | null;
+}
+
+/**
+ * The next {@linkcode SCHEDULE_HOURS} hours of a schedule object an HPA uses, computed on each
+ * request with the collector's maths (core/schedule_series.ts).
+ */
+export interface ScheduleStatus {
+  kind: ScheduleKind;
+  /** null for a ClusterScalingSchedule. */
+  namespace: string | null;
+  name: string;
+  /** Why it has no values (not found, invalid), else null. */
+  error: string | null;
+  /** The range, RFC 3339: now to 24 hours later. */
+  from: string;
+  to: string;
+  /** The ramp window it is evaluated with (its own, else the flag's), null with an error. */
+  scalingWindowSeconds: number | null;
+  /** `--scaling-schedule-ramp-steps`. */
+  rampSteps: number;
+  /** Whether any of its schedules is active now, ramps included (`status.active`), or null. */
+  active: boolean | null;
+  /**
+   * Its value over the range as steps: each value holds from its `at` until the next step's
+   * (the last one's until `to`); the first step is at `from` (the value now), then one at every
+   * change, every ramp step included. Empty with an error.
+   */
+  steps: { at: string; value: number }[];
+}
+
 /** One HPA. */
 export interface HpaStatus {
   namespace: string;
@@ -177,6 +347,8 @@ export interface HpaStatus {
   /** Warnings of the planner (malformed or unused annotations). */
   warnings: string[];
   replicas: ReplicaComparison;
+  /** The replica guard's last decision; null when the guard is off or not on for this HPA. */
+  replicaGuard: ReplicaGuardStatus | null;
   metrics: MetricStatus[];
 }
 
@@ -186,6 +358,11 @@ export interface StatusReport {
   /** RFC 3339. */
   generatedAt: string;
   hpas: HpaStatus[];
+  /**
+   * Each schedule object the HPAs above use, once, sorted by kind, namespace and name (empty
+   * when the schedules are not computed: the overview page does not).
+   */
+  schedules: ScheduleStatus[];
 }
 
 /** What the replica comparison says it does not do. */
@@ -219,6 +396,114 @@ export function redactConfig(config: Readonly<Record<string, string>>): Record<s
     out[key] = SECRET_KEY.test(key) && !/-from$/.test(key)
       ? "(redacted)"
       : v.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, "$1");
+  }
+  return out;
+}
+
+/** A selector as shown: its matchLabels redacted as a config ({@linkcode redactConfig}). */
+export function redactSelector(s: LabelSelector | null | undefined): LabelSelector | null {
+  if (!s) return null;
+  const out: LabelSelector = {};
+  if (s.matchLabels) out.matchLabels = redactConfig(s.matchLabels);
+  if (s.matchExpressions) {
+    out.matchExpressions = s.matchExpressions.map((e) => ({
+      key: e.key,
+      operator: e.operator,
+      ...(e.values ? { values: [...e.values] } : {}),
+    }));
+  }
+  return out;
+}
+
+/** A label selector as `key=value,key in (a,b)` (its JSON when it does not parse). */
+export function selectorText(s: LabelSelector): string {
+  try {
+    return labelSelectorString(s);
+  } catch {
+    return JSON.stringify(s);
+  }
+}
+
+/**
+ * The entries of a metric's config that come from its `metric-config.*` annotations: those that
+ * are not its selector's matchLabels (which the planner merges under them). Both redacted alike.
+ *
+ * @example
+ * ```ts
+ * annotationConfig({ type: "json-path", endpoint: "http://q" }, { matchLabels: { type: "json-path" } });
+ * // [["endpoint", "http://q"]]
+ * ```
+ */
+export function annotationConfig(
+  config: Readonly<Record<string, string>>,
+  selector: LabelSelector | null,
+): [string, string][] {
+  const labels = selector?.matchLabels ? redactConfig(selector.matchLabels) : {};
+  return Object.entries(config).filter(([k, v]) => labels[k] !== v);
+}
+
+/** The schedule object a plan reads, or null. */
+export function scheduleRefOf(plan: MetricPlan): ScheduleRef | null {
+  const kind = plan.collector ? SCHEDULE_COLLECTORS[plan.collector] : undefined;
+  if (kind === undefined || !plan.describedObject) return null;
+  return {
+    kind,
+    namespace: kind === "ScalingSchedule" ? plan.hpa.namespace : null,
+    name: plan.describedObject.name,
+  };
+}
+
+function scheduleKey(r: ScheduleRef): string {
+  return `${r.kind}/${r.namespace ?? ""}/${r.name}`;
+}
+
+/** `ScalingSchedule ns/name`, `ClusterScalingSchedule name`. */
+export function scheduleLabel(r: ScheduleRef): string {
+  return r.namespace === null ? `${r.kind} ${r.name}` : `${r.kind} ${r.namespace}/${r.name}`;
+}
+
+/**
+ * A schedule object's next `hours` from `now`, with the collector's maths; an object that is
+ * missing or invalid gives its error.
+ *
+ * @example
+ * ```ts
+ * scheduleStatus({ kind: "ClusterScalingSchedule", namespace: null, name: "launch" },
+ *   cluster.get("ClusterScalingSchedule", undefined, "launch"), options, Date.now());
+ * ```
+ */
+export function scheduleStatus(
+  ref: ScheduleRef,
+  obj: KubeObject | undefined,
+  options: ScheduleOptions,
+  now: number,
+  hours: number = SCHEDULE_HOURS,
+): ScheduleStatus {
+  const to = now + hours * 3_600_000;
+  const out: ScheduleStatus = {
+    ...ref,
+    error: null,
+    from: new Date(now).toISOString(),
+    to: new Date(to).toISOString(),
+    scalingWindowSeconds: null,
+    rampSteps: options.rampSteps,
+    active: null,
+    steps: [],
+  };
+  const label = scheduleLabel(ref);
+  if (!obj) {
+    out.error = `${label} not found`;
+    return out;
+  }
+  try {
+    const spec = parseScalingSchedule({ ...obj, kind: ref.kind }).spec;
+    const steps = scheduleSteps(spec, { ...options, from: now, to });
+    out.scalingWindowSeconds = scalingWindowMs(spec, options) / 1000;
+    out.active = scheduleActive(spec, now, options);
+    out.steps = steps.map((s) => ({ at: new Date(s.at).toISOString(), value: s.value }));
+  } catch (e) {
+    const msg = (e as Error).message;
+    out.error = msg.includes(label) ? msg : `invalid ${label}: ${msg}`;
   }
   return out;
 }
@@ -303,6 +588,8 @@ function metricStatus(
     hidden: plan.hidden === true,
     formula: plan.formula?.expression ?? null,
     config: redactConfig(plan.config),
+    selector: redactSelector(plan.metricSelector),
+    schedule: scheduleRefOf(plan),
     state,
     value: valueAt === null ? null : h!.lastValue,
     valueAt: iso(valueAt),
@@ -313,11 +600,56 @@ function metricStatus(
     failingSince: iso(h?.failingSince ?? null),
     lastError: h?.lastError ?? null,
     lastErrorAt: iso(h?.lastErrorAt ?? null),
-    fallback: plan.fallback
-      ? { active: fb?.active ?? false, consecutiveFailures: fb?.consecutiveFailures ?? 0 }
-      : null,
+    fallback: plan.fallback ? fallbackState(fb) : null,
     warnings: [...(plan.warnings ?? [])],
     history: points(h),
+  };
+}
+
+function fallbackState(fb: StatusFallbackInput | undefined): FallbackState {
+  const last = fb?.last ?? null;
+  return {
+    active: fb?.active ?? false,
+    consecutiveFailures: fb?.consecutiveFailures ?? 0,
+    activeSince: iso(last?.since ?? null),
+    endedAt: iso(last?.endedAt ?? null),
+    value: last?.value ?? null,
+    replicas: last?.replicas ?? null,
+    reason: last?.cause ?? null,
+    endReason: last?.endReason ?? null,
+  };
+}
+
+/** The guard's last decision as reported, or null when the guard is not on for the HPA. */
+function guardStatus(hpa: KubeObject, input: StatusInput): ReplicaGuardStatus | null {
+  if (!input.replicaGuard) return null;
+  if (hpa.metadata.annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") return null;
+  const d = input.replicaGuard(hpa.metadata.namespace ?? "default", hpa.metadata.name);
+  if (!d) {
+    return {
+      at: null,
+      query: null,
+      queryValue: null,
+      minReplicas: null,
+      maxScaleDown: null,
+      scaleDownMinimum: null,
+      message: null,
+      changed: false,
+      written: false,
+      error: null,
+    };
+  }
+  return {
+    at: iso(d.at),
+    query: d.query,
+    queryValue: d.queryValue,
+    minReplicas: d.minReplicas,
+    maxScaleDown: d.maxScaleDown,
+    scaleDownMinimum: d.scaleDownMinimum,
+    message: d.message,
+    changed: d.changed,
+    written: d.written,
+    error: d.error,
   };
 }
 
@@ -484,6 +816,7 @@ function hpaStatus(
     errors,
     warnings,
     replicas: compareReplicas(hpa, metrics, input),
+    replicaGuard: guardStatus(hpa, input),
     metrics,
   };
 }
@@ -491,7 +824,8 @@ function hpaStatus(
 /**
  * The status document: every HPA of the cluster view (sorted worst state first, then by
  * namespace and name) with each metric's state, value, age and recent values, and the replica
- * count the core's HPA algorithm computes next to the HPA's status.
+ * count the core's HPA algorithm computes next to the HPA's status; with `schedules`, the next
+ * 24 hours of each schedule object they use (each computed once per call).
  *
  * @example
  * ```ts
@@ -517,7 +851,13 @@ export function buildStatus(input: StatusInput): StatusReport {
   for (const f of input.fallbacks) {
     fallbacks.set(`${keyOf(f.hpa.namespace, f.hpa.name)}/${f.metricType}/${f.metricName}`, f);
   }
-  const hpas = input.hpas.map((hpa) =>
+  const only = input.only;
+  const listed = only
+    ? input.hpas.filter((h) =>
+      (h.metadata.namespace ?? "default") === only.namespace && h.metadata.name === only.name
+    )
+    : input.hpas;
+  const hpas = listed.map((hpa) =>
     hpaStatus(
       hpa,
       byHpa.get(keyOf(hpa.metadata.namespace ?? "default", hpa.metadata.name)) ?? [],
@@ -531,7 +871,107 @@ export function buildStatus(input: StatusInput): StatusReport {
     (a.namespace < b.namespace ? -1 : a.namespace > b.namespace ? 1 : 0) ||
     (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
   );
-  return { version: STATUS_VERSION, generatedAt: new Date(input.now).toISOString(), hpas };
+  const schedules: ScheduleStatus[] = [];
+  const source = input.schedules;
+  if (source) {
+    const refs = new Map<string, ScheduleRef>();
+    for (const h of hpas) {
+      for (const m of h.metrics) if (m.schedule) refs.set(scheduleKey(m.schedule), m.schedule);
+    }
+    for (const key of [...refs.keys()].sort()) {
+      const ref = refs.get(key)!;
+      const obj = source.get(ref.kind, ref.namespace ?? undefined, ref.name);
+      schedules.push(scheduleStatus(ref, obj, source.options, input.now));
+    }
+  }
+  return {
+    version: STATUS_VERSION,
+    generatedAt: new Date(input.now).toISOString(),
+    hpas,
+    schedules,
+  };
+}
+
+/**
+ * A fallback's state and last episode in words: `active since T, serving 6 (3 replicas): why`,
+ * `not active, 0 consecutive failures; last active from T1 to T2, served 6 (3 replicas): why;
+ * ended: why`.
+ */
+export function fallbackText(f: NonNullable<MetricStatus["fallback"]>): string {
+  const served = f.value === null
+    ? ""
+    : `serving ${number(f.value)} (${f.replicas} replica${f.replicas === 1 ? "" : "s"})`;
+  if (f.active) {
+    if (f.activeSince === null) return "active";
+    return `active since ${f.activeSince}, ${served}${f.reason ? `: ${f.reason}` : ""}`;
+  }
+  const now = `not active, ${f.consecutiveFailures} consecutive failure${
+    f.consecutiveFailures === 1 ? "" : "s"
+  }`;
+  if (f.activeSince === null) return now;
+  return `${now}; last active from ${f.activeSince} to ${f.endedAt ?? "?"}, ${
+    served.replace("serving", "served")
+  }${f.reason ? `: ${f.reason}` : ""}${f.endReason ? `; ended: ${f.endReason}` : ""}`;
+}
+
+/** The replica guard's scale-down cap in words, null when it could not decide. */
+export function guardCapText(g: ReplicaGuardStatus): string | null {
+  if (g.minReplicas === null) return null;
+  if (g.maxScaleDown === null) return "off while a deployment is in progress";
+  const most = g.maxScaleDown === 0 ? 1 : g.maxScaleDown;
+  return `at most ${most} replica${
+    most === 1 ? "" : "s"
+  } removed per scale-down: minReplicas at least ${g.scaleDownMinimum}`;
+}
+
+/** What became of the guard's decision. */
+export function guardOutcomeText(g: ReplicaGuardStatus): string {
+  if (!g.changed) return "nothing to write";
+  if (g.written) return "written";
+  return g.error === null ? "not written: file mode, decisions are logged" : "not written";
+}
+
+/** A number without the float noise of an average (33.199999999999996 is 33.2). */
+function number(v: number): string {
+  return String(Number(v.toPrecision(12)));
+}
+
+/**
+ * A schedule's next changes in words, a ramp's steps taken together as one change (at most
+ * `max`), and how many more such changes follow within its range.
+ *
+ * @example
+ * ```ts
+ * scheduleChangeTexts(schedule, 2);
+ * // { changes: ["up to 40 from 2026-11-22T10:26:00.000Z to 2026-11-22T10:30:00.000Z (5 steps)",
+ * //   "down to 0 from 2026-11-22T10:40:00.001Z to 2026-11-22T10:49:00.001Z (10 steps)"], more: 44 }
+ * ```
+ */
+export function scheduleChangeTexts(
+  s: ScheduleStatus,
+  max = 3,
+): { changes: string[]; more: number } {
+  const steps = s.steps.map((x) => ({ at: Date.parse(x.at), value: x.value }));
+  const gap = rampStepMs((s.scalingWindowSeconds ?? 0) * 1000, s.rampSteps);
+  const changes = scheduleChanges(steps, gap);
+  const iso = (ms: number): string => new Date(ms).toISOString();
+  const texts = changes.slice(0, max).map((c) => {
+    const dir = c.value > c.fromValue ? "up" : "down";
+    return c.steps === 1
+      ? `${dir} to ${c.value} at ${iso(c.from)}`
+      : `${dir} to ${c.value} from ${iso(c.from)} to ${iso(c.to)} (${c.steps} steps)`;
+  });
+  return { changes: texts, more: Math.max(0, changes.length - max) };
+}
+
+/** The schedule object a metric reads, from a report's `schedules`, or undefined. */
+export function findSchedule(
+  report: Pick<StatusReport, "schedules">,
+  ref: ScheduleRef,
+): ScheduleStatus | undefined {
+  return (report.schedules ?? []).find((s) =>
+    s.kind === ref.kind && s.namespace === ref.namespace && s.name === ref.name
+  );
 }
 
 /** The HPAs of a report that pass the overview's filters (`namespace`, `state`: any metric's). */

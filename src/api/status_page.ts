@@ -1,19 +1,31 @@
 /**
  * The status page on `--metrics-address`: `GET /status` (every HPA, failing first, filtered by
  * `?namespace=` and `?state=`), `GET /status/<namespace>/<name>` (one HPA with a plot per
- * metric) and `GET /status.json` (status_model.ts' document). Server-rendered HTML with inline
- * SVG and CSS: no script, no external resource (it works in an air-gapped cluster); it reloads
- * itself. Every string that comes from the cluster goes through {@linkcode escapeHtml}.
+ * metric, the next 24 hours of its ScalingSchedules, the replica guard's and the fallback's last
+ * decisions) and `GET /status.json` (status_model.ts' document). Server-rendered HTML with
+ * inline SVG and CSS: no script, no external resource (it works in an air-gapped cluster); it
+ * reloads itself unless `?refresh=0` (a link on each page turns that on and off). Every string
+ * that comes from the cluster goes through {@linkcode escapeHtml}.
  *
  * @module
  */
 import type { Hono } from "hono";
 import { parseQuantity } from "../core/quantity.ts";
 import {
+  annotationConfig,
+  fallbackText,
   filterStatus,
+  findSchedule,
+  guardCapText,
+  guardOutcomeText,
   type HpaState,
   type HpaStatus,
   type MetricStatus,
+  type ReplicaGuardStatus,
+  scheduleChangeTexts,
+  scheduleLabel,
+  type ScheduleStatus,
+  selectorText,
   STATES,
   type StatusPoint,
   type StatusReport,
@@ -23,7 +35,12 @@ import {
 export interface StatusPageOptions {
   /** Seconds between reloads (`<meta http-equiv="refresh">`). Default 10. */
   refreshSeconds?: number;
+  /** Whether the page reloads itself (`?refresh=0` turns it off). Default true. */
+  refresh?: boolean;
 }
+
+/** Errors longer than this are cut in the overview, the full text one click away. */
+export const OVERVIEW_ERROR_CHARS = 120;
 
 /**
  * Text as HTML (element content and quoted attribute values).
@@ -228,25 +245,57 @@ table{border-collapse:collapse;margin:.5em 0}
 td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}
 .state{font-weight:600;white-space:nowrap}
+td.state-cell{max-width:30em;overflow-wrap:anywhere}
+details.err summary{cursor:pointer}
 .s-invalid,.s-failing,.s-conflict{color:#b00020}.s-expired,.s-fallback{color:#a05a00}
 .s-pending,.s-none{color:#666}.s-collected,.s-hidden{color:#17693a}
 .err{color:#b00020}.warn{color:#a05a00}.muted{color:#666}
 svg polyline{fill:none;stroke:#1f5fbf;stroke-width:1.5}
 svg circle{fill:#1f5fbf}
 svg .fail{stroke:#b00020;stroke-width:2}
-svg .target{stroke:#17693a;stroke-dasharray:4 3;fill:#17693a}
+svg line.target{stroke:#17693a;stroke-dasharray:4 3}
+svg text.target{fill:#17693a}
+svg polyline.steps{stroke:#7a3fb0}
 svg .frame{fill:#fafafa;stroke:#ccc}
 svg text{font-size:11px;fill:#444}
 nav a{margin-right:.6em}
 code{background:#f4f4f4;padding:0 3px}
 `;
 
+function refreshOn(options: StatusPageOptions): boolean {
+  return options.refresh !== false;
+}
+
+/** A link to a status page, with `refresh=0` when the current page does not reload itself. */
+function href(path: string, query: URLSearchParams, options: StatusPageOptions): string {
+  if (!refreshOn(options)) query.set("refresh", "0");
+  const q = query.toString();
+  return esc(q ? `${path}?${q}` : path);
+}
+
+/** The link that turns the reload on or off on the current page. */
+function refreshLink(self: { path: string; query: URLSearchParams }, options: StatusPageOptions) {
+  const q = new URLSearchParams(self.query);
+  q.delete("refresh");
+  if (refreshOn(options)) {
+    q.set("refresh", "0");
+    const seconds = Math.max(1, Math.floor(options.refreshSeconds ?? 10));
+    return `reloads every ${seconds}s (<a class="refresh" href="${
+      esc(`${self.path}?${q}`)
+    }">stop</a>)`;
+  }
+  const s = q.toString();
+  return `not reloading (<a class="refresh" href="${
+    esc(s ? `${self.path}?${s}` : self.path)
+  }">reload every ${Math.max(1, Math.floor(options.refreshSeconds ?? 10))}s</a>)`;
+}
+
 function page(title: string, body: string, options: StatusPageOptions): string {
   const refresh = Math.max(1, Math.floor(options.refreshSeconds ?? 10));
+  const meta = refreshOn(options) ? `<meta http-equiv="refresh" content="${refresh}">\n` : "";
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="refresh" content="${refresh}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
+${meta}<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)}</title>
 <style>${CSS}</style></head>
 <body>
@@ -255,7 +304,7 @@ ${body}
 `;
 }
 
-function hpaHref(h: { namespace: string; name: string }): string {
+function hpaPath(h: { namespace: string; name: string }): string {
   return `/status/${encodeURIComponent(h.namespace)}/${encodeURIComponent(h.name)}`;
 }
 
@@ -269,6 +318,14 @@ function valueCell(m: MetricStatus): string {
 
 function stateCell(state: HpaState, m?: MetricStatus): string {
   return `<span class="state s-${state}">${esc(stateLabel(state, m))}</span>`;
+}
+
+/** An error in the overview: whole when short, else cut with the full text one click away. */
+function overviewError(error: string): string {
+  if (error.length <= OVERVIEW_ERROR_CHARS) return `<span class="err">${esc(error)}</span>`;
+  return `<details class="err"><summary>${
+    esc(error.slice(0, OVERVIEW_ERROR_CHARS))
+  }&hellip;</summary>${esc(error)}</details>`;
 }
 
 function targetRef(h: HpaStatus): string {
@@ -293,13 +350,14 @@ export function renderOverview(
 ): string {
   const hpas = filterStatus(report, filter);
   const namespaces = [...new Set(report.hpas.map((h) => h.namespace))].sort();
-  const link = (ns: string | null | undefined, st: string | null | undefined): string => {
+  const query = (ns: string | null | undefined, st: string | null | undefined) => {
     const q = new URLSearchParams();
     if (ns) q.set("namespace", ns);
     if (st) q.set("state", st);
-    const s = q.toString();
-    return s ? `/status?${esc(s)}` : "/status";
+    return q;
   };
+  const link = (ns: string | null | undefined, st: string | null | undefined): string =>
+    href("/status", query(ns, st), options);
   const nav = [
     `<nav>namespace: <a href="${link(null, filter.state)}">all</a>${
       namespaces.map((ns) => `<a href="${link(ns, filter.state)}">${esc(ns)}</a>`).join("")
@@ -311,22 +369,22 @@ export function renderOverview(
   const rows: string[] = [];
   for (const h of hpas) {
     const span = Math.max(1, h.metrics.length);
-    const head = `<td rowspan="${span}"><a href="${esc(hpaHref(h))}">${esc(h.namespace)}/${
-      esc(h.name)
-    }</a><br>${stateCell(h.state)}</td><td rowspan="${span}">${
+    const head = `<td rowspan="${span}"><a href="${
+      href(hpaPath(h), new URLSearchParams(), options)
+    }">${esc(h.namespace)}/${esc(h.name)}</a><br>${stateCell(h.state)}</td><td rowspan="${span}">${
       targetRef(h)
     }</td><td rowspan="${span}">${replicasText(h)}</td>`;
     if (h.metrics.length === 0) {
-      const why = h.errors.length > 0 ? `<span class="err">${esc(h.errors.join("; "))}</span>` : "";
+      const why = h.errors.length > 0 ? overviewError(h.errors.join("; ")) : "";
       rows.push(`<tr>${head}<td colspan="6">${why}</td></tr>`);
       continue;
     }
     h.metrics.forEach((m, i) => {
-      const error = m.error === null ? "" : `<br><span class="err">${esc(m.error)}</span>`;
+      const error = m.error === null ? "" : `<br>${overviewError(m.error)}`;
       rows.push(
         `<tr class="metric">${i === 0 ? head : ""}<td>${esc(m.type)} ${esc(m.name)}</td><td>${
           esc(m.collector ?? "unknown")
-        }</td><td>${m.intervalSeconds}s</td><td>${valueCell(m)}</td><td>${
+        }</td><td>${m.intervalSeconds}s</td><td>${valueCell(m)}</td><td class="state-cell">${
           stateCell(m.state, m)
         }${error}</td><td>${sparkline(m.history)}</td></tr>`,
       );
@@ -339,7 +397,9 @@ export function renderOverview(
   const body = `<h1>HPA metrics adapter: status</h1>
 <p class="muted">${esc(report.generatedAt)} &middot; ${hpas.length} of ${report.hpas.length} HPAs${
     filters ? ` (${filters})` : ""
-  } &middot; <a href="/status.json">JSON</a></p>
+  } &middot; <a href="/status.json">JSON</a> &middot; ${
+    refreshLink({ path: "/status", query: query(filter.namespace, filter.state) }, options)
+  }</p>
 ${nav}
 <table>
 <tr><th>HPA</th><th>scale target</th><th>replicas (current &rarr; desired)</th><th>metric</th><th>collector</th><th>interval</th><th>value</th><th>state</th><th>recent</th></tr>
@@ -354,7 +414,63 @@ function list(items: readonly string[], cls: string): string {
     : `<ul class="${cls}">${items.map((i) => `<li>${esc(i)}</li>`).join("")}</ul>`;
 }
 
-function metricSection(m: MetricStatus): string {
+/**
+ * A plot of a schedule's next 24 hours: its value as steps (a horizontal segment per step, so a
+ * ramp's steps show as a slope), the value range and the time range.
+ */
+export function schedulePlot(s: ScheduleStatus, width = 640, height = 160): string {
+  const open =
+    `<svg class="schedule" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img">`;
+  if (s.steps.length === 0) {
+    return `${open}<text x="10" y="${height / 2}">no value: ${esc(s.error ?? "")}</text></svg>`;
+  }
+  const box = { left: 60, top: 10, width: width - 80, height: height - 40 };
+  const t0 = Date.parse(s.from);
+  const t1 = Date.parse(s.to);
+  const hi = Math.max(1, ...s.steps.map((p) => p.value));
+  const r = (n: number): number => Math.round(n * 10) / 10;
+  const x = (at: number): number =>
+    r(box.left + (t1 === t0 ? 0 : (at - t0) / (t1 - t0) * box.width));
+  const y = (v: number): number => r(box.top + box.height - v / hi * box.height);
+  const points: string[] = [];
+  s.steps.forEach((p, i) => {
+    const at = Date.parse(p.at);
+    const next = i + 1 < s.steps.length ? Date.parse(s.steps[i + 1].at) : t1;
+    points.push(`${x(at)},${y(p.value)}`, `${x(next)},${y(p.value)}`);
+  });
+  const parts = [
+    `<title>${esc(scheduleLabel(s))}: ${s.steps[0].value} now</title>`,
+    `<rect class="frame" x="${box.left}" y="${box.top}" width="${box.width}" height="${box.height}"/>`,
+    `<text x="${box.left - 4}" y="${box.top + 4}" text-anchor="end">${formatValue(hi)}</text>`,
+    `<text x="${box.left - 4}" y="${box.top + box.height}" text-anchor="end">0</text>`,
+    `<polyline class="steps" points="${points.join(" ")}"/>`,
+    `<text x="${box.left}" y="${height - 8}">${esc(s.from)}</text>`,
+    `<text x="${box.left + box.width}" y="${height - 8}" text-anchor="end">${esc(s.to)}</text>`,
+  ];
+  return `${open}${parts.join("")}</svg>`;
+}
+
+function scheduleSection(s: ScheduleStatus | undefined, label: string): string {
+  if (!s) return `<p class="muted">${esc(label)}: not computed</p>`;
+  if (s.error !== null) {
+    return `<h3>${esc(label)}: next 24 hours</h3>\n<p class="err">${esc(s.error)}</p>`;
+  }
+  const { changes, more } = scheduleChangeTexts(s, 5);
+  const items = changes.map((c) => `<li>${esc(c)}</li>`);
+  if (more > 0) items.push(`<li class="muted">${more} more until ${esc(s.to)}</li>`);
+  return `<h3>${esc(label)}: next 24 hours</h3>
+<p>value now <b>${s.steps[0].value}</b> (${
+    s.active ? "active" : "not active"
+  }) &middot; ramps of ${s.rampSteps} steps over ${formatAge(s.scalingWindowSeconds ?? 0)}</p>
+${schedulePlot(s)}
+${
+    items.length > 0
+      ? `<ul class="changes">${items.join("")}</ul>`
+      : `<p class="muted">no change</p>`
+  }`;
+}
+
+function metricSection(m: MetricStatus, report: Pick<StatusReport, "schedules">): string {
   const rows: [string, string][] = [
     ["state", stateCell(m.state, m)],
     ["collector", esc(m.collector ?? "unknown")],
@@ -373,36 +489,69 @@ function metricSection(m: MetricStatus): string {
     ]);
   }
   if (m.formula !== null) rows.push(["formula", `<code>${esc(m.formula)}</code>`]);
-  if (m.fallback !== null) {
-    rows.push([
-      "fallback",
-      `${
-        m.fallback.active ? "active" : "not active"
-      }, ${m.fallback.consecutiveFailures} consecutive failures`,
-    ]);
-  }
-  for (const [k, v] of Object.entries(m.config)) {
+  if (m.fallback !== null) rows.push(["fallback", esc(fallbackText(m.fallback))]);
+  if (m.selector !== null) rows.push(["selector", `<code>${esc(selectorText(m.selector))}</code>`]);
+  for (const [k, v] of annotationConfig(m.config, m.selector)) {
     rows.push([`config ${esc(k)}`, `<code>${esc(v)}</code>`]);
   }
   for (const w of m.warnings) rows.push(["warning", `<span class="warn">${esc(w)}</span>`]);
+  const schedule = m.schedule === null
+    ? ""
+    : `\n${scheduleSection(findSchedule(report, m.schedule), scheduleLabel(m.schedule))}`;
   return `<h2 id="${esc(m.key)}">${esc(m.type)} ${esc(m.name)}${
     m.hidden ? " (hidden formula input)" : ""
   }</h2>
-<table>${rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join("")}</table>
-${metricPlot(m)}`;
+<table class="facts">${rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join("")}</table>
+${metricPlot(m)}${schedule}`;
 }
 
-/** One HPA: its planner errors and warnings, the replica comparison, a plot per metric. */
+/** The replica guard's last decision as table rows. */
+function guardSection(g: ReplicaGuardStatus): string {
+  if (g.at === null) {
+    return `<h2>Replica guard</h2>
+<p class="muted">no decision yet: the guard decides on the leader, once per pass</p>`;
+  }
+  const rows: [string, string][] = [["decided at", esc(g.at)]];
+  if (g.query !== null) {
+    rows.push(["query", `<code>${esc(g.query)}</code>`]);
+    rows.push(["query result", g.queryValue === null ? "none" : formatValue(g.queryValue)]);
+  }
+  if (g.minReplicas !== null) rows.push(["minReplicas", String(g.minReplicas)]);
+  const cap = guardCapText(g);
+  if (cap !== null) rows.push(["scale-down cap", esc(cap)]);
+  if (g.message !== null) {
+    rows.push([
+      "decision",
+      `${esc(g.message)} <span class="muted">(${esc(guardOutcomeText(g))})</span>`,
+    ]);
+  }
+  if (g.error !== null) rows.push(["error", `<span class="err">${esc(g.error)}</span>`]);
+  return `<h2>Replica guard</h2>
+<table class="guard">${
+    rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join("")
+  }</table>`;
+}
+
+/**
+ * One HPA: its planner errors and warnings, the replica comparison, the replica guard's last
+ * decision (when it runs for the HPA), a plot per metric, and the next 24 hours of each
+ * ScalingSchedule it uses (from `report.schedules`).
+ */
 export function renderHpaPage(
   h: HpaStatus,
-  report: Pick<StatusReport, "generatedAt">,
+  report: Pick<StatusReport, "generatedAt"> & Partial<Pick<StatusReport, "schedules">>,
   options: StatusPageOptions = {},
 ): string {
   const r = h.replicas;
   const n = (v: number | null): string => v === null ? "?" : String(v);
-  const body = `<p><a href="/status">&larr; all HPAs</a></p>
+  const schedules = { schedules: report.schedules ?? [] };
+  const body = `<p><a href="${
+    href("/status", new URLSearchParams(), options)
+  }">&larr; all HPAs</a></p>
 <h1>${esc(h.namespace)}/${esc(h.name)} ${stateCell(h.state)}</h1>
-<p class="muted">${esc(report.generatedAt)} &middot; <a href="/status.json">JSON</a></p>
+<p class="muted">${esc(report.generatedAt)} &middot; <a href="/status.json">JSON</a> &middot; ${
+    refreshLink({ path: hpaPath(h), query: new URLSearchParams() }, options)
+  }</p>
 <table>
 <tr><th>scale target</th><td>${targetRef(h)}</td></tr>
 <tr><th>min / max replicas</th><td>${n(h.minReplicas)} / ${n(h.maxReplicas)}</td></tr>
@@ -415,7 +564,7 @@ export function renderHpaPage(
 </table>
 ${list(r.reasons, "reasons")}
 <p class="muted">${esc(r.note)}</p>
-<h2>Planner errors</h2>
+${h.replicaGuard === null ? "" : `${guardSection(h.replicaGuard)}\n`}<h2>Planner errors</h2>
 ${
     list([
       ...h.errors,
@@ -426,14 +575,22 @@ ${
   }
 <h2>Planner warnings</h2>
 ${list(h.warnings, "warn")}
-${h.metrics.map(metricSection).join("\n")}`;
+${h.metrics.map((m) => metricSection(m, schedules)).join("\n")}`;
   return page(`${h.namespace}/${h.name}: status`, body, options);
+}
+
+/** What one request asks of the status document. */
+export interface StatusRequest {
+  /** Only this HPA (one HPA's page), else every HPA. */
+  hpa?: { namespace: string; name: string };
+  /** Compute the schedules' next 24 hours (one HPA's page and the JSON; not the overview). */
+  schedules: boolean;
 }
 
 /** Options of {@linkcode addStatusRoutes}. */
 export interface StatusRoutesOptions extends StatusPageOptions {
-  /** The document now (built on each request). */
-  report: () => StatusReport;
+  /** The document now (built on each request), as much of it as the request needs. */
+  report: (request: StatusRequest) => StatusReport;
 }
 
 function html(body: string, status = 200): Response {
@@ -444,41 +601,49 @@ function html(body: string, status = 200): Response {
 }
 
 /**
- * Serve `/status`, `/status/<namespace>/<name>` and `/status.json` on `app`.
+ * Serve `/status`, `/status/<namespace>/<name>` and `/status.json` on `app`. The pages reload
+ * themselves unless the query has `refresh=0`.
  *
  * @example
  * ```ts
- * addStatusRoutes(app, { report: () => buildStatus({ ... }) });
+ * addStatusRoutes(app, { report: (request) => buildStatus({ ... }) });
  * ```
  */
 export function addStatusRoutes(app: Hono, options: StatusRoutesOptions): void {
-  app.get("/status.json", () =>
-    new Response(JSON.stringify(options.report(), null, 2) + "\n", {
-      headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
-    }));
+  app.get(
+    "/status.json",
+    () =>
+      new Response(JSON.stringify(options.report({ schedules: true }), null, 2) + "\n", {
+        headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+      }),
+  );
+  const pageOptions = (refresh: string | undefined): StatusPageOptions => ({
+    ...options,
+    refresh: refresh !== "0",
+  });
   app.get("/status", (c) =>
     html(renderOverview(
-      options.report(),
+      options.report({ schedules: false }),
       { namespace: c.req.query("namespace"), state: c.req.query("state") },
-      options,
+      pageOptions(c.req.query("refresh")),
     )));
   app.get("/status/:namespace/:name", (c) => {
     const namespace = c.req.param("namespace");
     const name = c.req.param("name");
-    const report = options.report();
+    const po = pageOptions(c.req.query("refresh"));
+    const report = options.report({ hpa: { namespace, name }, schedules: true });
     const h = report.hpas.find((x) => x.namespace === namespace && x.name === name);
     if (!h) {
       return html(
         page(
           "not found",
-          `<p><a href="/status">&larr; all HPAs</a></p><p>no HPA ${esc(namespace)}/${
-            esc(name)
-          } is known</p>`,
-          options,
+          `<p><a href="${href("/status", new URLSearchParams(), po)}">&larr; all HPAs</a></p>` +
+            `<p>no HPA ${esc(namespace)}/${esc(name)} is known</p>`,
+          po,
         ),
         404,
       );
     }
-    return html(renderHpaPage(h, report, options));
+    return html(renderHpaPage(h, report, po));
   });
 }

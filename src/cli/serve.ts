@@ -391,13 +391,28 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     closers.push(() => server.close());
     auth.onClientCaChange((bundle) => server.updateTls({ clientCa: bundle }));
 
+    // the replica guard's last decisions for the status page, once the guard exists
+    let guardRef: ReplicaGuard | null = null;
     let metricsServer: RunningServer | null = null;
     const metricsAddress = stringFlag(flags, "metrics-address");
     if (metricsAddress) {
       const { hostname, port } = splitHostPort(metricsAddress, "metrics-address");
       const status = history
         ? {
-          report: statusReporter({ engine, store, cluster, history, flags, now: io.now }),
+          report: statusReporter({
+            engine,
+            store,
+            cluster,
+            history,
+            flags,
+            now: io.now,
+            ...(boolFlag(flags, "estafette-hpa-scaler")
+              ? {
+                replicaGuard: (ns: string, name: string) =>
+                  guardRef?.lastDecision(ns, name) ?? null,
+              }
+              : {}),
+          }),
         }
         : undefined;
       metricsServer = await serveHttp(createMetricsApp(metrics.registry, { status }), {
@@ -439,6 +454,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         isLeader,
         metrics: createGuardMetrics(metrics.registry, () => guard.gauges()),
       });
+      guardRef = guard;
       await guard.start();
       closers.push(() => guard.stop());
     }

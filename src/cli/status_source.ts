@@ -1,33 +1,65 @@
 /**
  * Wires the status page of `serve`: what `buildStatus` (api/status_model.ts) reads, from the
- * running engine, store, cluster view and history, with the serve flags that shape it.
+ * running engine, store, cluster view, history and replica guard, with the serve flags that
+ * shape it.
  */
-import { buildStatus, type StatusReport } from "../api/status_model.ts";
+import { buildStatus, type StatusGuardInput, type StatusReport } from "../api/status_model.ts";
+import type { StatusRequest } from "../api/status_page.ts";
 import type { ClusterView } from "../cluster/types.ts";
+import { DEFAULT_SCHEDULE_OPTIONS, type ScheduleOptions } from "../core/scaling_schedule.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { MetricHistory } from "../engine/history.ts";
 import type { MetricStore } from "../store/store.ts";
-import { boolFlag, enabledCollectors, type FlagValues, numberFlag } from "./flags.ts";
+import { boolFlag, enabledCollectors, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
 
 /** What {@linkcode statusReporter} reads. */
 export interface StatusSources {
   engine: Pick<Engine, "status" | "fallbackStatus">;
   store: Pick<MetricStore, "conflicts">;
-  cluster: Pick<ClusterView, "list">;
+  cluster: Pick<ClusterView, "list" | "get">;
   history: Pick<MetricHistory, "get">;
+  /**
+   * The replica guard's last decision for an HPA (`ReplicaGuard.lastDecision`); a function that
+   * returns null until the guard exists. Omitted when `--estafette-hpa-scaler` is off.
+   */
+  replicaGuard?: (namespace: string, name: string) => StatusGuardInput | null;
   flags: FlagValues;
   now: () => number;
 }
 
-/** A function that builds the status document now (one per request). */
-export function statusReporter(sources: StatusSources): () => StatusReport {
+/**
+ * How the serve flags evaluate ScalingSchedules (`--scaling-schedule-default-time-zone`,
+ * `--scaling-schedule-default-scaling-window`, `--scaling-schedule-ramp-steps`), as the
+ * collectors do.
+ */
+export function scheduleOptionsFromFlags(flags: FlagValues): ScheduleOptions {
+  return {
+    defaultTimeZone: stringFlag(flags, "scaling-schedule-default-time-zone") ??
+      DEFAULT_SCHEDULE_OPTIONS.defaultTimeZone,
+    defaultScalingWindowSeconds: numberFlag(flags, "scaling-schedule-default-scaling-window"),
+    rampSteps: numberFlag(flags, "scaling-schedule-ramp-steps"),
+  };
+}
+
+/** A function that builds the status document now, as much as a request needs. */
+export function statusReporter(
+  sources: StatusSources,
+): (request?: StatusRequest) => StatusReport {
   const { engine, store, cluster, history, flags, now } = sources;
   const planOptions = {
     defaultIntervalSeconds: numberFlag(flags, "default-collection-interval"),
     enabledCollectors: enabledCollectors(flags),
     allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
   };
-  return () =>
+  const schedules = {
+    options: scheduleOptionsFromFlags(flags),
+    get: (
+      kind: "ScalingSchedule" | "ClusterScalingSchedule",
+      ns: string | undefined,
+      name: string,
+    ) => cluster.get(kind, ns, name),
+  };
+  return (request = { schedules: true }) =>
     buildStatus({
       now: now(),
       ttlSeconds: numberFlag(flags, "metrics-ttl"),
@@ -38,5 +70,8 @@ export function statusReporter(sources: StatusSources): () => StatusReport {
       history: (key) => history.get(key),
       planOptions,
       tolerance: numberFlag(flags, "horizontal-pod-autoscaler-tolerance"),
+      ...(request.schedules ? { schedules } : {}),
+      ...(sources.replicaGuard ? { replicaGuard: sources.replicaGuard } : {}),
+      ...(request.hpa ? { only: request.hpa } : {}),
     });
 }

@@ -1,14 +1,31 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
+  annotationConfig,
   buildStatus,
+  fallbackText,
   filterStatus,
+  guardCapText,
+  guardOutcomeText,
   redactConfig,
+  redactSelector,
   REPLICA_NOTE,
+  type ReplicaGuardStatus,
+  scheduleChangeTexts,
   STATUS_VERSION,
+  type StatusGuardInput,
+  type StatusScheduleSource,
 } from "../../src/api/status_model.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
-import { externalHpa, historyOf, plansOf, statusInput, T0 } from "./status_support.ts";
+import {
+  externalHpa,
+  historyOf,
+  plansOf,
+  scheduleHpa,
+  scheduleObject,
+  statusInput,
+  T0,
+} from "./status_support.ts";
 
 describe("buildStatus: the JSON document", () => {
   it("has the documented, versioned shape", () => {
@@ -41,6 +58,7 @@ describe("buildStatus: the JSON document", () => {
           ],
           note: REPLICA_NOTE,
         },
+        replicaGuard: null,
         metrics: [{
           key: "shop/web/0/External/queue",
           index: 0,
@@ -52,6 +70,8 @@ describe("buildStatus: the JSON document", () => {
           hidden: false,
           formula: null,
           config: { endpoint: "http://127.0.0.1:9/queue", "json-key": "$.n", type: "json-path" },
+          selector: { matchLabels: { type: "json-path" } },
+          schedule: null,
           state: "collected",
           value: 45,
           valueAt: "2026-01-01T12:00:00.000Z",
@@ -71,6 +91,7 @@ describe("buildStatus: the JSON document", () => {
           ],
         }],
       }],
+      schedules: [],
     });
     // what /status.json writes parses back to the same document
     assert.deepEqual(JSON.parse(JSON.stringify(report)), report);
@@ -168,6 +189,14 @@ describe("buildStatus: states", () => {
       metricName: "queue",
       active: true,
       consecutiveFailures: 3,
+      last: {
+        since: T0 - 15_000,
+        endedAt: null,
+        value: 30,
+        replicas: 3,
+        cause: "2 consecutive failed collections (the last: b)",
+        endReason: null,
+      },
     }],
   }));
 
@@ -232,7 +261,16 @@ describe("buildStatus: states", () => {
   it("shows an active fallback with its failures", () => {
     const m = metric("fallback", "queue");
     assert.equal(m.state, "fallback");
-    assert.deepEqual(m.fallback, { active: true, consecutiveFailures: 3 });
+    assert.deepEqual(m.fallback, {
+      active: true,
+      consecutiveFailures: 3,
+      activeSince: "2026-01-01T11:59:45.000Z",
+      endedAt: null,
+      value: 30,
+      replicas: 3,
+      reason: "2 consecutive failed collections (the last: b)",
+      endReason: null,
+    });
     assert.equal(m.error, "c");
   });
 
@@ -356,5 +394,268 @@ describe("redactConfig", () => {
         query: "sum(rate(x[1m]))",
       },
     );
+  });
+});
+
+/** A schedule source over `objects`, counting the look-ups. */
+function scheduleSource(objects: KubeObject[]): StatusScheduleSource & { gets: string[] } {
+  const gets: string[] = [];
+  return {
+    gets,
+    options: { defaultTimeZone: "UTC", defaultScalingWindowSeconds: 600, rampSteps: 10 },
+    get(kind, namespace, name) {
+      gets.push(`${kind} ${namespace ?? ""}/${name}`);
+      return objects.find((o) =>
+        o.kind === kind && o.metadata.name === name && o.metadata.namespace === namespace
+      );
+    },
+  };
+}
+
+describe("buildStatus: the next 24 hours of the schedules the HPAs use", () => {
+  // 18:00 to 19:00 today at 30, ramps of 10 minutes in 10 steps; T0 is 12:00
+  const peak = scheduleObject("ScalingSchedule", "peak", {
+    date: "2026-01-01T18:00:00Z",
+    minutes: 60,
+    value: 30,
+  });
+  const broken = { ...scheduleObject("ScalingSchedule", "broken", peak.spec.schedules[0]) };
+  broken.spec = { schedules: [{ type: "OneTime", value: 1 }] };
+  const a = scheduleHpa("a", [
+    { kind: "ScalingSchedule", name: "peak" },
+    { kind: "ClusterScalingSchedule", name: "gone" },
+  ]);
+  const b = scheduleHpa("b", [
+    { kind: "ScalingSchedule", name: "peak" },
+    { kind: "ScalingSchedule", name: "broken" },
+  ]);
+  const plans = [...plansOf(a), ...plansOf(b)];
+
+  it("computes each schedule once, with every ramp step, and refers to it from each metric", () => {
+    const source = scheduleSource([peak, broken]);
+    const report = buildStatus(statusInput([a, b], plans, {}, { schedules: source }));
+    assert.deepEqual(source.gets, [
+      "ClusterScalingSchedule /gone",
+      "ScalingSchedule shop/broken",
+      "ScalingSchedule shop/peak",
+    ]);
+    assert.deepEqual(report.hpas.find((h) => h.name === "b")!.metrics.map((m) => m.schedule), [
+      { kind: "ScalingSchedule", namespace: "shop", name: "peak" },
+      { kind: "ScalingSchedule", namespace: "shop", name: "broken" },
+    ]);
+    const [gone, invalid, ok] = report.schedules;
+    assert.deepEqual(gone, {
+      kind: "ClusterScalingSchedule",
+      namespace: null,
+      name: "gone",
+      error: "ClusterScalingSchedule gone not found",
+      from: "2026-01-01T12:00:00.000Z",
+      to: "2026-01-02T12:00:00.000Z",
+      scalingWindowSeconds: null,
+      rampSteps: 10,
+      active: null,
+      steps: [],
+    });
+    assert.equal(
+      invalid.error,
+      "invalid ScalingSchedule shop/broken: spec.schedules[0].date: required for a OneTime schedule",
+    );
+    const up = [3, 6, 9, 12, 15, 18, 21, 24, 27].map((v, i) => ({
+      at: `2026-01-01T17:5${i + 1}:00.000Z`,
+      value: v,
+    }));
+    const down = [27, 24, 21, 18, 15, 12, 9, 6, 3, 0].map((v, i) => ({
+      at: `2026-01-01T19:0${i}:00.001Z`,
+      value: v,
+    }));
+    assert.deepEqual(ok, {
+      kind: "ScalingSchedule",
+      namespace: "shop",
+      name: "peak",
+      error: null,
+      from: "2026-01-01T12:00:00.000Z",
+      to: "2026-01-02T12:00:00.000Z",
+      scalingWindowSeconds: 600,
+      rampSteps: 10,
+      active: false,
+      steps: [
+        { at: "2026-01-01T12:00:00.000Z", value: 0 },
+        ...up,
+        { at: "2026-01-01T18:00:00.000Z", value: 30 },
+        ...down,
+      ],
+    });
+    assert.deepEqual(scheduleChangeTexts(ok, 1), {
+      changes: [
+        "up to 30 from 2026-01-01T17:51:00.000Z to 2026-01-01T18:00:00.000Z (10 steps)",
+      ],
+      more: 1,
+    });
+    assert.deepEqual(scheduleChangeTexts(ok).changes.slice(1), [
+      "down to 0 from 2026-01-01T19:00:00.001Z to 2026-01-01T19:09:00.001Z (10 steps)",
+    ]);
+  });
+
+  it("computes nothing without a schedule source, and only the HPA asked for", () => {
+    assert.deepEqual(buildStatus(statusInput([a, b], plans, {})).schedules, []);
+    const source = scheduleSource([peak, broken]);
+    const one = buildStatus(
+      statusInput([a, b], plans, {}, { schedules: source, only: { namespace: "shop", name: "a" } }),
+    );
+    assert.deepEqual(one.hpas.map((h) => h.name), ["a"]);
+    assert.deepEqual(one.schedules.map((s) => s.name), ["gone", "peak"]);
+    assert.deepEqual(source.gets, ["ClusterScalingSchedule /gone", "ScalingSchedule shop/peak"]);
+  });
+});
+
+describe("buildStatus: the replica guard's last decision", () => {
+  const guarded = externalHpa("guarded", "queue", {
+    annotations: { "estafette.io/hpa-scaler": "true" },
+  });
+  const waiting = externalHpa("waiting", "queue", {
+    annotations: { "estafette.io/hpa-scaler": "true" },
+  });
+  const plain = externalHpa("plain", "queue");
+  const hpas = [guarded, waiting, plain];
+  const plans = hpas.flatMap((h) => plansOf(h));
+  const decision: StatusGuardInput = {
+    at: T0 - 5_000,
+    query: "vector(22.54)",
+    queryValue: 22.54,
+    minReplicas: 9,
+    maxScaleDown: 2,
+    scaleDownMinimum: 2,
+    message: "minReplicas 1 -> 9, maxReplicas 8 -> 10: query 22.54 / 2.5 - 0.5",
+    changed: true,
+    written: false,
+    error: null,
+  };
+  const guard = (ns: string, name: string) => ns === "shop" && name === "guarded" ? decision : null;
+
+  function byName(input: ReturnType<typeof statusInput>) {
+    return Object.fromEntries(buildStatus(input).hpas.map((h) => [h.name, h.replicaGuard]));
+  }
+
+  it("is null for every HPA while the guard is off", () => {
+    assert.deepEqual(byName(statusInput(hpas, plans, {})), {
+      guarded: null,
+      waiting: null,
+      plain: null,
+    });
+  });
+
+  it("reports the decision of an HPA the guard is on for, a pending one, and nothing else", () => {
+    const r = byName(statusInput(hpas, plans, {}, { replicaGuard: guard }));
+    assert.deepEqual(r.guarded, {
+      at: "2026-01-01T11:59:55.000Z",
+      query: "vector(22.54)",
+      queryValue: 22.54,
+      minReplicas: 9,
+      maxScaleDown: 2,
+      scaleDownMinimum: 2,
+      message: "minReplicas 1 -> 9, maxReplicas 8 -> 10: query 22.54 / 2.5 - 0.5",
+      changed: true,
+      written: false,
+      error: null,
+    });
+    assert.deepEqual(r.waiting, {
+      at: null,
+      query: null,
+      queryValue: null,
+      minReplicas: null,
+      maxScaleDown: null,
+      scaleDownMinimum: null,
+      message: null,
+      changed: false,
+      written: false,
+      error: null,
+    });
+    assert.equal(r.plain, null);
+  });
+
+  it("says the cap and the outcome in words", () => {
+    const g = { ...decision, at: "x" } as ReplicaGuardStatus;
+    assert.equal(
+      guardCapText(g),
+      "at most 2 replicas removed per scale-down: minReplicas at least 2",
+    );
+    assert.equal(
+      guardCapText({ ...g, maxScaleDown: 0, scaleDownMinimum: 3 }),
+      "at most 1 replica removed per scale-down: minReplicas at least 3",
+    );
+    assert.equal(
+      guardCapText({ ...g, maxScaleDown: null }),
+      "off while a deployment is in progress",
+    );
+    assert.equal(guardCapText({ ...g, minReplicas: null }), null);
+    assert.equal(guardOutcomeText(g), "not written: file mode, decisions are logged");
+    assert.equal(guardOutcomeText({ ...g, written: true }), "written");
+    assert.equal(guardOutcomeText({ ...g, changed: false }), "nothing to write");
+    assert.equal(guardOutcomeText({ ...g, error: "cannot patch" }), "not written");
+  });
+});
+
+describe("the fallback's last episode and the selector, in words", () => {
+  it("says when the fallback was active, what it served and why it ended", () => {
+    const base = {
+      active: false,
+      consecutiveFailures: 0,
+      activeSince: null,
+      endedAt: null,
+      value: null,
+      replicas: null,
+      reason: null,
+      endReason: null,
+    };
+    assert.equal(fallbackText(base), "not active, 0 consecutive failures");
+    assert.equal(fallbackText({ ...base, active: true }), "active");
+    const episode = {
+      ...base,
+      activeSince: "2026-01-01T11:00:00.000Z",
+      value: 6,
+      replicas: 3,
+      reason: "4 consecutive failed collections (the last: boom)",
+    };
+    assert.equal(
+      fallbackText({ ...episode, active: true, consecutiveFailures: 4 }),
+      "active since 2026-01-01T11:00:00.000Z, serving 6 (3 replicas): 4 consecutive failed " +
+        "collections (the last: boom)",
+    );
+    assert.equal(
+      fallbackText({
+        ...episode,
+        consecutiveFailures: 1,
+        endedAt: "2026-01-01T11:05:00.000Z",
+        endReason: "its source answers again",
+      }),
+      "not active, 1 consecutive failure; last active from 2026-01-01T11:00:00.000Z to " +
+        "2026-01-01T11:05:00.000Z, served 6 (3 replicas): 4 consecutive failed collections " +
+        "(the last: boom); ended: its source answers again",
+    );
+  });
+
+  it("keeps the selector's labels apart from the annotations, both redacted", () => {
+    const selector = redactSelector({
+      matchLabels: { type: "json-path", "bearer-token": "s3cr3t" },
+      matchExpressions: [{ key: "zone", operator: "In", values: ["a"] }],
+    });
+    assert.deepEqual(selector, {
+      matchLabels: { "bearer-token": "(redacted)", type: "json-path" },
+      matchExpressions: [{ key: "zone", operator: "In", values: ["a"] }],
+    });
+    assert.deepEqual(
+      annotationConfig(
+        redactConfig({
+          type: "json-path",
+          "bearer-token": "s3cr3t",
+          endpoint: "http://q",
+          // an annotation that overrides a label is an annotation
+          zone: "b",
+        }),
+        { matchLabels: { type: "json-path", "bearer-token": "s3cr3t", zone: "a" } },
+      ),
+      [["endpoint", "http://q"], ["zone", "b"]],
+    );
+    assert.equal(redactSelector(null), null);
   });
 });

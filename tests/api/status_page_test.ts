@@ -1,15 +1,30 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createMetricsApp, MetricsRegistry } from "../../src/api/own_metrics.ts";
-import { buildStatus, type StatusReport } from "../../src/api/status_model.ts";
+import {
+  buildStatus,
+  type StatusGuardInput,
+  type StatusReport,
+} from "../../src/api/status_model.ts";
 import {
   escapeHtml,
   metricPlot,
   renderHpaPage,
   renderOverview,
+  schedulePlot,
   sparkline,
+  type StatusRequest,
 } from "../../src/api/status_page.ts";
-import { externalHpa, historyOf, plansOf, statusInput, T0 } from "./status_support.ts";
+import type { KubeObject } from "../../src/cluster/types.ts";
+import {
+  externalHpa,
+  historyOf,
+  plansOf,
+  scheduleHpa,
+  scheduleObject,
+  statusInput,
+  T0,
+} from "./status_support.ts";
 
 const SCRIPT = "<script>alert(1)</script>";
 
@@ -203,5 +218,303 @@ describe("status routes on the metrics app", () => {
     for (const path of ["/status", "/status.json", "/status/blue/ok"]) {
       assert.equal((await plain.request(path)).status, 404, path);
     }
+  });
+});
+
+/** The rows of the table after the `<h2>` or `<h3>` that contains `heading`, as [th, td HTML]. */
+function tableAfter(html: string, heading: string): [string, string][] {
+  const at = html.indexOf(heading);
+  assert.ok(at >= 0, `no ${heading}`);
+  const table = /<table[^>]*>(.*?)<\/table>/s.exec(html.slice(at))![1];
+  return [...table.matchAll(/<tr><th>(.*?)<\/th><td>(.*?)<\/td><\/tr>/g)].map((m) => [m[1], m[2]]);
+}
+
+describe("status page: turning the reload off", () => {
+  const r = report();
+
+  it("reloads by default and links to ?refresh=0", () => {
+    const html = renderOverview(r, { namespace: "blue" });
+    assert.ok(html.includes('<meta http-equiv="refresh" content="10">'));
+    assert.ok(
+      html.includes(
+        'reloads every 10s (<a class="refresh" href="/status?namespace=blue&amp;refresh=0">stop</a>)',
+      ),
+      html,
+    );
+    assert.ok(html.includes('<a href="/status/blue/ok">blue/ok</a>'));
+  });
+
+  it("does not reload with refresh off, and keeps it off in every link it has", () => {
+    const html = renderOverview(r, { namespace: "blue" }, { refresh: false });
+    assert.ok(!html.includes("http-equiv"));
+    assert.ok(
+      html.includes(
+        'not reloading (<a class="refresh" href="/status?namespace=blue">reload every 10s</a>)',
+      ),
+    );
+    assert.ok(html.includes('<a href="/status/blue/ok?refresh=0">blue/ok</a>'));
+    assert.ok(html.includes('<a href="/status?namespace=blue&amp;state=failing&amp;refresh=0">'));
+    const ok = r.hpas.find((h) => h.name === "ok")!;
+    const page = renderHpaPage(ok, r, { refresh: false });
+    assert.ok(!page.includes("http-equiv"));
+    assert.ok(page.includes('<p><a href="/status?refresh=0">&larr; all HPAs</a></p>'));
+    assert.ok(
+      page.includes(
+        'not reloading (<a class="refresh" href="/status/blue/ok">reload every 10s</a>)',
+      ),
+    );
+  });
+
+  it("reads ?refresh=0 on every page", async () => {
+    const app = createMetricsApp(new MetricsRegistry(), { status: { report: () => r } });
+    for (
+      const path of ["/status?refresh=0", "/status/blue/ok?refresh=0", "/status/x/y?refresh=0"]
+    ) {
+      assert.ok(!(await (await app.request(path)).text()).includes("http-equiv"), path);
+    }
+    assert.ok((await (await app.request("/status/blue/ok")).text()).includes("http-equiv"));
+  });
+});
+
+describe("status page: cosmetics", () => {
+  const r = report();
+
+  it("styles the target line dashed, and its label as plain text", () => {
+    const html = renderOverview(r);
+    const css = /<style>(.*?)<\/style>/s.exec(html)![1];
+    // a rule on `.target` alone would stroke and dash the label's letters as well
+    assert.ok(!/(^|[\s,}])svg \.target\b/.test(css), css);
+    assert.ok(css.includes("svg line.target{stroke:#17693a;stroke-dasharray:4 3}"));
+    assert.ok(css.includes("svg text.target{fill:#17693a}"));
+  });
+
+  it("cuts a long error in the overview, the whole text one click away", () => {
+    const long = `unsuccessful response <b> ${"x".repeat(200)}`;
+    const hpa = externalHpa("long", "queue");
+    const plans = plansOf(hpa);
+    const rr = buildStatus(statusInput([hpa], plans, { [plans[0].key]: historyOf([long], T0) }));
+    const html = renderOverview(rr);
+    const cut = escapeHtml(long.slice(0, 120));
+    assert.ok(
+      html.includes(
+        `<td class="state-cell"><span class="state s-failing">failing 1 time since ` +
+          `2026-01-01T12:00:00.000Z</span><br><details class="err"><summary>${cut}&hellip;` +
+          `</summary>${escapeHtml(long)}</details></td>`,
+      ),
+      html,
+    );
+    // a short one is shown whole
+    assert.ok(renderOverview(r).includes('<br><span class="err">refused</span></td>'));
+  });
+
+  it("shows the selector's labels as the selector, not as annotations", () => {
+    const ok = r.hpas.find((h) => h.name === "ok")!;
+    const rows = tableAfter(renderHpaPage(ok, r), "External queue</h2>");
+    // the label `type` is not a `metric-config.` annotation
+    assert.deepEqual(rows.slice(-3), [
+      ["selector", "<code>type=json-path</code>"],
+      ["config endpoint", "<code>http://127.0.0.1:9/queue</code>"],
+      ["config json-key", "<code>$.n</code>"],
+    ]);
+    assert.deepEqual(ok.metrics[0].config, {
+      endpoint: "http://127.0.0.1:9/queue",
+      "json-key": "$.n",
+      type: "json-path",
+    });
+  });
+});
+
+describe("status page: the replica guard and the fallback", () => {
+  const hpa = externalHpa("guarded", "queue", {
+    annotations: {
+      "estafette.io/hpa-scaler": "true",
+      "metric-config.external.queue.json-path/fallback-failure-threshold": "1",
+      "metric-config.external.queue.json-path/fallback-replicas": "3",
+    },
+  });
+  const plans = plansOf(hpa);
+  const decision: StatusGuardInput = {
+    at: T0,
+    query: 'sum(rate(x{a="<script>"}[1m]))',
+    queryValue: 22.54,
+    minReplicas: 9,
+    maxScaleDown: 1,
+    scaleDownMinimum: 1,
+    message: "minReplicas 1 -> 9, maxReplicas 10 -> 10: query 22.54 / 2.5 - 0.5",
+    changed: true,
+    written: true,
+    error: null,
+  };
+  const build = (guard?: StatusGuardInput | null) =>
+    buildStatus(statusInput([hpa], plans, { [plans[0].key]: historyOf(["a", "b"], T0) }, {
+      fallbacks: [{
+        hpa: { namespace: "shop", name: "guarded" },
+        metricType: "External",
+        metricName: "queue",
+        active: true,
+        consecutiveFailures: 2,
+        last: {
+          since: T0,
+          endedAt: null,
+          value: 30,
+          replicas: 3,
+          cause: "2 consecutive failed collections (the last: <b>)",
+          endReason: null,
+        },
+      }],
+      ...(guard === undefined ? {} : { replicaGuard: () => guard }),
+    }));
+
+  it("shows the guard's last decision, its query escaped", () => {
+    const r = build(decision);
+    const html = renderHpaPage(r.hpas[0], r);
+    assert.deepEqual(tableAfter(html, "<h2>Replica guard</h2>"), [
+      ["decided at", "2026-01-01T12:00:00.000Z"],
+      ["query", "<code>sum(rate(x{a=&quot;&lt;script&gt;&quot;}[1m]))</code>"],
+      ["query result", "22.54"],
+      ["minReplicas", "9"],
+      ["scale-down cap", "at most 1 replica removed per scale-down: minReplicas at least 1"],
+      [
+        "decision",
+        'minReplicas 1 -&gt; 9, maxReplicas 10 -&gt; 10: query 22.54 / 2.5 - 0.5 <span class="muted">(written)</span>',
+      ],
+    ]);
+    assert.ok(!/<script/.test(html));
+  });
+
+  it("says the guard has not decided yet, and says nothing while it is off", () => {
+    const waiting = build(null);
+    assert.ok(
+      renderHpaPage(waiting.hpas[0], waiting).includes(
+        '<h2>Replica guard</h2>\n<p class="muted">no decision yet: the guard decides on the leader, once per pass</p>',
+      ),
+    );
+    const off = build();
+    assert.ok(!renderHpaPage(off.hpas[0], off).includes("Replica guard"));
+  });
+
+  it("shows the failure that kept the guard from deciding", () => {
+    const r = build({
+      ...decision,
+      query: null,
+      queryValue: null,
+      minReplicas: null,
+      maxScaleDown: null,
+      scaleDownMinimum: null,
+      message: null,
+      changed: false,
+      written: false,
+      error: 'query "sum(": 400 Bad Request',
+    });
+    assert.deepEqual(tableAfter(renderHpaPage(r.hpas[0], r), "<h2>Replica guard</h2>"), [
+      ["decided at", "2026-01-01T12:00:00.000Z"],
+      ["error", '<span class="err">query &quot;sum(&quot;: 400 Bad Request</span>'],
+    ]);
+  });
+
+  it("shows since when the fallback is active, what it serves and why", () => {
+    const r = build();
+    const row = tableAfter(renderHpaPage(r.hpas[0], r), "External queue</h2>")
+      .find(([k]) => k === "fallback");
+    assert.deepEqual(row, [
+      "fallback",
+      "active since 2026-01-01T12:00:00.000Z, serving 30 (3 replicas): 2 consecutive failed " +
+      "collections (the last: &lt;b&gt;)",
+    ]);
+  });
+});
+
+describe("status page: the next 24 hours of a ScalingSchedule", () => {
+  const peak = scheduleObject("ScalingSchedule", "peak", {
+    date: "2026-01-01T18:00:00Z",
+    minutes: 60,
+    value: 30,
+  });
+  const hpa = scheduleHpa("sched", [
+    { kind: "ScalingSchedule", name: "peak" },
+    { kind: "ClusterScalingSchedule", name: "launch<script>" },
+  ]);
+  const plans = plansOf(hpa);
+  const objects: KubeObject[] = [peak];
+  const r = buildStatus(statusInput([hpa], plans, {}, {
+    schedules: {
+      options: { defaultTimeZone: "UTC", defaultScalingWindowSeconds: 600, rampSteps: 10 },
+      get: (kind, ns, name) =>
+        objects.find((o) =>
+          o.kind === kind && o.metadata.name === name && o.metadata.namespace === ns
+        ),
+    },
+  }));
+
+  it("draws the value as steps: a segment per step, the ramps' 1-minute steps as a slope", () => {
+    const s = r.schedules.find((x) => x.name === "peak")!;
+    const svg = schedulePlot(s);
+    const points = /<polyline class="steps" points="([^"]+)"\/>/.exec(svg)![1].split(" ");
+    // 21 steps (0, nine up, 30, ten down), two points each
+    assert.equal(points.length, 42);
+    // x: 60 + 560 px over 24 h from 12:00; y: 130 - 120 px * value / 30
+    assert.deepEqual(points.slice(0, 5), [
+      "60,130",
+      "196.5,130",
+      "196.5,118",
+      "196.9,118",
+      "196.9,106",
+    ]);
+    assert.deepEqual(points.slice(18, 22), ["199.6,22", "200,22", "200,10", "223.3,10"]);
+    assert.deepEqual(points.slice(-2), ["226.8,130", "620,130"]);
+    assert.ok(svg.includes(">30</text>"));
+    assert.ok(svg.includes(">2026-01-01T12:00:00.000Z</text>"));
+    assert.ok(svg.includes(">2026-01-02T12:00:00.000Z</text>"));
+  });
+
+  it("lists the value now and the next changes under the metric, names escaped", () => {
+    const html = renderHpaPage(r.hpas[0], r);
+    assert.ok(
+      html.includes(
+        "<h3>ScalingSchedule shop/peak: next 24 hours</h3>\n" +
+          "<p>value now <b>0</b> (not active) &middot; ramps of 10 steps over 10m0s</p>\n",
+      ),
+      html,
+    );
+    assert.ok(
+      html.includes(
+        '<ul class="changes"><li>up to 30 from 2026-01-01T17:51:00.000Z to ' +
+          "2026-01-01T18:00:00.000Z (10 steps)</li><li>down to 0 from " +
+          "2026-01-01T19:00:00.001Z to 2026-01-01T19:09:00.001Z (10 steps)</li></ul>",
+      ),
+    );
+    assert.ok(
+      html.includes(
+        "<h3>ClusterScalingSchedule launch&lt;script&gt;: next 24 hours</h3>\n" +
+          '<p class="err">ClusterScalingSchedule launch&lt;script&gt; not found</p>',
+      ),
+    );
+    assert.ok(!/<script/.test(html));
+    assert.equal([...html.matchAll(/<svg class="schedule"/g)].length, 1);
+  });
+
+  it("asks for the schedules on one HPA's page and in the JSON, not for the overview", async () => {
+    const requests: StatusRequest[] = [];
+    const app = createMetricsApp(new MetricsRegistry(), {
+      status: {
+        report: (request) => {
+          requests.push(request);
+          return r;
+        },
+      },
+    });
+    await app.request("/status");
+    const page = await (await app.request("/status/shop/sched")).text();
+    const doc = await (await app.request("/status.json")).json();
+    assert.deepEqual(requests, [
+      { schedules: false },
+      { hpa: { namespace: "shop", name: "sched" }, schedules: true },
+      { schedules: true },
+    ]);
+    assert.equal([...page.matchAll(/<svg class="schedule"/g)].length, 1);
+    assert.deepEqual(doc.schedules.map((s: { name: string }) => s.name), [
+      "launch<script>",
+      "peak",
+    ]);
   });
 });

@@ -122,3 +122,63 @@ export function statusInput(
     ...more,
   };
 }
+
+/**
+ * An autoscaling/v2 HPA with one Object metric per schedule object: `metric` on the
+ * ScalingSchedule or ClusterScalingSchedule `name`, target averageValue 10.
+ */
+export function scheduleHpa(
+  name: string,
+  schedules: { kind: "ScalingSchedule" | "ClusterScalingSchedule"; name: string }[],
+  options: { namespace?: string; annotations?: Record<string, string> } = {},
+): KubeObject {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: {
+      name,
+      namespace: options.namespace ?? "shop",
+      ...(options.annotations ? { annotations: options.annotations } : {}),
+    },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: schedules.map((s) => ({
+        type: "Object",
+        object: {
+          describedObject: { apiVersion: "zalando.org/v1", kind: s.kind, name: s.name },
+          metric: { name: s.name },
+          target: { type: "AverageValue", averageValue: "10" },
+        },
+      })),
+    },
+    status: { currentReplicas: 2, desiredReplicas: 2 },
+  };
+}
+
+/**
+ * A schedule object with one OneTime schedule: `value` from `date` for `minutes`, ramps of
+ * `window` minutes.
+ */
+export function scheduleObject(
+  kind: "ScalingSchedule" | "ClusterScalingSchedule",
+  name: string,
+  schedule: { date: string; minutes: number; value: number; window?: number },
+  namespace = "shop",
+): KubeObject {
+  return {
+    apiVersion: "zalando.org/v1",
+    kind,
+    metadata: kind === "ScalingSchedule" ? { name, namespace } : { name },
+    spec: {
+      scalingWindowDurationMinutes: schedule.window ?? 10,
+      schedules: [{
+        type: "OneTime",
+        date: schedule.date,
+        durationMinutes: schedule.minutes,
+        value: schedule.value,
+      }],
+    },
+  };
+}

@@ -7,9 +7,11 @@
  * values (3, 4.5, 6, 5.5, 6.5) and then holds the sixth request open until the test ends (a
  * request-timeout and collection timeout of 120s): the engine skips ticks while a collection
  * runs, so the kept history is exactly those five samples and the state stays `collected`.
- * HPA `payments` reads a path that answers 500. The overview and both HPAs' pages are opened in
- * headless Chromium, checked through the DOM, and screenshots are kept in the test's temp folder
- * (its path is printed).
+ * HPA `payments` reads a path that answers 500. HPA `scheduled` uses a ScalingSchedule written
+ * for the test's own time: 50 every day for an hour from two hours after the test starts, ramps
+ * of 10 minutes in 10 steps, so that its next 24 hours are exactly one peak of 21 steps. The
+ * overview and the HPAs' pages are opened in headless Chromium, checked through the DOM, and
+ * screenshots are kept in the test's temp folder (its path is printed).
  *
  * It runs on node, deno and bun alike (playwright-core drives Chromium over its
  * `--remote-debugging-pipe` pipes on all three); the adapter runs on the same runtime.
@@ -86,6 +88,8 @@ describe(`status page in Chromium (${currentRuntime()})`, () => {
   let page: any;
   let base = "";
   let url = "";
+  /** When the daily schedule starts next: two hours after the test's start, to the minute. */
+  let start = 0;
 
   before(async () => {
     endpoint = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -107,16 +111,64 @@ describe(`status page in Chromium (${currentRuntime()})`, () => {
     dir = await makeTempDir("browser-status-");
     shots = join(dir, "screenshots");
     const manifests = join(dir, "manifests");
+    start = Math.floor((Date.now() + 2 * 3_600_000) / 60_000) * 60_000;
     await writeManifests(manifests, [
       hpa("orders", `${url}/queue`, "2"),
       hpa("payments", `${url}/fail`, "5"),
+      {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: { name: "scheduled", namespace: NAMESPACE },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "scheduled" },
+          minReplicas: 1,
+          maxReplicas: 10,
+          metrics: [{
+            type: "Object",
+            object: {
+              describedObject: {
+                apiVersion: "zalando.org/v1",
+                kind: "ScalingSchedule",
+                name: "daily",
+              },
+              metric: { name: "daily" },
+              target: { type: "AverageValue", averageValue: "10" },
+            },
+          }],
+        },
+        status: { currentReplicas: 1, desiredReplicas: 1 },
+      },
+      {
+        apiVersion: "zalando.org/v1",
+        kind: "ScalingSchedule",
+        metadata: { name: "daily", namespace: NAMESPACE },
+        spec: {
+          scalingWindowDurationMinutes: 10,
+          schedules: [{
+            type: "Repeating",
+            period: {
+              days: ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
+              startTime: new Date(start).toISOString().slice(11, 16),
+              timezone: "UTC",
+            },
+            durationMinutes: 60,
+            value: 50,
+          }],
+        },
+      },
     ], "hpas.yaml");
     const metricsPort = await freePort();
     base = `http://127.0.0.1:${metricsPort}`;
     adapter = await startAdapterProcess({
       manifests,
       certDir: join(dir, "certs"),
-      flags: ["--metrics-address", `127.0.0.1:${metricsPort}`, "--collection-timeout", "120s"],
+      flags: [
+        "--metrics-address",
+        `127.0.0.1:${metricsPort}`,
+        "--collection-timeout",
+        "120s",
+        "--scaling-schedule",
+      ],
     });
     assert.ok(
       existsSync(CHROMIUM),
@@ -157,7 +209,12 @@ describe(`status page in Chromium (${currentRuntime()})`, () => {
         const o: any = by.get("orders");
         // deno-lint-ignore no-explicit-any
         const p: any = by.get("payments");
-        return held.length === 1 && o?.history.length === 5 && p?.failures >= 3 ? true : null;
+        // deno-lint-ignore no-explicit-any
+        const s: any = by.get("scheduled");
+        return held.length === 1 && o?.history.length === 5 && p?.failures >= 3 &&
+            s?.state === "collected"
+          ? true
+          : null;
       }, { timeoutMs: 40_000 });
     } catch (e) {
       throw new Error(`${(e as Error).message}\n${logsTail()}`);
@@ -178,7 +235,8 @@ describe(`status page in Chromium (${currentRuntime()})`, () => {
       "HPA metrics adapter: status",
     );
     const rows = page.locator("tr.metric");
-    assert.equal(await rows.count(), 2);
+    // payments (failing) first, then orders and scheduled (collected)
+    assert.equal(await rows.count(), 3);
     // deno-lint-ignore no-explicit-any
     const cells = async (i: number): Promise<string[]> =>
       (await rows.nth(i).locator("td").allInnerTexts()).map((t: string) => t.trim());
@@ -321,5 +379,64 @@ describe(`status page in Chromium (${currentRuntime()})`, () => {
     assert.equal(await page.locator("script").count(), 0);
     assert.deepEqual(requests, [`${base}/status/shop/payments`]);
     await page.screenshot({ path: join(shots, "hpa-failing.png"), fullPage: true });
+  });
+
+  it("draws a ScalingSchedule's next 24 hours: one peak of 21 steps, its ramps' steps, its changes", async () => {
+    await page.goto(`${base}/status/${NAMESPACE}/scheduled`);
+    const plot = page.locator("svg.schedule");
+    assert.equal(await plot.count(), 1);
+    const box = await plot.boundingBox();
+    assert.deepEqual([box.width, box.height], [640, 160]);
+    const points: [number, number][] = (await plot.locator("polyline.steps").getAttribute("points"))
+      .trim().split(/\s+/).map((p: string) => p.split(",").map(Number) as [number, number]);
+    // two points per step: 0 now, nine steps up, 50, ten steps down to 0
+    assert.equal(points.length, 42);
+    const values = [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 45, 40, 35, 30, 25, 20, 15, 10, 5, 0];
+    // y: 130 at 0, 10 at the top value 50
+    assert.deepEqual(
+      points.map(([, y]) => y),
+      values.flatMap((v) => [130 - 120 * v / 50, 130 - 120 * v / 50]),
+    );
+    for (let i = 1; i < points.length; i++) {
+      assert.ok(points[i][0] >= points[i - 1][0], `${points}`);
+    }
+    assert.equal(points[0][0], 60);
+    assert.equal(points[41][0], 620);
+    // the ramps are 10 minutes: 560 px * 9 / 1440 = 3.5 px from the first step up to the top
+    assert.ok(Math.abs(points[20][0] - points[2][0] - 3.5) <= 0.2, `${points}`);
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    assert.deepEqual(await page.locator("ul.changes li").allTextContents(), [
+      `up to 50 from ${iso(start - 540_000)} to ${iso(start)} (10 steps)`,
+      `down to 0 from ${iso(start + 3_600_001)} to ${iso(start + 4_140_001)} (10 steps)`,
+    ]);
+    await page.screenshot({ path: join(shots, "hpa-schedule.png"), fullPage: true });
+  });
+
+  it("draws the target's label as plain text: not stroked or dashed like its line", async () => {
+    await page.goto(`${base}/status/${NAMESPACE}/orders`);
+    const label = page.locator("svg.plot text.target");
+    const style = await label.evaluate((e: Element) => {
+      const c = getComputedStyle(e);
+      return [c.stroke, c.strokeDasharray, c.fill];
+    });
+    assert.deepEqual(style, ["none", "none", "rgb(23, 105, 58)"]);
+    const line = await page.locator("svg.plot line.target").evaluate((e: Element) =>
+      getComputedStyle(e).strokeDasharray
+    );
+    assert.equal(line, "4px, 3px");
+  });
+
+  it("stops reloading with the page's link, and keeps it stopped on the HPA it links to", async () => {
+    await page.goto(`${base}/status`);
+    assert.equal(await page.locator('meta[http-equiv="refresh"]').count(), 1);
+    await page.locator("a.refresh", { hasText: "stop" }).click();
+    await page.waitForURL(`${base}/status?refresh=0`);
+    assert.equal(await page.locator('meta[http-equiv="refresh"]').count(), 0);
+    await page.locator("a", { hasText: "shop/orders" }).click();
+    await page.waitForURL(`${base}/status/shop/orders?refresh=0`);
+    assert.equal(await page.locator('meta[http-equiv="refresh"]').count(), 0);
+    await page.locator("a.refresh").click();
+    await page.waitForURL(`${base}/status/shop/orders`);
+    assert.equal(await page.locator('meta[http-equiv="refresh"]').count(), 1);
   });
 });
