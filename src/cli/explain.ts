@@ -2,9 +2,14 @@
  * `explain NAMESPACE/NAME`: the facts of one HPA as text, for a person asking "why does my HPA
  * get no metric?". Online (`--status-url http://HOST:PORT`) it reads the running adapter's
  * `/status.json` (version 1, api/status_model.ts): each metric's collector, interval, state,
- * last value and its age, error, fallback, hidden formula inputs, and the replica count computed
- * there next to the HPA's status. Offline (`-f FILE|DIR`) it plans each metric as `plan` does,
- * evaluates the ScalingSchedules it uses now, and says what would be collected.
+ * last value and its age, error, fallback and its last episode, hidden formula inputs, selector
+ * and annotations apart, the ScalingSchedules' value now and next changes, the replica guard's
+ * last decision, and the replica count computed there next to the HPA's status. Offline
+ * (`-f FILE|DIR`) it plans each metric as `plan` does, evaluates the ScalingSchedules it uses
+ * now and over the next 24 hours, and says what would be collected; a Knative PodAutoscaler of
+ * class `hpa.autoscaling.knative.dev` (or an annotated Deployment or StatefulSet) in the
+ * manifests is explained through the HPA the Knative reconciler would make for it, when no HPA
+ * of that name is given.
  *
  * Exit code 0 when the HPA gets all its metrics (online: every metric collected, hidden input or
  * fallback; offline: every metric planned without error), 1 otherwise, 2 for a usage error or
@@ -22,19 +27,34 @@ import {
   stringFlag,
 } from "./flags.ts";
 import { readManifests } from "../cluster/manifests.ts";
-import type { Kind, KubeObject } from "../cluster/types.ts";
-import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
+import type { KubeObject } from "../cluster/types.ts";
+import { collectorRegistry } from "./collectors.ts";
+import { scheduleOptionsFromFlags } from "./status_source.ts";
 import { collectorError } from "./plan.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
-import type { MetricPlan, MetricTarget } from "../core/types.ts";
+import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
+import type { LabelSelector, MetricPlan, MetricTarget } from "../core/types.ts";
 import { FORMULA_TYPE } from "../core/configs/formula.ts";
 import {
+  annotationConfig,
+  fallbackText,
+  findSchedule,
+  guardCapText,
+  guardOutcomeText,
   type HpaStatus,
   type MetricStatus,
   redactConfig,
+  redactSelector,
+  type ReplicaGuardStatus,
+  scheduleChangeTexts,
+  scheduleLabel,
+  scheduleRefOf,
+  type ScheduleStatus,
+  scheduleStatus,
+  selectorText,
   type StatusReport,
 } from "../api/status_model.ts";
 
@@ -89,10 +109,48 @@ function targetText(t: MetricTarget): string {
   return "none";
 }
 
-function configText(config: Record<string, string>): string {
-  const redacted = redactConfig(config);
-  const parts = Object.entries(redacted).map(([k, v]) => `${k}=${v}`);
-  return parts.length > 0 ? parts.join(", ") : "none";
+/** A metric's selector and its `metric-config.*` annotations, apart (the planner merges them). */
+function configFields(config: Record<string, string>, selector: LabelSelector | null): string {
+  const shown = redactSelector(selector);
+  const labels = shown ? selectorText(shown) : "";
+  const parts = annotationConfig(redactConfig(config), shown).map(([k, v]) => `${k}=${v}`);
+  return (labels !== "" ? field("selector", labels) : "") +
+    field("config", parts.length > 0 ? parts.join(", ") : "none");
+}
+
+/** A schedule's value now and its next changes (a ramp's steps as one). */
+function scheduleFields(s: ScheduleStatus): string {
+  if (s.error !== null || s.steps.length === 0) return field("value now", `unknown: ${s.error}`);
+  let out = field(
+    "value now",
+    `${s.steps[0].value} at ${s.from} (${scheduleLabel(s)}, ${s.active ? "active" : "not active"})`,
+  );
+  const { changes, more } = scheduleChangeTexts(s, 3);
+  if (changes.length === 0) out += field("next change", `none until ${s.to}`);
+  changes.forEach((c, i) => out += field(i === 0 ? "next change" : "then", c));
+  if (more > 0) out += field("then", `${plural(more, "more change")} until ${s.to}`);
+  return out;
+}
+
+/** The replica guard's last decision for the HPA. */
+function guardFields(g: ReplicaGuardStatus): string {
+  let out = "replica guard (estafette.io/hpa-scaler)\n";
+  if (g.at === null) {
+    return out + field("decided", "not yet (the guard decides on the leader, once per pass)");
+  }
+  out += field("decided", g.at);
+  if (g.query !== null) {
+    out += field(
+      "query",
+      `${JSON.stringify(g.query)} = ${g.queryValue === null ? "none" : number(g.queryValue)}`,
+    );
+  }
+  if (g.minReplicas !== null) out += field("minReplicas", String(g.minReplicas));
+  const cap = guardCapText(g);
+  if (cap !== null) out += field("scale-down", cap);
+  if (g.message !== null) out += field("decision", `${g.message} (${guardOutcomeText(g)})`);
+  if (g.error !== null) out += field("error", g.error);
+  return out;
 }
 
 /** `  label:        text`, the label padded so that the texts line up. */
@@ -205,7 +263,7 @@ function valueText(m: MetricStatus): string {
   return `${number(m.value)} (at ${m.valueAt}${age}${samples})`;
 }
 
-function onlineText(h: HpaStatus, url: string): string {
+function onlineText(h: HpaStatus, doc: StatusReport, url: string): string {
   let out = `HPA ${h.namespace}/${h.name} (from ${url})\n`;
   if (h.scaleTargetRef) {
     out += field(
@@ -225,6 +283,7 @@ function onlineText(h: HpaStatus, url: string): string {
   for (const reason of r.reasons) out += field("  why", reason);
   for (const e of h.errors) out += field("error", e);
   for (const w of h.warnings) out += field("warning", w);
+  if (h.replicaGuard) out += guardFields(h.replicaGuard);
   h.metrics.forEach((m, i) => {
     out += metricTitle(i, h.metrics.length, m.type, m.name, m.hidden);
     out += field("collector", collectorText(m.collector, m.intervalSeconds, m.formula !== null));
@@ -235,18 +294,12 @@ function onlineText(h: HpaStatus, url: string): string {
       out += field("last error", `${m.lastError}${m.lastErrorAt ? ` (at ${m.lastErrorAt})` : ""}`);
     }
     out += field("value", valueText(m));
+    // a document of an older adapter has no schedules
+    const schedule = m.schedule ? findSchedule(doc, m.schedule) : undefined;
+    if (schedule) out += scheduleFields(schedule);
     if (!m.hidden) out += field("target", targetText(m.target));
-    if (m.fallback) {
-      out += field(
-        "fallback",
-        m.fallback.active
-          ? "active"
-          : `configured, not active (${
-            plural(m.fallback.consecutiveFailures, "failure")
-          } in a row)`,
-      );
-    }
-    out += field("config", configText(m.config));
+    if (m.fallback) out += field("fallback", fallbackText(m.fallback));
+    out += configFields(m.config, m.selector ?? null);
   });
   return out;
 }
@@ -268,7 +321,7 @@ async function runOnline(
     );
     return 2;
   }
-  io.stdout(onlineText(h, url));
+  io.stdout(onlineText(h, doc, url));
   const missing = h.metrics.filter((m) => !SERVED_STATES.has(m.state));
   for (const e of h.errors) io.stderr(`error: HPA ${id}: ${e}\n`);
   for (const m of missing) {
@@ -308,43 +361,27 @@ function collectsText(plan: MetricPlan): string | null {
   return null;
 }
 
-const SCHEDULE_KINDS: Readonly<Record<string, Kind>> = {
-  "scaling-schedule": "ScalingSchedule",
-  "cluster-scaling-schedule": "ClusterScalingSchedule",
-};
-
-/** A ScalingSchedule metric's value now, from the manifests read, in words. */
+/** A ScalingSchedule metric's value now and next changes, from the manifests read. */
 function scheduleNow(
   plan: MetricPlan,
   objects: readonly KubeObject[],
-  evaluate: {
-    value(k: Kind, o: KubeObject, at: number): number;
-    active(k: Kind, o: KubeObject, at: number): boolean;
-  },
+  options: ReturnType<typeof scheduleOptionsFromFlags>,
   now: number,
 ): string | null {
-  const kind = plan.collector ? SCHEDULE_KINDS[plan.collector] : undefined;
-  if (kind === undefined || plan.error !== null || !plan.describedObject) return null;
-  const name = plan.describedObject.name;
-  const label = kind === "ScalingSchedule"
-    ? `${kind} ${plan.hpa.namespace}/${name}`
-    : `${kind} ${name}`;
+  const ref = scheduleRefOf(plan);
+  if (ref === null || plan.error !== null) return null;
   const obj = objects.find((o) =>
-    o.kind === kind && o.metadata.name === name &&
-    (kind === "ClusterScalingSchedule" ||
-      (o.metadata.namespace ?? "default") === plan.hpa.namespace)
+    o.kind === ref.kind && o.metadata.name === ref.name &&
+    (ref.namespace === null || (o.metadata.namespace ?? "default") === ref.namespace)
   );
-  if (!obj) return `unknown: ${label} is not in the manifests read`;
-  try {
-    const value = evaluate.value(kind, obj, now);
-    const active = evaluate.active(kind, obj, now);
-    return `${value} at ${new Date(now).toISOString()} (${label}, ${
-      active ? "active" : "not active"
-    })`;
-  } catch (e) {
-    return `unknown: invalid ${label}: ${(e as Error).message}`;
+  if (!obj) {
+    return field("value now", `unknown: ${scheduleLabel(ref)} is not in the manifests read`);
   }
+  return scheduleFields(scheduleStatus(ref, obj, options, now));
 }
+
+/** The kinds the Knative reconciler makes an HPA for (with the class annotation). */
+const KNATIVE_SOURCE_KINDS: readonly string[] = ["PodAutoscaler", "Deployment", "StatefulSet"];
 
 async function runOffline(
   target: { namespace: string; name: string },
@@ -356,13 +393,40 @@ async function runOffline(
   const read = await readManifests(files);
   for (const e of read.errors) io.stderr(`error: ${e}\n`);
   const objects = read.objects.map((o) => o.object);
-  const found = read.objects.find((o) =>
-    o.object.kind === "HorizontalPodAutoscaler" && o.object.metadata?.name === target.name &&
-    (o.object.metadata.namespace ?? "default") === target.namespace
+  const named = (o: KubeObject): boolean =>
+    o.metadata?.name === target.name && (o.metadata.namespace ?? "default") === target.namespace;
+  let found: { object: KubeObject; source: string } | undefined = read.objects.find((o) =>
+    o.object.kind === "HorizontalPodAutoscaler" && named(o.object)
   );
+  const knative = (o: KubeObject): boolean =>
+    KNATIVE_SOURCE_KINDS.includes(o.kind ?? "") && isKnativeHpaClass(o);
+  const mappingWarnings: string[] = [];
+  const source = found ? undefined : read.objects.find((o) => knative(o.object) && named(o.object));
+  if (source) {
+    // the HPA the Knative reconciler would make: named after its source, in its namespace
+    const from = `${source.object.kind} ${id}`;
+    const where = `${source.source}: the HPA the Knative reconciler would make for ${from}`;
+    const result = knativeHpaFor(source.object, {
+      prometheusAddress: stringFlag(parsed.values, "knative-prometheus-address") ?? undefined,
+    });
+    if ("error" in result) {
+      io.stdout(`HPA ${id} (offline, from ${where})\n`);
+      for (const w of result.warnings) io.stdout(field("warning", w));
+      io.stderr(`error: ${from}: ${result.error}\n`);
+      return 1;
+    }
+    found = { object: result.hpa as unknown as KubeObject, source: where };
+    mappingWarnings.push(...result.warnings);
+  }
   if (!found) {
     const names = read.objects.filter((o) => o.object.kind === "HorizontalPodAutoscaler")
       .map((o) => `${o.object.metadata.namespace ?? "default"}/${o.object.metadata.name}`);
+    for (const o of read.objects) {
+      if (!knative(o.object)) continue;
+      names.push(
+        `${o.object.metadata.namespace ?? "default"}/${o.object.metadata.name} (${o.object.kind})`,
+      );
+    }
     io.stderr(
       `error: HPA ${id} not found in ${files.join(", ")} (found: ${
         names.length > 0 ? names.join(", ") : "no HPA"
@@ -408,9 +472,9 @@ async function runOffline(
     io.stderr(`error: HPA ${id}: ${e.message}\n`);
     return 1;
   }
-  const evaluator = scheduleEvaluatorFor(values);
+  const scheduleOptions = scheduleOptionsFromFlags(values);
   const now = io.now();
-  const warnings = new Set<string>();
+  const warnings = new Set<string>(mappingWarnings);
   for (const p of plans) for (const w of p.warnings ?? []) warnings.add(w);
   for (const w of warnings) out += field("warning", w);
   const failed: MetricPlan[] = [];
@@ -434,8 +498,8 @@ async function runOffline(
     out += field("plan", plan.error === null ? "OK" : `error: ${plan.error}`);
     const collects = plan.error === null ? collectsText(plan) : null;
     if (collects !== null) out += field("collects", collects);
-    const schedule = scheduleNow(plan, objects, evaluator, now);
-    if (schedule !== null) out += field("value now", schedule);
+    const schedule = scheduleNow(plan, objects, scheduleOptions, now);
+    if (schedule !== null) out += schedule;
     if (!plan.hidden) out += field("target", targetText(plan.target));
     if (plan.fallback) {
       out += field(
@@ -445,7 +509,7 @@ async function runOffline(
         } (${plan.fallback.behavior})`,
       );
     }
-    out += field("config", configText(plan.config));
+    out += configFields(plan.config, plan.metricSelector);
   });
   io.stdout(out);
   for (const p of failed) {

@@ -1,8 +1,10 @@
 /**
  * `explain NAMESPACE/NAME` of issue 24: online against the adapter (`serve --manifests`, a child
- * process of the runtime under test, with `--metrics-address`) and a real loopback JSON endpoint
- * whose `/fail` answers 500; offline from manifests (a config error, the demo's ScalingSchedule
- * at a fixed time); the exit codes and the usage errors.
+ * process of the runtime under test, with `--metrics-address` and the replica guard) and a real
+ * loopback JSON endpoint whose `/fail` answers 500: a failing metric, a collected one, a
+ * ScalingSchedule's next changes, the replica guard's decision, an active fallback; offline from
+ * manifests (a config error, the demo's ScalingSchedule at a fixed time, a Knative
+ * PodAutoscaler); the exit codes and the usage errors.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -68,12 +70,65 @@ function jsonPath(url: string): Record<string, string> {
 const USAGE = "usage: hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT\n" +
   "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]\n";
 
+/** An HPA with one Object metric on the ScalingSchedule `name` (target averageValue 10). */
+function scheduleHpa(name: string, schedule: string): Record<string, unknown> {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name, namespace: NAMESPACE },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [{
+        type: "Object",
+        object: {
+          describedObject: {
+            apiVersion: "zalando.org/v1",
+            kind: "ScalingSchedule",
+            name: schedule,
+          },
+          metric: { name: schedule },
+          target: { type: "AverageValue", averageValue: "10" },
+        },
+      }],
+    },
+    status: { currentReplicas: 2, desiredReplicas: 2 },
+  };
+}
+
+/** A ScalingSchedule at 50 every day from `startTime` (UTC) for an hour, ramps of 10 minutes. */
+function dailySchedule(name: string, startTime: string): Record<string, unknown> {
+  return {
+    apiVersion: "zalando.org/v1",
+    kind: "ScalingSchedule",
+    metadata: { name, namespace: NAMESPACE },
+    spec: {
+      scalingWindowDurationMinutes: 10,
+      schedules: [{
+        type: "Repeating",
+        period: {
+          days: ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
+          startTime,
+          timezone: "UTC",
+        },
+        durationMinutes: 60,
+        value: 50,
+      }],
+    },
+  };
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
 describe(`explain against a running adapter (${currentRuntime()})`, () => {
   let dir: string | undefined;
   let endpoint: Server | undefined;
   let adapter: AdapterProcess | undefined;
   let base = "";
   let url = "";
+  /** When the daily schedule starts next: two hours after the test's start, to the minute. */
+  let start = 0;
 
   before(async () => {
     endpoint = createServer((req, res) => {
@@ -90,9 +145,22 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
     url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
     dir = await makeTempDir("explain-");
     const manifests = join(dir, "manifests");
+    start = Math.floor((Date.now() + 2 * 3_600_000) / 60_000) * 60_000;
+    const startTime = iso(start).slice(11, 16);
+    const status = { currentReplicas: 2, desiredReplicas: 2 };
     await writeManifests(manifests, [
-      hpa("broken", jsonPath(`${url}/fail`), { currentReplicas: 2, desiredReplicas: 2 }),
-      hpa("working", jsonPath(`${url}/queue`), { currentReplicas: 2, desiredReplicas: 2 }),
+      hpa("broken", jsonPath(`${url}/fail`), status),
+      hpa("working", jsonPath(`${url}/queue`), status),
+      // no query: the guard sets the lower bound 3 (file mode: logged, not written)
+      hpa("guarded", { ...jsonPath(`${url}/queue`), "estafette.io/hpa-scaler": "true" }, status),
+      // past 0 failures (the first), the fallback value 3 x 2 is served
+      hpa("fallback", {
+        ...jsonPath(`${url}/fail`),
+        "metric-config.external.queue-depth.json-path/fallback-failure-threshold": "0",
+        "metric-config.external.queue-depth.json-path/fallback-replicas": "3",
+      }, status),
+      scheduleHpa("scheduled", "daily"),
+      dailySchedule("daily", startTime),
     ], "hpas.yaml");
     const metricsPort = await freePort();
     base = `http://127.0.0.1:${metricsPort}`;
@@ -100,14 +168,24 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
       manifests,
       certDir: join(dir, "certs"),
       // after support.ts' `--metrics-address ""`: the last one counts
-      flags: ["--metrics-address", `127.0.0.1:${metricsPort}`],
+      flags: [
+        "--metrics-address",
+        `127.0.0.1:${metricsPort}`,
+        "--estafette-hpa-scaler",
+        "--scaling-schedule",
+      ],
     });
     // deno-lint-ignore no-explicit-any
-    await waitFor("both HPAs' first collection", async (): Promise<any> => {
+    await waitFor("every HPA's first collection and the guard's pass", async (): Promise<any> => {
       const r = await httpGet(`${base}/status.json`);
       const doc = JSON.parse(r.body);
       const states = doc.hpas.map((h: { name: string; state: string }) => `${h.name}=${h.state}`);
-      return states.join(" ") === "broken=failing working=collected" ? doc : null;
+      const guarded = doc.hpas.find((h: { name: string }) => h.name === "guarded");
+      return states.join(" ") ===
+            "broken=failing fallback=fallback guarded=collected scheduled=collected " +
+              "working=collected" && guarded.replicaGuard?.at
+        ? doc
+        : null;
     });
   });
 
@@ -146,9 +224,94 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
         `  error:        ${error}\n` +
         "  value:        none\n" +
         "  target:       AverageValue 2\n" +
-        `  config:       endpoint=${url}/fail, hpa=broken, json-key=$.queue.depth, type=json-path\n`,
+        "  selector:     hpa=broken,type=json-path\n" +
+        `  config:       endpoint=${url}/fail, json-key=$.queue.depth\n`,
     );
     assert.equal(code, 1);
+  });
+
+  it("prints a ScalingSchedule's value now and its next changes, ramps as one", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(
+      ["explain", `${NAMESPACE}/scheduled`, "--status-url", base],
+      io,
+    );
+    assert.equal(io.err(), "");
+    assert.equal(code, 0);
+    const m = /\n {2}value now: {4}0 at (\S+) \(ScalingSchedule explain\/daily, not active\)\n/
+      .exec(io.out());
+    assert.ok(m, io.out());
+    const from = Date.parse(m[1]);
+    // the document's range: its time, 24 hours on
+    assert.ok(Math.abs(from - Date.now()) < 60_000, m[1]);
+    assert.ok(
+      io.out().includes(
+        m[0] +
+          `  next change:  up to 50 from ${iso(start - 540_000)} to ${iso(start)} (10 steps)\n` +
+          `  then:         down to 0 from ${iso(start + 3_600_001)} to ${
+            iso(start + 4_140_001)
+          } (10 steps)\n` +
+          "  target:       AverageValue 10\n",
+      ),
+      io.out(),
+    );
+  });
+
+  it("prints the replica guard's last decision", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(
+      ["explain", `${NAMESPACE}/guarded`, "--status-url", base],
+      io,
+    );
+    assert.equal(code, 0);
+    const doc = JSON.parse((await httpGet(`${base}/status.json`)).body);
+    const at = doc.hpas.find((h: { name: string }) => h.name === "guarded").replicaGuard.at;
+    assert.ok(
+      io.out().includes(
+        "replica guard (estafette.io/hpa-scaler)\n" +
+          `  decided:      ${at}\n` +
+          "  minReplicas:  3\n" +
+          "  scale-down:   at most 2 replicas removed per scale-down: minReplicas at least 0\n" +
+          "  decision:     minReplicas 1 -> 3: lower bound 3 (not written: file mode, decisions " +
+          "are logged)\n" +
+          "metric 1 of 1: External queue-depth\n",
+      ),
+      io.out(),
+    );
+    // without the guard on, an HPA says nothing of it
+    const working = captureIO();
+    await runCommandLine(["explain", `${NAMESPACE}/working`, "--status-url", base], working);
+    assert.ok(!working.out().includes("replica guard"), working.out());
+  });
+
+  it("prints an active fallback: since when, what it serves and why, and exits 0", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(
+      ["explain", `${NAMESPACE}/fallback`, "--status-url", base],
+      io,
+    );
+    assert.equal(io.err(), "");
+    assert.equal(code, 0);
+    const doc = JSON.parse((await httpGet(`${base}/status.json`)).body);
+    const fb = doc.hpas.find((h: { name: string }) => h.name === "fallback").metrics[0].fallback;
+    const error = `unsuccessful response "500 Internal Server Error" from ${url}/fail`;
+    assert.deepEqual(fb, {
+      active: true,
+      consecutiveFailures: 1,
+      activeSince: fb.activeSince,
+      endedAt: null,
+      value: 6,
+      replicas: 3,
+      reason: `1 consecutive failed collections (the last: ${error})`,
+      endReason: null,
+    });
+    assert.ok(
+      io.out().includes(
+        `  fallback:     active since ${fb.activeSince}, serving 6 (3 replicas): 1 consecutive ` +
+          `failed collections (the last: ${error})\n`,
+      ),
+      io.out(),
+    );
   });
 
   it("exits 0 when the HPA gets its metric, with its value and age", async () => {
@@ -175,7 +338,7 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
     assert.equal(io.out(), "");
     assert.equal(
       io.err(),
-      `error: HPA explain/nope not found in ${base}/status.json (the adapter knows 2 HPAs)\n`,
+      `error: HPA explain/nope not found in ${base}/status.json (the adapter knows 5 HPAs)\n`,
     );
   });
 
@@ -225,7 +388,8 @@ describe("explain offline from manifests", () => {
         "  collector:    json-path, every 1m0s\n" +
         `  plan:         error: ${error}\n` +
         "  target:       AverageValue 2\n" +
-        "  config:       hpa=broken, json-key=$.queue.depth, type=json-path\n",
+        "  selector:     hpa=broken,type=json-path\n" +
+        "  config:       json-key=$.queue.depth\n",
     );
     assert.equal(io.err(), `error: HPA explain/broken metric External/queue-depth: ${error}\n`);
     assert.equal(code, 1);
@@ -244,6 +408,13 @@ describe("explain offline from manifests", () => {
         "  collector:    scaling-schedule, every 10s\n" +
         "  plan:         OK\n" +
         "  value now:    20 at 2026-11-22T10:25:00.000Z (ScalingSchedule demo/hourly-peak, active)\n" +
+        "  next change:  up to 40 from 2026-11-22T10:26:00.000Z to 2026-11-22T10:30:00.000Z " +
+        "(5 steps)\n" +
+        "  then:         down to 0 from 2026-11-22T10:40:00.001Z to 2026-11-22T10:49:00.001Z " +
+        "(10 steps)\n" +
+        "  then:         up to 40 from 2026-11-22T11:21:00.000Z to 2026-11-22T11:30:00.000Z " +
+        "(10 steps)\n" +
+        "  then:         46 more changes until 2026-11-23T10:25:00.000Z\n" +
         "  target:       AverageValue 10\n" +
         "  config:       none\n" +
         "\nHPA demo/shop-schedule: every metric planned (1), all collectors assumed enabled\n",
@@ -268,6 +439,100 @@ describe("explain offline from manifests", () => {
     assert.equal(
       io.err(),
       `error: HPA explain/nope not found in ${file} (found: explain/broken)\n`,
+    );
+  });
+});
+
+describe("explain offline for Knative PodAutoscalers", () => {
+  let dir: string | undefined;
+  let file = "";
+
+  /** A PodAutoscaler of class hpa with autoscaler-keda's annotations. */
+  function pa(name: string, annotations: Record<string, string>): Record<string, unknown> {
+    return {
+      apiVersion: "autoscaling.internal.knative.dev/v1alpha1",
+      kind: "PodAutoscaler",
+      metadata: {
+        name,
+        namespace: "shop",
+        annotations: {
+          "autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev",
+          ...annotations,
+        },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: `${name}-deployment` },
+      },
+    };
+  }
+
+  before(async () => {
+    dir = await makeTempDir("explain-knative-");
+    file = await writeManifests(dir, [
+      pa("rev-1", {
+        "autoscaling.knative.dev/metric": "rps",
+        "autoscaling.knative.dev/target": "5",
+        "autoscaling.knative.dev/prometheus-query":
+          'sum(rate(requests{pod=~"{{ .revisionName }}.*"}[1m]))',
+        "autoscaling.knative.dev/max-scale": "10",
+      }),
+      pa("rev-2", { "autoscaling.knative.dev/metric-type": "foo" }),
+    ]);
+  });
+
+  after(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("explains a PodAutoscaler through the HPA the Knative reconciler would make", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(
+      ["explain", "shop/rev-1", "-f", file, "--knative-prometheus-address", "http://prom:9090"],
+      io,
+    );
+    assert.equal(io.err(), "");
+    const query = 'sum(rate(requests{pod=~"rev-1.*"}[1m]))';
+    assert.equal(
+      io.out(),
+      `HPA shop/rev-1 (offline, from ${file}: the HPA the Knative reconciler would make for ` +
+        "PodAutoscaler shop/rev-1)\n" +
+        "  scale target: Deployment rev-1-deployment, replicas 1..10\n" +
+        "metric 1 of 1: External default-trigger-custom\n" +
+        "  collector:    prometheus, every 1m0s\n" +
+        "  plan:         OK\n" +
+        `  collects:     the Prometheus query ${JSON.stringify(query)} on http://prom:9090\n` +
+        "  target:       AverageValue 5\n" +
+        "  selector:     hpa-metrics-adapter/hpa=rev-1,type=prometheus\n" +
+        "  config:       ignore-null-values=true, multiple-series=error, namespace=shop, " +
+        `prometheus-server=http://prom:9090, query=${query}\n` +
+        "\nHPA shop/rev-1: every metric planned (1), all collectors assumed enabled\n",
+    );
+    assert.equal(code, 0);
+  });
+
+  it("says why a PodAutoscaler maps to no HPA, naming the annotation, and exits 1", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", "shop/rev-2", "-f", file], io);
+    assert.equal(
+      io.out(),
+      `HPA shop/rev-2 (offline, from ${file}: the HPA the Knative reconciler would make for ` +
+        "PodAutoscaler shop/rev-2)\n",
+    );
+    assert.equal(
+      io.err(),
+      'error: PodAutoscaler shop/rev-2: invalid metric type: "foo" (annotation ' +
+        "autoscaling.knative.dev/metric-type): want AverageValue, Utilization or Value\n",
+    );
+    assert.equal(code, 1);
+  });
+
+  it("names the PodAutoscalers it found when none has the name", async () => {
+    const io = captureIO();
+    assert.equal(await runCommandLine(["explain", "shop/rev-3", "-f", file], io), 2);
+    assert.equal(
+      io.err(),
+      `error: HPA shop/rev-3 not found in ${file} (found: shop/rev-1 (PodAutoscaler), ` +
+        "shop/rev-2 (PodAutoscaler))\n",
     );
   });
 });
