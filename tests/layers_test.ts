@@ -13,7 +13,8 @@
  * - `runtime/` sits just above `core`: it may import only `runtime/` and `core/`, and every
  *   layer above may import it (the cluster client and the API use its TLS and serving types).
  * - `core/` imports nothing of ours but `core/`, and of the npm packages only zod,
- *   jsonpath-plus and temporal-polyfill (no `node:` modules either: it does no I/O).
+ *   jsonpath-plus, temporal-polyfill and @prometheus-io/lezer-promql, the PromQL grammar
+ *   (no `node:` modules either: it does no I/O).
  * - `mod.ts` may import only `core/`.
  * - No import cycle among our files, type-only imports included.
  * - Only `src/runtime/` may check which runtime it runs on (`globalThis.Deno`, `typeof Bun`,
@@ -42,7 +43,12 @@ const ORDER =
   "cli -> engine / controllers / api -> collectors / store / cluster -> runtime -> core";
 
 /** The npm packages core may import. */
-const CORE_PACKAGES: readonly string[] = ["zod", "jsonpath-plus", "temporal-polyfill"];
+const CORE_PACKAGES: readonly string[] = [
+  "zod",
+  "jsonpath-plus",
+  "temporal-polyfill",
+  "@prometheus-io/lezer-promql",
+];
 
 /** One import of a file. */
 interface ImportRef {
@@ -504,7 +510,7 @@ describe("checkLayers", () => {
     assert.deepEqual(checkLayers(files).layers, [
       `mod.ts:2 imports src/cli/serve.ts: mod.ts may import only core`,
       `src/core/b.ts:1 imports "node:fs/promises": core may import only the packages zod, ` +
-      `jsonpath-plus, temporal-polyfill`,
+      `jsonpath-plus, temporal-polyfill, @prometheus-io/lezer-promql`,
       `src/engine/loop.ts:4 imports src/cli/flags.ts, up the layer order (${order}): engine ` +
       `may import only engine, controllers, api, collectors, store, cluster, runtime, core`,
       `src/engine/loop.ts:6 imports src/cli/serve.ts, up the layer order (${order}): engine ` +
