@@ -227,7 +227,15 @@ interface Scope {
   elements: Value[];
   /** In the plan-time dry run, division by zero and non-finite values are not errors. */
   dryRun: boolean;
+  /** Nodes evaluated so far, bounded by MAX_STEPS. */
+  steps: number;
 }
+
+/**
+ * The most nodes one evaluation visits: nested count() predicates multiply the work (ten
+ * levels over ten-element arrays, 361 characters, would run for minutes).
+ */
+const MAX_STEPS = 100_000;
 
 function describe(v: Value): string {
   if (v instanceof Nil) return "nil";
@@ -266,6 +274,9 @@ function showNumber(n: number): string {
 }
 
 function evaluate(node: Node, scope: Scope): Value {
+  if (++scope.steps > MAX_STEPS) {
+    throw new FormulaError(`formula needs more than ${MAX_STEPS} evaluation steps`);
+  }
   switch (node.t) {
     case "lit":
       return node.v === null ? new Nil(null, node.pos) : node.v as number | boolean;
@@ -417,7 +428,7 @@ function run(
       throw new FormulaError(`unknown identifier ${name} at position ${pos}`);
     }
   }
-  const result = evaluate(ast, { inputs, elements: [], dryRun });
+  const result = evaluate(ast, { inputs, elements: [], dryRun, steps: 0 });
   if (result instanceof Nil) return null;
   if (typeof result !== "number") {
     throw new FormulaError(`result is ${describe(result)}, not a number`);
@@ -432,7 +443,8 @@ function run(
  * Evaluate a compiled formula with its inputs' values: a number, or undefined for a missing
  * input. Returns the number, or null when the result is nil (`a ?? b` with both missing).
  * Throws FormulaError for an identifier not in `inputs`, arithmetic on a missing input, a
- * boolean, array or non-finite result, or a division by zero.
+ * boolean, array or non-finite result, a division by zero, or more than 100,000 evaluation
+ * steps (nested count() predicates).
  *
  * @example
  * ```ts
