@@ -41,3 +41,5 @@ export * from "./src/core/hpa_algorithm.ts";
 export * from "./src/core/fallback.ts";
 export * from "./src/core/estafette_guard.ts";
 export * from "./src/core/knative.ts";
+export * from "./src/core/promql_scope.ts";
+export * from "./src/core/schedule_series.ts";

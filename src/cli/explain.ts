@@ -32,6 +32,7 @@ import { collectorRegistry } from "./collectors.ts";
 import { scheduleOptionsFromFlags } from "./status_source.ts";
 import { collectorError } from "./plan.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
+import { promqlScoperFromFlags } from "./promql_options.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
@@ -443,6 +444,7 @@ async function runOffline(
     allowLinkLocalTargets: values["allow-link-local-targets"] === true,
     enabledCollectors: collectorFlagsGiven ? enabledCollectors(values) : undefined,
     endpointPolicy: endpointPolicyFromFlags(values, io.env),
+    scopePromQL: await promqlScoperFromFlags(values),
   };
   const check = {
     registry: collectorRegistry(values),

@@ -424,6 +424,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   def(BACKENDS, "prometheus-server", "string", null, "URL of the Prometheus server to query"),
   def(
     BACKENDS,
+    "prometheus-enforce-namespace-label",
+    "string",
+    null,
+    "scope every PromQL query an HPA writes (prometheus metrics, the replica guard's query, Knative triggers) to its own namespace: each selector gets LABEL=\"<the HPA's namespace>\" (e.g. namespace); a query naming another namespace is a plan error",
+  ),
+  def(
+    BACKENDS,
     "prometheus-server-token-file",
     "string",
     null,

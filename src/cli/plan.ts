@@ -33,9 +33,12 @@ import {
   guardRunsQuery,
   guardServerUrlProblem,
   parseGuardConfig,
+  scopeGuardQuery,
 } from "../core/estafette_guard.ts";
 import type { EndpointPolicy } from "../core/endpoint_policy.ts";
+import type { PromQLScoper } from "../core/collector_config.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
+import { promqlScoperFromFlags } from "./promql_options.ts";
 import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
 import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
@@ -115,11 +118,19 @@ export function guardRow(
   object: KubeObject,
   defaultPrometheusUrl: string,
   endpointPolicy?: EndpointPolicy,
+  scopePromQL?: PromQLScoper,
 ): GuardRow | null {
   const annotations = object.metadata?.annotations;
   if (annotations?.[ESTAFETTE_ENABLED_ANNOTATION] !== "true") return null;
-  const { config, warnings } = parseGuardConfig(annotations, { defaultPrometheusUrl });
-  const all = [...warnings];
+  const parsed = parseGuardConfig(annotations, { defaultPrometheusUrl });
+  const all = [...parsed.warnings];
+  // the query as the guard would run it: scoped to the HPA's namespace, or refused
+  const scoped = scopeGuardQuery(parsed.config, {
+    namespace: object.metadata.namespace ?? "default",
+    name: object.metadata.name,
+  }, scopePromQL);
+  if (scoped.error !== undefined) all.push(scoped.error);
+  const config = scoped.error === undefined ? scoped.config : parsed.config;
   const refused = guardRunsQuery(config)
     ? guardServerUrlProblem(config, {
       hpa: { namespace: object.metadata.namespace ?? "default", name: object.metadata.name },
@@ -321,6 +332,7 @@ export const planCommand: Command = {
       allowLinkLocalTargets: parsed.values["allow-link-local-targets"] === true,
       enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
       endpointPolicy: endpointPolicyFromFlags(parsed.values, io.env),
+      scopePromQL: await promqlScoperFromFlags(parsed.values),
     };
 
     const check = {
@@ -374,6 +386,7 @@ export const planCommand: Command = {
         object,
         guardSetup.options.prometheus?.url ?? "",
         options.endpointPolicy,
+        options.scopePromQL,
       );
       if (guard) guards.push(guard);
       try {

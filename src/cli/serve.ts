@@ -32,6 +32,7 @@ import { ReplicaGuard } from "../controllers/replica_guard.ts";
 import { KnativeReconciler } from "../controllers/knative.ts";
 import { guardSettings } from "./guard_options.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
+import { promqlScoperFromFlags } from "./promql_options.ts";
 import { Engine } from "../engine/engine.ts";
 import { MetricHistory, recordingStore } from "../engine/history.ts";
 import { statusReporter } from "./status_source.ts";
@@ -283,6 +284,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     prometheusOptionsFromFlags(flags);
     // so does a bad --allowed-metric-endpoints pattern
     const endpointPolicy = endpointPolicyFromFlags(flags, io.env);
+    // and a bad --prometheus-enforce-namespace-label (the PromQL parser loads only with it)
+    const scopePromQL = await promqlScoperFromFlags(flags);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
     // the engine is made below; the gauges read it on each scrape
     let fallbacks: () => FallbackGauge[] = () => [];
@@ -316,6 +319,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       enabledCollectors: enabledCollectors(flags),
       allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
       endpointPolicy,
+      scopePromQL,
       logger: log,
       setTimer: timers.setTimer,
       clearTimer: timers.clearTimer,
@@ -444,6 +448,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       const guard: ReplicaGuard = new ReplicaGuard({
         ...settings.options,
         endpointPolicy,
+        scopePromQL,
         cluster,
         writer: cluster,
         // file mode: the manifests stay as they are; decisions are logged

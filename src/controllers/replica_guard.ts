@@ -38,9 +38,11 @@ import {
   guardServerUrlProblem,
   parseGuardConfig,
   prometheusGuardValue,
+  scopeGuardQuery,
 } from "../core/estafette_guard.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
+import type { PromQLScoper } from "../core/collector_config.ts";
 import type { EndpointPolicy } from "../core/endpoint_policy.ts";
 
 /** Normal event reason: the guard changed an HPA's minReplicas. */
@@ -126,6 +128,11 @@ export interface ReplicaGuardOptions {
   allowLinkLocalTargets?: boolean;
   /** Where the server URL annotation may point; undefined allows every URL. */
   endpointPolicy?: EndpointPolicy;
+  /**
+   * Scopes the query annotation to the HPA's namespace (`--prometheus-enforce-namespace-label`);
+   * a query it refuses is a failure of that HPA (Warning event), and nothing is asked.
+   */
+  scopePromQL?: PromQLScoper;
   intervalSeconds?: number;
   maxConcurrentQueries?: number;
   queryTimeoutSeconds?: number;
@@ -157,6 +164,7 @@ export class ReplicaGuard {
   readonly #prometheus: ReplicaGuardOptions["prometheus"];
   readonly #allowLinkLocal: boolean;
   readonly #endpointPolicy?: EndpointPolicy;
+  readonly #scopePromQL?: PromQLScoper;
   readonly #intervalMs: number;
   readonly #maxQueries: number;
   readonly #timeoutSeconds: number;
@@ -192,6 +200,7 @@ export class ReplicaGuard {
     this.#prometheus = options.prometheus;
     this.#allowLinkLocal = options.allowLinkLocalTargets === true;
     this.#endpointPolicy = options.endpointPolicy;
+    this.#scopePromQL = options.scopePromQL;
     this.#intervalMs = (options.intervalSeconds ?? d.intervalSeconds) * 1000;
     this.#maxQueries = Math.max(1, options.maxConcurrentQueries ?? d.maxConcurrentQueries);
     this.#timeoutSeconds = options.queryTimeoutSeconds ?? d.queryTimeoutSeconds;
@@ -302,9 +311,17 @@ export class ReplicaGuard {
           }, which owns its minReplicas: the replica guard leaves it alone`,
         );
       }
-      const { config, warnings } = parseGuardConfig(hpa.metadata.annotations, {
+      const parsedConfig = parseGuardConfig(hpa.metadata.annotations, {
         defaultPrometheusUrl: this.#prometheus?.url ?? "",
       });
+      const { warnings } = parsedConfig;
+      // the query reads only the HPA's namespace (--prometheus-enforce-namespace-label)
+      const scoped = scopeGuardQuery(parsedConfig.config, {
+        namespace,
+        name: hpa.metadata.name,
+      }, this.#scopePromQL);
+      if (scoped.error !== undefined) throw new Failure("query-not-allowed", scoped.error);
+      const config = scoped.config;
       const refused = guardRunsQuery(config)
         ? guardServerUrlProblem(config, {
           hpa: { namespace, name: hpa.metadata.name },

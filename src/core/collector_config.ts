@@ -26,7 +26,17 @@ export interface ConfigContext {
    * rule (the default) allows every URL but link-local ones.
    */
   endpointPolicy?: EndpointPolicy;
+  /**
+   * Rewrites a PromQL query an HPA wrote so that it reads only its own namespace's series
+   * (`--prometheus-enforce-namespace-label`): returns the rewritten query or throws an Error
+   * that says why the query cannot be scoped. Passed in so that the core stays free of the
+   * parser unless the operator asks for it (see core/promql_scope.ts `scopePromQL`).
+   */
+  scopePromQL?: PromQLScoper;
 }
+
+/** Rewrites `query` to read only `namespace`'s series, or throws (see ConfigContext). */
+export type PromQLScoper = (query: string, namespace: string) => string;
 
 /** The zod schema of one collector's config for one metric type. */
 export type ConfigSchema<C> = z.ZodType<C, Record<string, string>>;
@@ -46,6 +56,12 @@ export interface CollectorDescriptor<C = unknown> {
   readonly enabledBy: string | ((describedKind: string | undefined) => string);
   /** The schema of its config for `metricType` under `context`. */
   schema(metricType: MetricType, context: ConfigContext): ConfigSchema<C>;
+  /**
+   * The keys of a metric's merged config (selector labels and annotations) that hold a PromQL
+   * query the HPA wrote, which the planner scopes to the HPA's namespace when
+   * {@linkcode ConfigContext.scopePromQL} is set. None when absent.
+   */
+  promqlKeys?(config: Readonly<Record<string, string>>, metricType: MetricType): string[];
 }
 
 /** Where a metric's config came from, for messages. */
@@ -110,6 +126,49 @@ export function parseCollectorConfig<C>(
     if (!errors.includes(message)) errors.push(message);
   }
   return { ok: false, errors };
+}
+
+/**
+ * Scope the PromQL queries of a metric's config to its HPA's namespace with
+ * {@linkcode ConfigContext.scopePromQL} (issue 25's `--prometheus-enforce-namespace-label`):
+ * each key {@linkcode CollectorDescriptor.promqlKeys} names is replaced in `config` by the
+ * rewritten query. Returns one message per query that cannot be scoped, as
+ * {@linkcode parseCollectorConfig} words them; nothing to do without a scoper or a namespace.
+ *
+ * @example
+ * ```ts
+ * const errors = scopeConfigQueries(prometheusDescriptor, config, origin, {
+ *   namespace: "shop",
+ *   scopePromQL: (q, ns) => scopePromQL(q, { label: "namespace", value: ns }),
+ * });
+ * config.query; // 'sum(rate(http_requests_total{namespace="shop"}[1m]))'
+ * ```
+ */
+export function scopeConfigQueries(
+  descriptor: CollectorDescriptor<unknown>,
+  config: Record<string, string>,
+  origin: ConfigOrigin,
+  context: ConfigContext,
+): string[] {
+  const scope = context.scopePromQL;
+  const namespace = context.namespace;
+  if (scope === undefined || namespace === undefined || descriptor.promqlKeys === undefined) {
+    return [];
+  }
+  const errors: string[] = [];
+  for (const key of descriptor.promqlKeys(config, origin.metricType)) {
+    const value = config[key];
+    try {
+      config[key] = scope(value, namespace);
+    } catch (e) {
+      errors.push(
+        `invalid ${key} ${quote(value)} for ${origin.what} (${whereText(key, origin)}): ${
+          (e as Error).message
+        }`,
+      );
+    }
+  }
+  return errors;
 }
 
 /**

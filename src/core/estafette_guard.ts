@@ -25,6 +25,7 @@
  *
  * @module
  */
+import type { PromQLScoper } from "./collector_config.ts";
 import { checkEndpoint, type EndpointPolicy } from "./endpoint_policy.ts";
 import { quote, shortenValues } from "./quote.ts";
 
@@ -598,6 +599,35 @@ export interface GuardServerUrlOptions {
   hpa: { namespace: string; name: string };
   /** Where HPA-chosen URLs may point; undefined allows every URL. */
   policy: EndpointPolicy | undefined;
+}
+
+/**
+ * The guard's config with its query scoped to the HPA's namespace by `scope`
+ * (`--prometheus-enforce-namespace-label`, issue 25), or why the query may not run: the guard
+ * then neither asks Prometheus nor writes. Without a scoper, or without a query, the config as
+ * it is.
+ *
+ * @example
+ * ```ts
+ * scopeGuardQuery(config, { namespace: "a", name: "web" }, scope);
+ * // { config: { ...config, prometheusQuery: 'sum(rate(requests_total{namespace="a"}[5m]))' } }
+ * ```
+ */
+export function scopeGuardQuery(
+  config: GuardConfig,
+  hpa: { namespace: string; name: string },
+  scope?: PromQLScoper,
+): { config: GuardConfig; error?: undefined } | { config?: undefined; error: string } {
+  if (scope === undefined || config.prometheusQuery === "") return { config };
+  try {
+    return { config: { ...config, prometheusQuery: scope(config.prometheusQuery, hpa.namespace) } };
+  } catch (e) {
+    return {
+      error: `invalid ${ESTAFETTE_QUERY_ANNOTATION} ${
+        quote(config.prometheusQuery)
+      } of HPA ${hpa.namespace}/${hpa.name}: ${(e as Error).message}`,
+    };
+  }
 }
 
 /**

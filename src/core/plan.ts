@@ -15,7 +15,12 @@
  */
 import { parseHpa } from "./hpa.ts";
 import { collectorDescriptor, EXTERNAL_ALIASES, EXTERNAL_COLLECTORS } from "./collectors.ts";
-import { type ConfigContext, metricWhat, parseCollectorConfig } from "./collector_config.ts";
+import {
+  type ConfigContext,
+  metricWhat,
+  parseCollectorConfig,
+  scopeConfigQueries,
+} from "./collector_config.ts";
 import { formatDuration } from "./duration.ts";
 import { FORMULA_TYPE, type FormulaConfig, formulaDescriptor } from "./configs/formula.ts";
 import { checkFormula, compileFormula, formulaIdentifier } from "./formula.ts";
@@ -329,14 +334,17 @@ function planEntry(
   } else if (choice.collector !== null) {
     const descriptor = descriptorOf(choice.collector);
     if (descriptor !== undefined) {
-      const parsed = parseCollectorConfig(descriptor, config, {
+      const origin = {
         what: metricWhat(metricType, metricName, ref),
         annotationPrefix: annotationPrefix(entry, choice.annotationCollector),
         annotated: new Set(Object.keys(entry.annotations?.config ?? {})),
         metricType,
-      }, options);
+      };
+      const parsed = parseCollectorConfig(descriptor, config, origin, options);
       if (!parsed.ok) errors.push(...parsed.errors);
       else if (choice.collector === FORMULA_TYPE) formula = parsed.config as FormulaConfig;
+      // the queries the HPA wrote, scoped to its namespace (the plan keeps the scoped ones)
+      else errors.push(...scopeConfigQueries(descriptor, config, origin, options));
     }
     if (!isEnabled(choice.collector, options)) {
       errors.push(

@@ -124,6 +124,12 @@ export interface EngineOptions {
    */
   disregardIncompatibleHpas?: boolean;
   /**
+   * The metrics APIs whose reads no HPA of ours asks for go to another adapter (issue 26): a
+   * metric there whose collector is unknown or disabled is that adapter's, so it gets no event
+   * and only a debug log line (as with `disregardIncompatibleHpas`). Default neither.
+   */
+  delegatedApis?: { custom: boolean; external: boolean };
+  /**
    * Collector types that are enabled; a metric of another type is reported as not enabled.
    * Default: every type of the registry.
    */
@@ -135,6 +141,8 @@ export interface EngineOptions {
   allowLinkLocalTargets?: boolean;
   /** Where the URLs HPA annotations name may point (given to `planHpa`); default anywhere. */
   endpointPolicy?: PlanOptions["endpointPolicy"];
+  /** Scopes the PromQL queries HPAs write to their namespace (given to `planHpa`); default none. */
+  scopePromQL?: PlanOptions["scopePromQL"];
   /**
    * How long a value may be served, seconds (`--metrics-ttl`): a formula never reads an input
    * value older than that. Default 900.
@@ -335,6 +343,7 @@ export class Engine {
   /** What every HPA is planned with (interval default, enabled collectors, config context). */
   readonly #planOptions: PlanOptions;
   readonly #disregardIncompatible: boolean;
+  readonly #delegatedApis: { custom: boolean; external: boolean };
   readonly #maxCollections: number;
   readonly #gcSeconds: number;
   readonly #events: EventReporter;
@@ -396,8 +405,10 @@ export class Engine {
       enabledCollectors: this.#enabled,
       allowLinkLocalTargets: options.allowLinkLocalTargets === true,
       endpointPolicy: options.endpointPolicy,
+      scopePromQL: options.scopePromQL,
     };
     this.#disregardIncompatible = options.disregardIncompatibleHpas === true;
+    this.#delegatedApis = options.delegatedApis ?? { custom: false, external: false };
     this.#maxCollections = Math.max(
       1,
       finiteOr(options.maxConcurrentCollections, ENGINE_DEFAULTS.maxConcurrentCollections),
@@ -884,6 +895,7 @@ export class Engine {
       const stored = this.#storedPlan(key, plan, servedAt);
       // a plan that can never be collected serves nothing, so it blocks no other HPA's value
       if (entry.problem !== null || (!collector && !entry.formula)) stored.uncollectable = true;
+      if (entry.incompatible) stored.incompatible = true;
       this.#store.upsertPlan(stored, now);
       this.#conflicts.index(key, servedAt, stored.queryKey);
     }
@@ -903,16 +915,22 @@ export class Engine {
     if (entry.problem !== null || !collector) {
       const problem = entry.problem ?? "no collector";
       if (servedAt) this.#store.recordFailure(key, problem, now);
-      const log = entry.incompatible && this.#disregardIncompatible
+      // served by the delegate of its API (a hidden formula input is never served)
+      const delegated = entry.incompatible && servedAt !== null &&
+        this.#delegatedApis[servedAt.kind];
+      const log = (entry.incompatible && this.#disregardIncompatible) || delegated
         ? this.#log.debug.bind(this.#log, 1)
         : this.#log.warn.bind(this.#log);
       log("metric cannot be collected", { plan: key, error: problem });
-      this.#events.report(
-        key,
-        state.obj,
-        `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${problem}`,
-        entry.incompatible,
-      );
+      if (delegated) this.#events.clear(key);
+      else {
+        this.#events.report(
+          key,
+          state.obj,
+          `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${problem}`,
+          entry.incompatible,
+        );
+      }
       return entry;
     }
     this.#events.clear(key);

@@ -169,4 +169,13 @@ export const prometheusDescriptor: CollectorDescriptor<PrometheusConfig> = {
     // (made once per metric type and context by parseCollectorConfig)
     return schema(metricType === "Object" ? "Object" : "External", context);
   },
+  promqlKeys(config, metricType) {
+    if (config.query !== undefined && config.query !== "") return ["query"];
+    // the legacy External form: the query is the value of the key query-name names
+    const named = config["query-name"];
+    return metricType === "External" && named !== undefined && named !== "" &&
+        typeof config[named] === "string" && config[named] !== ""
+      ? [named]
+      : [];
+  },
 };
