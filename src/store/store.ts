@@ -22,6 +22,7 @@ import type {
   DescribedKind,
   ExternalItem,
   ExternalLookup,
+  LookupMiss,
   LookupResult,
   Sample,
   ServedAt,
@@ -217,6 +218,12 @@ function entryValues(entry: Entry | undefined): Iterable<StoredValue> {
 }
 
 const SEP = "\u0000";
+
+/** `miss`, marked unowned when every plan that covers the read is incompatible. */
+function unownedIf(states: readonly PlanState[], miss: LookupMiss): LookupMiss {
+  for (const s of states) if (s.plan.incompatible !== true) return miss;
+  return { ...miss, unowned: true };
+}
 
 /** describedObject kind/apiVersion of the group-resources the adapter knows. */
 const KNOWN_KINDS: Record<string, DescribedKind> = {
@@ -691,7 +698,7 @@ export class MetricStore {
     const slot = this.#slots.get(q.key ?? customLookupKey(q));
     const where = (): string => `${q.groupResource}/${q.name}`;
     if (!slot || slot.plans === undefined) {
-      return { miss: { reason: this.#nobodyAsks(q, where()) } };
+      return { miss: { reason: this.#nobodyAsks(q, where()), unowned: true } };
     }
     if (q.name !== "*") {
       const v = this.#pick(slot.entries.get(q.name), now);
@@ -700,8 +707,10 @@ export class MetricStore {
         const at = s.plan.servedAt;
         return at.kind === "custom" && (at.objectName === null || at.objectName === q.name);
       });
-      if (covering.length === 0) return { miss: { reason: this.#nobodyAsks(q, where()) } };
-      return { miss: { reason: this.#explain(covering, q.name) } };
+      if (covering.length === 0) {
+        return { miss: { reason: this.#nobodyAsks(q, where()), unowned: true } };
+      }
+      return { miss: unownedIf(covering, { reason: this.#explain(covering, q.name) }) };
     }
     const { accept, names } = options;
     const filtered = accept !== undefined || names !== undefined;
@@ -749,7 +758,7 @@ export class MetricStore {
       return filtered && items.length === 0 ? { items, stored } : { items };
     }
     const states = [...keysOf(slot.plans)].map((k) => this.#plans.get(k)!);
-    return { miss: { reason: this.#explain(states, null) } };
+    return { miss: unownedIf(states, { reason: this.#explain(states, null) }) };
   }
 
   /** Read external metric values whose series match the request's selector. */
@@ -764,6 +773,7 @@ export class MetricStore {
         miss: {
           reason:
             `no HPA in namespace ${q.namespace} asks for external metric "${q.metricName}"${sel}`,
+          unowned: true,
         },
       };
     }
@@ -776,7 +786,7 @@ export class MetricStore {
       if (v) items.push(this.#externalItem(v, q.metricName));
     }
     if (items.length > 0) return { items };
-    return { miss: { reason: this.#explain(matching, null) } };
+    return { miss: unownedIf(matching, { reason: this.#explain(matching, null) }) };
   }
 
   // -- internals --------------------------------------------------------------------------

@@ -66,11 +66,21 @@ export interface StoredPlan {
    * the reason in its 404, but conflicts with no other plan.
    */
   uncollectable?: boolean;
+  /**
+   * Its collector is unknown or not enabled here: the metric may be another adapter's. A read
+   * that only such plans cover is not ours (see {@linkcode LookupMiss.unowned}).
+   */
+  incompatible?: boolean;
 }
 
 /** Why nothing could be served, in words for `kubectl describe hpa`. */
 export interface LookupMiss {
   reason: string;
+  /**
+   * No plan of ours covers the read: none at all, or only incompatible ones. A delegate
+   * adapter may serve it (issue 26).
+   */
+  unowned?: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
