@@ -5,7 +5,9 @@
  * (openapi.ts) and the health endpoints (health.ts). It knows no runtime, no TLS and no
  * authentication: `src/runtime/` serves it, and an `authorize` middleware can be plugged in
  * (health paths never pass through it). Metric reads the middleware's `fast` check allows are
- * answered on the server's fast path, from URLs parsed once.
+ * answered on the server's fast path, from URLs parsed once. With `delegates` (issue 26), a
+ * read that no HPA of ours asks for is forwarded to the delegate of its API once authorized
+ * (never on the fast path), and the delegate's discovery list joins ours.
  *
  * Bodies use the exact JSON of k8s.io/metrics (field names, order and omissions as Go writes
  * them); errors are `metav1.Status` (status.ts). A read that matches nothing answers 404 with
@@ -29,7 +31,13 @@ import {
 } from "./discovery.ts";
 import { externalMetrics, type ExternalRead, externalRead } from "./external_metrics.ts";
 import { health, type HealthCheck, oneCheck } from "./health.ts";
-import { listCache, type MetricSource, type ReadCaches } from "./metric_read.ts";
+import {
+  type Forward,
+  isForward,
+  listCache,
+  type MetricSource,
+  type ReadCaches,
+} from "./metric_read.ts";
 import { openApiDocument } from "./openapi.ts";
 import type { RequestObservation } from "./own_metrics.ts";
 import { podSetCache } from "./pods.ts";
@@ -207,8 +215,14 @@ export function createApp(options: ApiOptions): ApiApp {
 
   const selectors = selectorCache();
   const caches: ReadCaches = { lists: listCache(), podSets: podSetCache() };
-  /** Discovery bodies by group/version, with the store's served-metrics version. */
-  const discovery = new Map<string, { version: number; ready: ReadyBody }>();
+  /**
+   * Discovery bodies by group/version, with the store's served-metrics version and the
+   * delegate's discovery generation.
+   */
+  const discovery = new Map<string, { version: number; delegated: number; ready: ReadyBody }>();
+  const delegates = options.delegates ?? {};
+  const delegateOf = (group: string) =>
+    group === CUSTOM_GROUP ? delegates.custom : delegates.external;
   /** What a GET under /apis/ asks: made from the path and query alone. */
   const parseApis = (pathname: string, search: string): ApisAsk => {
     const segs = segments(pathname);
@@ -224,19 +238,27 @@ export function createApp(options: ApiOptions): ApiApp {
       ? customRead(selectors, search, ver, rest)
       : externalRead(selectors, search, rest);
   };
-  /** The answer to what a GET asks, from the store as it is now. */
-  const answer = (ask: ApisAsk): PlainResponse => {
+  /**
+   * The answer to what a GET asks, from the store as it is now; `FORWARD` for a read
+   * that goes to a delegate.
+   */
+  const answer = (ask: ApisAsk): PlainResponse | Forward => {
     if ("status" in ask) return ask;
     if ("resources" in ask) {
       // made once per change of the served metrics: the aggregator asks every few seconds
       const key = `${ask.resources}/${ask.version}`;
       const version = store.servedMetricsVersion();
+      const delegate = delegateOf(ask.resources);
+      const delegated = delegate?.generation() ?? 0;
       let hit = discovery.get(key);
-      if (hit?.version !== version) {
-        hit = {
-          version,
-          ready: readyBody(JSON.stringify(resourceList(ask.resources, ask.version, store))),
-        };
+      if (hit?.version !== version || hit.delegated !== delegated) {
+        const list = resourceList(
+          ask.resources,
+          ask.version,
+          store,
+          delegate?.resources(ask.version),
+        );
+        hit = { version, delegated, ready: readyBody(JSON.stringify(list)) };
         discovery.set(key, hit);
       }
       return plainReady(hit.ready);
@@ -253,7 +275,7 @@ export function createApp(options: ApiOptions): ApiApp {
       : externalMetrics(ask, caches, options);
   };
   /** Everything under /apis/, for the Hono route and the fast path alike. */
-  const apis = (method: string, pathname: string, search: string): PlainResponse => {
+  const apis = (method: string, pathname: string, search: string): PlainResponse | Forward => {
     if (method !== "GET" && method !== "HEAD") {
       const segs = segments(pathname);
       if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
@@ -266,9 +288,15 @@ export function createApp(options: ApiOptions): ApiApp {
     return answer(parseApis(pathname, search));
   };
 
-  app.all("/apis/*", (c) => {
+  app.all("/apis/*", async (c) => {
     const url = new URL(c.req.url);
-    return toResponse(apis(c.req.method, url.pathname, url.search));
+    const answered = apis(c.req.method, url.pathname, url.search);
+    if (!isForward(answered)) return toResponse(answered);
+    // authorized as our own reads are (the middleware ran): asked of the delegate as it came
+    const delegate = delegateOf(
+      url.pathname.startsWith(CUSTOM_PREFIX) ? CUSTOM_GROUP : EXTERNAL_GROUP,
+    )!;
+    return toResponse(await delegate.forward(url.pathname + url.search));
   });
 
   app.notFound(() => text("404 page not found\n", 404));
@@ -309,6 +337,8 @@ export function createApp(options: ApiOptions): ApiApp {
     try {
       if (authorizeFast(request) !== true) return null;
       const response = answer(ask);
+      // a delegate's read: the regular path forwards it
+      if (isForward(response)) return null;
       options.onRequest?.({
         method: "GET",
         route,

@@ -10,7 +10,14 @@ import { customLookupKey, formatTimestamp } from "../store/store.ts";
 import type { CustomItem, CustomLookup } from "../store/types.ts";
 import type { PlainResponse } from "../runtime/serve.ts";
 import { CUSTOM_GROUP } from "./discovery.ts";
-import { itemBody, listText, type MetricSource, type ReadCaches } from "./metric_read.ts";
+import {
+  FORWARD,
+  type Forward,
+  itemBody,
+  listText,
+  type MetricSource,
+  type ReadCaches,
+} from "./metric_read.ts";
 import { podFilter } from "./pods.ts";
 import { plainReady } from "./responses.ts";
 import { type OkSelector, parseParam, type SelectorCache } from "./selectors.ts";
@@ -150,12 +157,15 @@ export function customRead(
   };
 }
 
-/** The answer to a custom metrics read from the store as it is now. */
+/**
+ * The answer to a custom metrics read from the store as it is now, or {@linkcode FORWARD} when
+ * no HPA of ours asks for it and the API has a delegate.
+ */
 export function customMetrics(
   read: CustomRead,
   caches: ReadCaches,
   options: MetricSource,
-): PlainResponse {
+): PlainResponse | Forward {
   const { version, lookup, labelSel, requestSelector } = read;
   const { namespace, groupResource, name, metricName } = lookup;
   const now = options.now();
@@ -165,7 +175,10 @@ export function customMetrics(
   const result = options.store.lookupCustom(lookup, now, filter);
   const what = (): string =>
     `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
-  if ("miss" in result) return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
+  if ("miss" in result) {
+    if (result.miss.unowned && options.delegates?.custom) return FORWARD;
+    return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
+  }
   const items = result.items;
   if (items.length === 0) {
     const sel = labelSel.canonical;

@@ -54,8 +54,16 @@ export function apiGroup(group: string): Record<string, unknown> {
   return { name: group, versions, preferredVersion: versions[0] };
 }
 
-/** The `APIResourceList` of a group version: a fixed entry, then one per served metric. */
-export function resourceList(group: string, version: string, store: MetricStore): unknown {
+/**
+ * The `APIResourceList` of a group version: a fixed entry, then one per served metric, then
+ * the `delegated` resources (a delegate's, issue 26) whose names are not listed yet.
+ */
+export function resourceList(
+  group: string,
+  version: string,
+  store: MetricStore,
+  delegated: readonly Record<string, unknown>[] = [],
+): unknown {
   const resources: Record<string, unknown>[] = [];
   const kind = group === CUSTOM_GROUP ? "MetricValueList" : "ExternalMetricValueList";
   // A fixed entry keeps the list non-empty (clients warn about empty groups) and gives
@@ -81,6 +89,12 @@ export function resourceList(group: string, version: string, store: MetricStore)
       kind,
       verbs: ["get"],
     });
+  }
+  for (const r of delegated) {
+    const name = r.name as string;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    resources.push(r);
   }
   return {
     kind: "APIResourceList",

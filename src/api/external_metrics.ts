@@ -9,7 +9,14 @@ import { formatTimestamp } from "../store/store.ts";
 import type { ExternalItem, ExternalLookup } from "../store/types.ts";
 import type { PlainResponse } from "../runtime/serve.ts";
 import { EXTERNAL_GROUP } from "./discovery.ts";
-import { itemBody, listText, type MetricSource, type ReadCaches } from "./metric_read.ts";
+import {
+  FORWARD,
+  type Forward,
+  itemBody,
+  listText,
+  type MetricSource,
+  type ReadCaches,
+} from "./metric_read.ts";
 import { plainReady } from "./responses.ts";
 import { parseParam, type SelectorCache } from "./selectors.ts";
 import { plainNotFound, statusPlain } from "./status.ts";
@@ -64,14 +71,18 @@ export function externalRead(
   };
 }
 
-/** The answer to an external metrics read from the store as it is now. */
+/**
+ * The answer to an external metrics read from the store as it is now, or {@linkcode FORWARD}
+ * when no HPA of ours asks for it and the API has a delegate.
+ */
 export function externalMetrics(
   read: ExternalRead,
   caches: ReadCaches,
   options: MetricSource,
-): PlainResponse {
+): PlainResponse | Forward {
   const result = options.store.lookupExternal(read.lookup, options.now());
   if ("miss" in result) {
+    if (result.miss.unowned && options.delegates?.external) return FORWARD;
     return statusPlain(
       "NotFound",
       `the server could not find the metric ${read.lookup.metricName} for provided labels: ${result.miss.reason}`,

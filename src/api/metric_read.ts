@@ -6,6 +6,7 @@
  * @module
  */
 import type { MetricStore } from "../store/store.ts";
+import type { ApiDelegates } from "./delegate.ts";
 import type { PodLister, PodSetCache } from "./pods.ts";
 import { type ReadyBody, readyBody } from "./responses.ts";
 
@@ -15,6 +16,19 @@ export interface MetricSource {
   pods: PodLister;
   /** The clock, ms since the epoch; every read is checked against the TTL at this time. */
   now(): number;
+  /** Where the reads that no HPA of ours asks for go, per API (issue 26); none by default. */
+  delegates?: ApiDelegates;
+}
+
+/** The answer to a read no HPA of ours asks for when its API has a delegate: forward it. */
+export const FORWARD: Readonly<{ forward: true }> = Object.freeze({ forward: true });
+
+/** The type of {@linkcode FORWARD}. */
+export type Forward = typeof FORWARD;
+
+/** Whether an answer is {@linkcode FORWARD}. */
+export function isForward(answer: object): answer is Forward {
+  return answer === FORWARD;
 }
 
 /** The caches a metric read's answer is made with. */

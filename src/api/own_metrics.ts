@@ -9,6 +9,7 @@
 
 import { Hono } from "hono";
 import type { StoreStats } from "../store/store.ts";
+import type { DelegateObservation, DelegateObserver } from "./delegate.ts";
 import { addStatusRoutes, type StatusRoutesOptions } from "./status_page.ts";
 
 /** Label values by label name. */
@@ -580,6 +581,45 @@ export function createGuardMetrics(
     },
     failed(namespace, reason) {
       failures.inc({ namespace, reason });
+    },
+  };
+}
+
+/**
+ * Register the metrics of the delegates (issue 26) and return their observer: requests by API
+ * (`custom`, `external`), delegate URL, request (`read`, `discovery`) and status code (`error`
+ * when none came), failures by reason (`unreachable`, `timeout`, `too-large`, `invalid-answer`,
+ * `busy`), and latency.
+ *
+ * @example
+ * ```ts
+ * const observer = createDelegateMetrics(metrics.registry);
+ * const keda = new MetricsDelegate({ ...options, observer });
+ * ```
+ */
+export function createDelegateMetrics(registry: MetricsRegistry): DelegateObserver {
+  const requests = registry.counter({
+    name: "hpa_metrics_adapter_delegate_requests_total",
+    help: "Requests to the delegate adapters, by API, delegate, request and status code",
+    labelNames: ["api", "delegate", "request", "code"],
+  });
+  const errors = registry.counter({
+    name: "hpa_metrics_adapter_delegate_errors_total",
+    help:
+      "Requests to the delegate adapters that failed (unreachable, timeout, too-large, invalid-answer, busy), by API, delegate, request and reason",
+    labelNames: ["api", "delegate", "request", "reason"],
+  });
+  const duration = registry.histogram({
+    name: "hpa_metrics_adapter_delegate_request_duration_seconds",
+    help: "Time of one request to a delegate adapter, by API, delegate and request",
+    labelNames: ["api", "delegate", "request"],
+  });
+  return {
+    observe(obs: DelegateObservation): void {
+      const { api, delegate, request } = obs;
+      requests.inc({ api, delegate, request, code: obs.code });
+      if (obs.reason !== null) errors.inc({ api, delegate, request, reason: obs.reason });
+      duration.observe(obs.durationSeconds, { api, delegate, request });
     },
   };
 }
