@@ -16,6 +16,7 @@
  * an HPA that is not there.
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { delegateUrls, servedByDelegate } from "./delegate_options.ts";
 import {
   COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
@@ -480,8 +481,16 @@ async function runOffline(
   for (const p of plans) for (const w of p.warnings ?? []) warnings.add(w);
   for (const w of warnings) out += field("warning", w);
   const failed: MetricPlan[] = [];
+  const delegation = {
+    urls: delegateUrls(values),
+    enabledCollectors: options.enabledCollectors,
+    registry: check.registry,
+  };
   plans.forEach((plan, i) => {
     plan.error ??= collectorError(plan, check);
+    // no collector of ours takes it, and its API has a delegate (issue 26): not an error
+    const delegate = servedByDelegate(plan, delegation);
+    if (delegate !== null) plan.error = null;
     if (plan.error !== null) failed.push(plan);
     out += metricTitle(i, plans.length, plan.metricType, plan.metricName, plan.hidden === true);
     out += field(
@@ -497,8 +506,15 @@ async function runOffline(
         `${plan.formula.expression}${inputs.length > 0 ? ` (${inputs.join(", ")})` : ""}`,
       );
     }
-    out += field("plan", plan.error === null ? "OK" : `error: ${plan.error}`);
-    const collects = plan.error === null ? collectsText(plan) : null;
+    out += field(
+      "plan",
+      delegate !== null
+        ? `served by the delegate ${delegate}`
+        : plan.error === null
+        ? "OK"
+        : `error: ${plan.error}`,
+    );
+    const collects = plan.error === null && delegate === null ? collectsText(plan) : null;
     if (collects !== null) out += field("collects", collects);
     const schedule = scheduleNow(plan, objects, scheduleOptions, now);
     if (schedule !== null) out += schedule;

@@ -6,6 +6,7 @@
 import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative.ts";
 import { DEFAULT_CLUSTER_DOMAIN } from "../core/endpoint_policy.ts";
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
+import { DELEGATE_DEFAULTS } from "../api/delegate.ts";
 import { LEASE_TIMING_DEFAULTS } from "../cluster/leader.ts";
 import { KUBE_CLIENT_DEFAULTS } from "../cluster/rate_limiter.ts";
 import { parseDuration } from "../core/duration.ts";
@@ -65,6 +66,7 @@ const BACKENDS = "Backends";
 const SCHEDULES = "Scaling schedules";
 const GUARD = "Replica guard (estafette-k8s-hpa-scaler)";
 const KNATIVE = "Knative (autoscaler-keda's annotations)";
+const DELEGATION = "Delegation (metrics of another adapter)";
 const LOGGING = "Logging";
 
 /** Every flag of `serve`. */
@@ -633,6 +635,63 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "bool",
     true,
     "create and update the HPAs (autoscaler.keda.scaledobject-autocreate); the annotation scaled-object-auto-create overrides it",
+  ),
+
+  def(
+    DELEGATION,
+    "delegate-external-metrics",
+    "string",
+    null,
+    "HTTPS base URL of another adapter (KEDA's metrics server, prometheus-adapter) that serves the external metrics no HPA of ours asks for: such reads are forwarded to it once authorized, and its discovery joins ours",
+  ),
+  def(
+    DELEGATION,
+    "delegate-custom-metrics",
+    "string",
+    null,
+    "HTTPS base URL of another adapter that serves the custom metrics no HPA of ours asks for",
+  ),
+  def(
+    DELEGATION,
+    "delegate-ca-file",
+    "string",
+    null,
+    "CA bundle (PEM) that verifies the delegates' serving certificates (default: the system's roots)",
+  ),
+  def(
+    DELEGATION,
+    "delegate-insecure-skip-tls-verify",
+    "bool",
+    false,
+    "do not verify the delegates' serving certificates",
+  ),
+  def(
+    DELEGATION,
+    "delegate-client-cert-file",
+    "string",
+    null,
+    "client certificate (PEM) to present to the delegates instead of the token",
+  ),
+  def(
+    DELEGATION,
+    "delegate-client-key-file",
+    "string",
+    null,
+    "private key (PEM) of --delegate-client-cert-file",
+  ),
+  def(
+    DELEGATION,
+    "delegate-token-file",
+    "string",
+    DELEGATE_DEFAULTS.tokenFile,
+    "bearer token presented to the delegates, re-read when it changes (default: the adapter's service-account token; none when the file does not exist)",
+  ),
+  def(
+    DELEGATION,
+    "delegate-discovery-interval",
+    "duration",
+    DELEGATE_DEFAULTS.discoveryIntervalSeconds,
+    "how often the delegates' discovery lists are fetched again (a delegate that does not answer drops out of ours)",
   ),
 
   def(LOGGING, "log-format", "string", "text", "text or json (one JSON object per line)"),

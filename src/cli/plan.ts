@@ -7,6 +7,7 @@
  * Meant for people (table) and for CI (`--output json`, `--strict`).
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { delegateUrls, servedByDelegate } from "./delegate_options.ts";
 import {
   COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
@@ -96,6 +97,8 @@ export interface PlanRow {
   };
   fallback?: MetricPlan["fallback"];
   warnings?: string[];
+  /** The delegate adapter that serves it (issue 26): no collector of ours takes it. */
+  delegate?: string;
 }
 
 /** One HPA the replica guard (`estafette.io/hpa-scaler: "true"`) would change, in `--output json`. */
@@ -261,7 +264,12 @@ function table(rows: PlanRow[]): string {
     r.collector ?? "-",
     // a formula is computed after each collection of its inputs
     r.formula ? "-" : formatDuration(r.intervalSeconds),
-    r.error ?? (r.hidden ? "OK (formula input, not served)" : "OK"),
+    r.error ??
+      (r.delegate !== undefined
+        ? `served by the delegate ${r.delegate}`
+        : r.hidden
+        ? "OK (formula input, not served)"
+        : "OK"),
   ]);
   const widths = header.slice(0, -1).map((h, i) =>
     Math.max(h.length, ...cells.map((c) => c[i].length))
@@ -340,6 +348,12 @@ export const planCommand: Command = {
       flags: parsed.values,
       assumeBackends: !collectorFlagsGiven,
     };
+    // the metrics no collector of ours takes, of an API with a delegate: the delegate's
+    const delegation = {
+      urls: delegateUrls(parsed.values),
+      enabledCollectors: options.enabledCollectors,
+      registry: check.registry,
+    };
 
     const read = await readManifests(files);
     let failed = read.errors.length > 0;
@@ -392,7 +406,10 @@ export const planCommand: Command = {
       try {
         for (const plan of planHpa(object, options)) {
           plan.error ??= collectorError(plan, check);
-          rows.push(planRow(plan));
+          const row = planRow(plan);
+          const delegate = servedByDelegate(plan, delegation);
+          if (delegate !== null) Object.assign(row, { error: null, delegate });
+          rows.push(row);
         }
       } catch (e) {
         if (!(e instanceof InvalidHpaError)) throw e;

@@ -17,10 +17,12 @@ import type { KubeRequest } from "../api/kube_request.ts";
 import { parseCertificateBundle } from "../api/pem.ts";
 import {
   createAdapterMetrics,
+  createDelegateMetrics,
   createGuardMetrics,
   createMetricsApp,
   type FallbackGauge,
 } from "../api/own_metrics.ts";
+import { delegationFromFlags } from "./delegate_options.ts";
 import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
@@ -293,6 +295,13 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       storeStats: () => store.stats(),
       fallbacks: () => fallbacks(),
     });
+    // the adapters that serve what no HPA of ours asks for (issue 26); none without the flags
+    const delegation = await delegationFromFlags(flags, {
+      observer: createDelegateMetrics(metrics.registry),
+      log,
+    });
+    closers.push(() => delegation.close());
+    const { delegates } = delegation;
     // trigger authentication tokens: the Knative reconciler reads them, Prometheus sends them
     const bearerTokens = new BearerTokens();
     const registry = collectorRegistry(flags, { bearerTokens });
@@ -316,6 +325,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       collectionTimeoutSeconds: numberFlag(flags, "collection-timeout"),
       garbageCollectorIntervalSeconds: numberFlag(flags, "garbage-collector-interval"),
       disregardIncompatibleHpas: boolFlag(flags, "disregard-incompatible-hpas"),
+      delegatedApis: { custom: !!delegates.custom, external: !!delegates.external },
       enabledCollectors: enabledCollectors(flags),
       allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
       endpointPolicy,
@@ -382,6 +392,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       version: { gitVersion: `v${VERSION}`, goVersion: runtimeName(), compiler: "typescript" },
       authorize: createAuthMiddleware({ auth }),
       onRequest: (obs) => metrics.observeRequest(obs),
+      delegates,
     });
     const minVersion = stringFlag(flags, "tls-min-version");
     const server: RunningServer = await serveHttps(app, {
@@ -394,6 +405,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     });
     closers.push(() => server.close());
     auth.onClientCaChange((bundle) => server.updateTls({ clientCa: bundle }));
+    delegation.start();
 
     // the replica guard's last decisions for the status page, once the guard exists
     let guardRef: ReplicaGuard | null = null;
