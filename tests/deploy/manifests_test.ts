@@ -473,6 +473,33 @@ describe("overlays", () => {
     );
   });
 
+  it("delegation: names the delegates and lets the adapter get and list both metrics groups, nothing more", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "delegation"));
+    const flags = serveFlags(objects);
+    assert.deepEqual(
+      [
+        flags["delegate-external-metrics"],
+        flags["delegate-custom-metrics"],
+        flags["delegate-insecure-skip-tls-verify"],
+      ],
+      [
+        "https://keda-operator-metrics-apiserver.keda.svc:443",
+        "https://prometheus-adapter.monitoring.svc:443",
+        true,
+      ],
+    );
+    const may = (objs: Obj[], group: string, verb: string) =>
+      allowed(objs, ADAPTER, { group, resource: "s0-rabbitmq-orders", verb, namespace: "shop" });
+    for (const group of ["custom.metrics.k8s.io", "external.metrics.k8s.io"]) {
+      assert.equal(may(objects, group, "get"), true, group);
+      assert.equal(may(objects, group, "list"), true, group);
+      assert.equal(may(objects, group, "watch"), false, group);
+      // the base install does not let the adapter read another adapter's metrics
+      assert.equal(may(kustomize(DEPLOY), group, "list"), false, group);
+    }
+    assert.equal(objects.length, kustomize(DEPLOY).length + 2);
+  });
+
   it("cert-manager: serves the issued certificate and has the CA injected into every APIService", () => {
     const objects = kustomize(join(DEPLOY, "overlays", "cert-manager"));
     const flags = serveFlags(objects);
