@@ -122,6 +122,14 @@ export async function delegationFromFlags(
   if (urls.custom === null && urls.external === null) {
     return { delegates: {}, start: () => {}, close: () => Promise.resolve() };
   }
+  // a delegate serves through our APIs: an API we do not serve has nothing to pass on
+  for (const [api, url] of [["custom", urls.custom], ["external", urls.external]] as const) {
+    if (url !== null && flags[`enable-${api}-metrics-api`] === false) {
+      throw new UsageError(
+        `--delegate-${api}-metrics "${url}" needs --enable-${api}-metrics-api: the delegate's reads come through it`,
+      );
+    }
+  }
   const read = async (flag: string): Promise<string | null> => {
     const path = stringFlag(flags, flag);
     if (path === null) return null;

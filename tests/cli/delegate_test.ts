@@ -134,6 +134,13 @@ describe("delegation flags", () => {
         { message: "--delegate-client-cert-file and --delegate-client-key-file go together" },
       );
       await assert.rejects(
+        delegationFromFlags(flags([...base, "--enable-external-metrics-api=false"])),
+        {
+          message:
+            `--delegate-external-metrics "${KEDA}" needs --enable-external-metrics-api: the delegate's reads come through it`,
+        },
+      );
+      await assert.rejects(
         delegationFromFlags(flags([...base, "--delegate-token-file", join(dir, "token")])),
         { message: `cannot read --delegate-token-file "${join(dir, "token")}": no such file` },
       );
