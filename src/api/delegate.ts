@@ -292,8 +292,15 @@ export class MetricsDelegate implements ApiDelegate {
     };
     const token = await this.#token();
     if (token !== null) headers.authorization = `Bearer ${token}`;
+    const fetchFn = this.#fetch;
     return await fetchCapped(this.url + pathAndQuery, {
-      fetch: this.#fetch as typeof fetch,
+      fetch: (async (url: string, init?: RequestInit) => {
+        try {
+          return await fetchFn(url, init);
+        } catch (e) {
+          throw withCause(e);
+        }
+      }) as typeof fetch,
       signal: this.#stopping.signal,
       timeoutSeconds: this.#timeoutSeconds,
       maxBytes: this.#maxBytes,
@@ -401,6 +408,21 @@ function resourcesOf(text: string, groupVersion: string): Record<string, unknown
     typeof r === "object" && r !== null && !Array.isArray(r) &&
     typeof (r as { name?: unknown }).name === "string" && (r as { name: string }).name !== ""
   );
+}
+
+/**
+ * The error of a fetch with its cause's words: undici's fetch (Node) says only "fetch failed",
+ * and the cause says what failed (`connect ECONNREFUSED 10.0.0.1:443`, a certificate error).
+ */
+function withCause(e: unknown): unknown {
+  if (e instanceof Error && e.message === "fetch failed" && e.cause instanceof Error) {
+    const why = e.cause.message ||
+      (e.cause instanceof AggregateError && e.cause.errors[0] instanceof Error
+        ? e.cause.errors[0].message
+        : "");
+    if (why) return new Error(why, { cause: e });
+  }
+  return e;
 }
 
 /** `a MetricValueList`, `an ExternalMetricValueList`. */

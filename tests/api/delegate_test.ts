@@ -206,6 +206,23 @@ describe("MetricsDelegate", () => {
     ]);
   });
 
+  it("says why a delegate that does not listen did not answer", async () => {
+    const closed = await startFake(createCertificate({ commonName: "x", hosts: ["127.0.0.1"] }));
+    await closed.close();
+    const d = delegate({ url: closed.url });
+    const r = await d.forward(`${EXT}/namespaces/shop/q`);
+    const message = JSON.parse(r.body).message;
+    assert.equal(r.status, 503);
+    assert.ok(
+      message.startsWith(
+        `the delegate of external.metrics.k8s.io (--delegate-external-metrics ${closed.url}) did not answer: request to ${closed.url}${EXT}/namespaces/shop/q failed: `,
+      ),
+      message,
+    );
+    // undici's fetch alone says "fetch failed": its cause says what
+    assert.doesNotMatch(message, /failed: fetch failed$/);
+  });
+
   it("discovers the resources of each version, drops out when it cannot be asked, and comes back", async () => {
     const d = delegate();
     fake.routes.set(EXT, {
