@@ -960,6 +960,8 @@ async function startAll(options: UpOptions): Promise<E2eState> {
   const manifests = install === "helm" ? installChart(pki) : applyManifests(pki);
 
   const token = await adapterToken(client);
+  // the token as a file too, for --delegate-token-file (tests/e2e/delegation_e2e_test.ts)
+  writeFileSync(join(STATE_DIR, "adapter.token"), `${token}\n`, { mode: 0o600 });
   writeKubeconfig(
     join(STATE_DIR, "adapter.kubeconfig"),
     E2E.adapterServiceAccount,
