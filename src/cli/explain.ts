@@ -34,6 +34,7 @@ import { scheduleOptionsFromFlags } from "./status_source.ts";
 import { collectorError } from "./plan.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
+import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collection_limits.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
@@ -439,8 +440,10 @@ async function runOffline(
   const values = parsed.values;
   const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => parsed.given.has(f)) ||
     parsed.given.has("additional-prometheus-server");
+  const limits = collectionLimitsFromFlags(values);
   const options = {
     defaultIntervalSeconds: numberFlag(values, "default-collection-interval"),
+    minIntervalSeconds: limits.minIntervalSeconds,
     metricsTtlSeconds: numberFlag(values, "metrics-ttl"),
     allowLinkLocalTargets: values["allow-link-local-targets"] === true,
     enabledCollectors: collectorFlagsGiven ? enabledCollectors(values) : undefined,
@@ -474,6 +477,21 @@ async function runOffline(
     io.stdout(out);
     io.stderr(`error: HPA ${id}: ${e.message}\n`);
     return 1;
+  }
+  if (limits.maxMetricsPerNamespace > 0) {
+    // whether its metrics fit in --max-metrics-per-namespace: its namespace's other HPAs count
+    const planned = [{ hpa: hpa as unknown, plans }];
+    for (const o of objects) {
+      if (o.kind !== "HorizontalPodAutoscaler" || named(o)) continue;
+      if ((o.metadata?.namespace ?? "default") !== target.namespace) continue;
+      try {
+        planned.push({ hpa: o, plans: planHpa(o, options) });
+      } catch (e) {
+        if (!(e instanceof InvalidHpaError)) throw e;
+      }
+    }
+    for (const p of planned) for (const plan of p.plans) plan.error ??= collectorError(plan, check);
+    limitMetricsPerNamespace(planned, limits.maxMetricsPerNamespace);
   }
   const scheduleOptions = scheduleOptionsFromFlags(values);
   const now = io.now();

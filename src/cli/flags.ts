@@ -357,7 +357,21 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "max-concurrent-collections",
     "int",
     ENGINE_DEFAULTS.maxConcurrentCollections,
-    "collections running at once, over all HPAs",
+    "collections running at once, over all HPAs; when more are due, they start in turn by namespace (one namespace's many HPAs cannot delay another's)",
+  ),
+  def(
+    ENGINE,
+    "min-collection-interval",
+    "duration",
+    ENGINE_DEFAULTS.minCollectionIntervalSeconds,
+    "shortest interval an interval annotation may ask for: a shorter one is a plan error and the metric is not collected (0: no bound); --default-collection-interval may not be shorter",
+  ),
+  def(
+    ENGINE,
+    "max-metrics-per-namespace",
+    "int",
+    ENGINE_DEFAULTS.maxMetricsPerNamespace,
+    "most metrics collected per namespace (formula inputs included; 0: no limit): the oldest HPAs' metrics first (creation time, then name, then metric order), the others are not collected and say so (plan error, Warning event) until room is made",
   ),
   def(
     ENGINE,

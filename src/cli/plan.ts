@@ -40,6 +40,7 @@ import type { EndpointPolicy } from "../core/endpoint_policy.ts";
 import type { PromQLScoper } from "../core/collector_config.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
+import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collection_limits.ts";
 import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
 import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
@@ -334,8 +335,10 @@ export const planCommand: Command = {
     const strict = parsed.values.strict === true;
     const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => parsed.given.has(f)) ||
       parsed.given.has("additional-prometheus-server");
+    const limits = collectionLimitsFromFlags(parsed.values);
     const options = {
       defaultIntervalSeconds: numberFlag(parsed.values, "default-collection-interval"),
+      minIntervalSeconds: limits.minIntervalSeconds,
       metricsTtlSeconds: numberFlag(parsed.values, "metrics-ttl"),
       allowLinkLocalTargets: parsed.values["allow-link-local-targets"] === true,
       enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
@@ -394,6 +397,7 @@ export const planCommand: Command = {
       generated.push(hpa);
       targets.push({ object: hpa, source: `${source} (${from})` });
     }
+    const planned: { hpa: KubeObject; plans: MetricPlan[] }[] = [];
     for (const { object, source } of targets) {
       hpas++;
       const guard = guardRow(
@@ -404,17 +408,23 @@ export const planCommand: Command = {
       );
       if (guard) guards.push(guard);
       try {
-        for (const plan of planHpa(object, options)) {
-          plan.error ??= collectorError(plan, check);
-          const row = planRow(plan);
-          const delegate = servedByDelegate(plan, delegation);
-          if (delegate !== null) Object.assign(row, { error: null, delegate });
-          rows.push(row);
-        }
+        const plans = planHpa(object, options);
+        for (const plan of plans) plan.error ??= collectorError(plan, check);
+        planned.push({ hpa: object, plans });
       } catch (e) {
         if (!(e instanceof InvalidHpaError)) throw e;
         failed = true;
         io.stderr(`error: ${source}: ${e.message}\n`);
+      }
+    }
+    // the plans beyond --max-metrics-per-namespace, in the engine's order
+    limitMetricsPerNamespace(planned, limits.maxMetricsPerNamespace);
+    for (const { plans } of planned) {
+      for (const plan of plans) {
+        const row = planRow(plan);
+        const delegate = servedByDelegate(plan, delegation);
+        if (delegate !== null) Object.assign(row, { error: null, delegate });
+        rows.push(row);
       }
     }
     if (hpas === 0 && knative.length === 0 && read.errors.length === 0) {

@@ -34,6 +34,7 @@ import { ReplicaGuard } from "../controllers/replica_guard.ts";
 import { KnativeReconciler } from "../controllers/knative.ts";
 import { guardSettings } from "./guard_options.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
+import { collectionLimitsFromFlags } from "./collection_limits.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
 import { Engine } from "../engine/engine.ts";
 import { MetricHistory, recordingStore } from "../engine/history.ts";
@@ -286,6 +287,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     prometheusOptionsFromFlags(flags);
     // so does a bad --allowed-metric-endpoints pattern
     const endpointPolicy = endpointPolicyFromFlags(flags, io.env);
+    // and limits that contradict each other (--default-collection-interval below the minimum)
+    const limits = collectionLimitsFromFlags(flags);
     // and a bad --prometheus-enforce-namespace-label (the PromQL parser loads only with it)
     const scopePromQL = await promqlScoperFromFlags(flags);
     const store = new MetricStore({ ttlSeconds: numberFlag(flags, "metrics-ttl") });
@@ -322,6 +325,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       defaultIntervalSeconds: numberFlag(flags, "default-collection-interval"),
       metricsTtlSeconds: numberFlag(flags, "metrics-ttl"),
       maxConcurrentCollections: numberFlag(flags, "max-concurrent-collections"),
+      minCollectionIntervalSeconds: limits.minIntervalSeconds,
+      maxMetricsPerNamespace: limits.maxMetricsPerNamespace,
       collectionTimeoutSeconds: numberFlag(flags, "collection-timeout"),
       garbageCollectorIntervalSeconds: numberFlag(flags, "garbage-collector-interval"),
       disregardIncompatibleHpas: boolFlag(flags, "disregard-incompatible-hpas"),

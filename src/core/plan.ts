@@ -55,6 +55,11 @@ export interface PlanOptions extends ConfigContext {
    * of (the value expires between collections). No check when absent.
    */
   metricsTtlSeconds?: number;
+  /**
+   * The shortest interval an annotation may ask for (`--min-collection-interval`): a shorter
+   * one is a plan error, never raised in silence. No bound when absent.
+   */
+  minIntervalSeconds?: number;
 }
 
 const OBJECT_KIND_COLLECTORS: Readonly<Record<string, string>> = {
@@ -355,6 +360,16 @@ function planEntry(
     }
   }
   const interval = entry.annotations?.intervalSeconds;
+  const min = options.minIntervalSeconds;
+  if (interval !== undefined && interval > 0 && min !== undefined && interval < min) {
+    errors.push(
+      `interval ${formatDuration(interval)} of ${
+        metricWhat(metricType, metricName, ref)
+      } (annotation ${
+        annotationPrefix(entry, choice.annotationCollector)
+      }/interval) is below --min-collection-interval ${formatDuration(min)}`,
+    );
+  }
   const plan: MetricPlan = {
     hpa: ref,
     index: input.index,

@@ -5,9 +5,14 @@
  * - Reconcile per HPA on add/update/delete: only plans whose inputs changed are restarted; a
  *   bad metric of an HPA does not stop its good ones; a deleted HPA's plans leave the store.
  * - Plans with the same collector query key share one collection (a "job") per interval.
- * - One global bound on concurrent collections; each collection has a deadline
- *   (`collectionTimeoutSeconds`, or the collector's own timeout when longer; deadline.ts); at
- *   the deadline a collector may still return what it has (the pods that answered).
+ * - One global bound on concurrent collections; those due beyond it start in turn by
+ *   namespace (fair_queue.ts), so one namespace's many HPAs cannot delay another's. Each
+ *   collection has a deadline (`collectionTimeoutSeconds`, or the collector's own timeout when
+ *   longer; deadline.ts); at the deadline a collector may still return what it has (the pods
+ *   that answered).
+ * - `--max-metrics-per-namespace`: the plans of a namespace past the limit (the oldest HPAs'
+ *   run first; core/namespace_limit.ts) are not collected and serve the reason as their error
+ *   until others go.
  * - Failures keep the last good value (until its TTL), are logged once per change of the error
  *   text and reported as a Warning event on the HPA when the reason changes (leader only; a
  *   follower keeps them and writes them once it leads; event_reporter.ts). A kind that cannot
@@ -28,6 +33,12 @@ import {
   truncateToMilli,
 } from "../core/formula.ts";
 import { planHpa, planKey, type PlanOptions, queryKey } from "../core/plan.ts";
+import {
+  compareMetricRank,
+  hpaCreatedAt,
+  type MetricRank,
+  namespaceLimitMessage,
+} from "../core/namespace_limit.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { SmallMap } from "../core/small_map.ts";
 import type { MetricStore } from "../store/store.ts";
@@ -38,6 +49,7 @@ import { FALLBACK_ACTIVE_REASON, FALLBACK_ENDED_REASON } from "./event_reporter.
 import { CollectionDeadline } from "./deadline.ts";
 import { errorText } from "./error_text.ts";
 import { EventReporter } from "./event_reporter.ts";
+import { FairQueue } from "./fair_queue.ts";
 import {
   fallbackEndMessage,
   fallbackKinds,
@@ -97,12 +109,16 @@ export const ENGINE_DEFAULTS: Readonly<{
   collectionTimeoutSeconds: number;
   garbageCollectorIntervalSeconds: number;
   newCollectionsBurst: number;
+  minCollectionIntervalSeconds: number;
+  maxMetricsPerNamespace: number;
 }> = {
   defaultIntervalSeconds: 60,
   maxConcurrentCollections: 64,
   collectionTimeoutSeconds: 15,
   garbageCollectorIntervalSeconds: 600,
   newCollectionsBurst: 200,
+  minCollectionIntervalSeconds: 1,
+  maxMetricsPerNamespace: 0,
 };
 
 /** Options of {@linkcode Engine}; the defaults are {@linkcode ENGINE_DEFAULTS}. */
@@ -112,8 +128,22 @@ export interface EngineOptions {
   registry: CollectorRegistry;
   /** Interval of metrics without an `interval` annotation, seconds. */
   defaultIntervalSeconds?: number;
-  /** Collections running at once, over all HPAs (at least 1). */
+  /**
+   * Collections running at once, over all HPAs (at least 1). Those due beyond it wait, and
+   * start in turn by namespace.
+   */
   maxConcurrentCollections?: number;
+  /**
+   * The shortest interval an annotation may ask for, seconds (`--min-collection-interval`): a
+   * shorter one is a plan error (given to `planHpa`). Default 1; 0 no bound.
+   */
+  minCollectionIntervalSeconds?: number;
+  /**
+   * Most plans collected per namespace, formulas and hidden formula inputs included
+   * (`--max-metrics-per-namespace`): the oldest HPAs' first (core/namespace_limit.ts); the
+   * others serve an error saying so until room is made. Default 0: no limit.
+   */
+  maxMetricsPerNamespace?: number;
   /** Deadline of one collection, seconds (a collector may ask for a longer one). */
   collectionTimeoutSeconds?: number;
   /** How often expired values are removed from the store, seconds; 0 never. */
@@ -239,6 +269,23 @@ interface PlanEntry {
   formula: { compiled: CompiledFormula; inputs: { identifier: string; entry: PlanEntry }[] } | null;
   /** A formula: the message of its last failure (logged once per change). */
   formulaError: string | null;
+  /** Its collector, made when planned; subscribed while it runs. */
+  collector: Collector | null;
+  /** Under `--max-metrics-per-namespace`: its place in its namespace's order, else null. */
+  rank: MetricRank | null;
+  /** Its collector (or formula) runs. */
+  admitted: boolean;
+  /** Why it does not run although it could: over its namespace's limit (also its `problem`). */
+  refused: string | null;
+}
+
+/** The plans of one namespace that could run, under `--max-metrics-per-namespace`. */
+interface NamespacePlans {
+  /** In their order (oldest HPA first); the first `limit` run. */
+  ranked: PlanEntry[];
+  /** Plans added, and the number removed, since the namespace was last settled. */
+  added: PlanEntry[];
+  removed: number;
 }
 
 interface HpaState {
@@ -250,6 +297,8 @@ interface HpaState {
 interface Job {
   id: string;
   type: string;
+  /** Its plans' namespace (a query key includes it): collections wait in turn by namespace. */
+  namespace: string;
   collector: Collector;
   subscribers: SmallMap<string, PlanEntry>;
   intervalMs: number;
@@ -311,6 +360,11 @@ export function collectionPhase(queryKey: string): number {
   return ((h >>> 0) % 10_000 + 1) / 10_000;
 }
 
+/** The namespace of an HPA key (`namespace/name`). */
+function namespaceOf(hpaKey: string): string {
+  return hpaKey.slice(0, hpaKey.indexOf("/"));
+}
+
 function finiteOr(value: number | undefined, dflt: number): number {
   return typeof value === "number" && Number.isFinite(value) ? value : dflt;
 }
@@ -350,6 +404,10 @@ export class Engine {
   readonly #conflicts: ConflictIndex;
   readonly #deadline: CollectionDeadline;
   readonly #ttlMs: number;
+  /** `--max-metrics-per-namespace`; 0 no limit. */
+  readonly #limit: number;
+  /** Under a limit: the plans that could run, per namespace. */
+  #namespaces = new Map<string, NamespacePlans>();
 
   #hpas = new Map<string, HpaState>();
   #jobs = new Map<string, Job>();
@@ -370,7 +428,8 @@ export class Engine {
     this.#firstRoundDone = resolve;
   });
   #active = 0;
-  #waiters: (() => void)[] = [];
+  /** Collections waiting for a slot, by namespace. */
+  #waiters = new FairQueue<() => void>();
   #inflight = new Set<Promise<void>>();
   #gcTimer: unknown = null;
   #started = false;
@@ -406,7 +465,15 @@ export class Engine {
       allowLinkLocalTargets: options.allowLinkLocalTargets === true,
       endpointPolicy: options.endpointPolicy,
       scopePromQL: options.scopePromQL,
+      minIntervalSeconds: finiteOr(
+        options.minCollectionIntervalSeconds,
+        ENGINE_DEFAULTS.minCollectionIntervalSeconds,
+      ),
     };
+    this.#limit = Math.max(
+      0,
+      Math.floor(finiteOr(options.maxMetricsPerNamespace, ENGINE_DEFAULTS.maxMetricsPerNamespace)),
+    );
     this.#disregardIncompatible = options.disregardIncompatibleHpas === true;
     this.#delegatedApis = options.delegatedApis ?? { custom: false, external: false };
     this.#maxCollections = Math.max(
@@ -462,7 +529,18 @@ export class Engine {
     if (hpaError !== null) {
       this.#log.error("cannot watch kind", { kind: "HorizontalPodAutoscaler", error: hpaError });
     }
-    for (const hpa of this.#cluster.list("HorizontalPodAutoscaler")) this.reconcile(hpa);
+    let hpas = this.#cluster.list("HorizontalPodAutoscaler");
+    // under a namespace limit, in its order: the plans that will run start first, and no
+    // collector is started and stopped again for an older HPA listed later
+    if (this.#limit > 0) {
+      const rank = (o: KubeObject): MetricRank => ({
+        createdAt: hpaCreatedAt(o),
+        hpa: o.metadata.name,
+        index: 0,
+      });
+      hpas = [...hpas].sort((a, b) => compareMetricRank(rank(a), rank(b)));
+    }
+    for (const hpa of hpas) this.reconcile(hpa);
     for (const job of this.#jobs.values()) this.#firstPending.add(job);
     this.#burstCreated = 0;
     if (this.#firstPending.size === 0) this.#firstRoundDone();
@@ -528,7 +606,7 @@ export class Engine {
     this.#cancelBurstTimer();
     for (const job of this.#jobs.values()) this.#stopJob(job);
     this.#jobs.clear();
-    for (const w of this.#waiters.splice(0)) w();
+    for (let w = this.#waiters.shift(); w !== undefined; w = this.#waiters.shift()) w();
     await Promise.allSettled([...this.#inflight]);
   }
 
@@ -594,15 +672,14 @@ export class Engine {
       if (old) this.#stopEntry(old, false);
       state.plans.set(key, this.#startEntry(state, plan, key));
     }
-    let ok = true;
     for (const [key, entry] of state.plans) {
-      if (seen.has(key)) {
-        if (entry.problem !== null) ok = false;
-        continue;
-      }
+      if (seen.has(key)) continue;
       this.#stopEntry(entry, true);
       state.plans.delete(key);
     }
+    this.#settleNamespace(namespaceOf(hpaKey));
+    let ok = true;
+    for (const entry of state.plans.values()) if (entry.problem !== null) ok = false;
     this.#wireFormulas(state);
     this.#conflicts.check();
     this.#onReconcile?.({ hpa: hpaKey, ok });
@@ -857,6 +934,10 @@ export class Engine {
       dependents: null,
       formula: null,
       formulaError: null,
+      collector: null,
+      rank: null,
+      admitted: false,
+      refused: null,
     };
     const now = this.#now();
     let servedAt: ServedAt | null = null;
@@ -906,41 +987,174 @@ export class Engine {
       // the scale target and its pods, read when a fallback value is computed
       void this.#ensureKinds(fallbackKinds(plan));
     }
-    if (entry.problem === null && entry.formula) {
-      // evaluated after its inputs' collections (wired at the end of the reconcile)
-      this.#events.clear(key);
-      this.#log.info("formula started", { plan: key, expression: plan.formula?.expression });
-      return entry;
-    }
-    if (entry.problem !== null || !collector) {
-      const problem = entry.problem ?? "no collector";
-      if (servedAt) this.#store.recordFailure(key, problem, now);
-      // served by the delegate of its API (a hidden formula input is never served)
-      const delegated = entry.incompatible && servedAt !== null &&
-        this.#delegatedApis[servedAt.kind];
-      const log = (entry.incompatible && this.#disregardIncompatible) || delegated
-        ? this.#log.debug.bind(this.#log, 1)
-        : this.#log.warn.bind(this.#log);
-      log("metric cannot be collected", { plan: key, error: problem });
-      if (delegated) this.#events.clear(key);
+    if (entry.problem === null && (entry.formula || collector)) {
+      entry.collector = collector;
+      if (this.#limit === 0) this.#admit(entry);
       else {
-        this.#events.report(
-          key,
-          state.obj,
-          `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${problem}`,
-          entry.incompatible,
-        );
+        // started, or refused, when the reconcile settles its namespace
+        entry.rank = { createdAt: hpaCreatedAt(state.obj), hpa: plan.hpa.name, index: plan.index };
+        this.#rank(entry);
       }
       return entry;
     }
-    this.#events.clear(key);
+    // it cannot run: its problem is served instead, and reported
+    const problem = entry.problem ?? "no collector";
+    if (servedAt) this.#store.recordFailure(key, problem, now);
+    // served by the delegate of its API (a hidden formula input is never served)
+    const delegated = entry.incompatible && servedAt !== null &&
+      this.#delegatedApis[servedAt.kind];
+    const log = (entry.incompatible && this.#disregardIncompatible) || delegated
+      ? this.#log.debug.bind(this.#log, 1)
+      : this.#log.warn.bind(this.#log);
+    log("metric cannot be collected", { plan: key, error: problem });
+    if (delegated) this.#events.clear(key);
+    else {
+      this.#events.report(
+        key,
+        state.obj,
+        `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${problem}`,
+        entry.incompatible,
+      );
+    }
+    return entry;
+  }
+
+  /** Start a plan that can run: its collector's job, or its formula. */
+  #admit(entry: PlanEntry): void {
+    const plan = entry.plan;
+    const wasRefused = entry.refused !== null;
+    entry.admitted = true;
+    entry.refused = null;
+    entry.problem = null;
+    this.#events.clear(entry.key);
+    if (wasRefused && !plan.hidden) {
+      this.#store.upsertPlan(this.#storedPlan(entry.key, plan, servedAtOf(plan)), this.#now());
+    }
+    if (entry.formula) {
+      // evaluated after its inputs' collections (wired at the end of the reconcile)
+      this.#log.info("formula started", { plan: entry.key, expression: plan.formula?.expression });
+      if (wasRefused) {
+        const state = this.#hpas.get(entry.hpaKey);
+        if (state) this.#wireFormulas(state);
+      }
+      return;
+    }
     this.#log.info("collector started", {
-      plan: key,
+      plan: entry.key,
       collector: plan.collector,
       interval: formatDuration(plan.intervalSeconds),
     });
-    this.#subscribe(entry, collector);
-    return entry;
+    this.#subscribe(entry, entry.collector!);
+  }
+
+  /**
+   * Stop (or never start) a plan that could run, over its namespace's limit: it serves the
+   * reason as its error, not its last value, and says so once in an event.
+   */
+  #refuse(entry: PlanEntry, message: string): void {
+    const wasAdmitted = entry.admitted;
+    entry.admitted = false;
+    entry.refused = message;
+    entry.problem = message;
+    if (entry.job) this.#unsubscribe(entry);
+    const at = this.#now();
+    const plan = entry.plan;
+    if (!plan.hidden) {
+      const stored = this.#storedPlan(entry.key, plan, servedAtOf(plan));
+      stored.uncollectable = true;
+      this.#store.upsertPlan(stored, at);
+      if (wasAdmitted) this.#store.recordSuccess(entry.key, [], at);
+      this.#store.recordFailure(entry.key, message, at);
+    }
+    entry.failures = 0;
+    this.#endFallback(entry, "the metric is not collected: over its namespace's limit");
+    this.#log.warn("metric not collected", { plan: entry.key, error: message });
+    const state = this.#hpas.get(entry.hpaKey);
+    if (state) {
+      this.#events.report(
+        entry.key,
+        state.obj,
+        `failed to create metrics collector for ${plan.metricType} metric ${plan.metricName}: ${message}`,
+        false,
+      );
+    }
+    this.#evaluateDependents([entry], at);
+  }
+
+  // -- the namespace limit ----------------------------------------------------------------
+
+  #namespacePlans(namespace: string): NamespacePlans {
+    let ns = this.#namespaces.get(namespace);
+    if (!ns) {
+      ns = { ranked: [], added: [], removed: 0 };
+      this.#namespaces.set(namespace, ns);
+    }
+    return ns;
+  }
+
+  /** The first index in `ranked` whose rank is not before `rank`. */
+  #lowerBound(ranked: PlanEntry[], rank: MetricRank): number {
+    let lo = 0;
+    let hi = ranked.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareMetricRank(ranked[mid].rank!, rank) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Put a plan that could run in its namespace's order (it runs or not once settled). */
+  #rank(entry: PlanEntry): void {
+    const ns = this.#namespacePlans(entry.plan.hpa.namespace);
+    const rank = entry.rank!;
+    let i = this.#lowerBound(ns.ranked, rank);
+    // after a plan of the same rank (the one it replaces, removed in the same reconcile)
+    while (i < ns.ranked.length && compareMetricRank(ns.ranked[i].rank!, rank) === 0) i++;
+    ns.ranked.splice(i, 0, entry);
+    ns.added.push(entry);
+  }
+
+  /** Take a plan out of its namespace's order. */
+  #unrank(entry: PlanEntry): void {
+    const ns = this.#namespaces.get(entry.plan.hpa.namespace);
+    if (!ns || entry.rank === null) return;
+    let i = this.#lowerBound(ns.ranked, entry.rank);
+    while (i < ns.ranked.length && ns.ranked[i] !== entry) i++;
+    if (i === ns.ranked.length) return;
+    ns.ranked.splice(i, 1);
+    ns.removed++;
+  }
+
+  /**
+   * Run the first `limit` plans of a namespace and refuse the others, after plans came or
+   * went. Only the plans that may have crossed the limit are looked at: with `r` removed and
+   * `a` added, the others moved by at most `r` places down or `a` up, so those now in
+   * [limit - r, limit + a), and the added ones.
+   */
+  #settleNamespace(namespace: string): void {
+    const ns = this.#namespaces.get(namespace);
+    if (!ns || (ns.added.length === 0 && ns.removed === 0)) return;
+    const limit = this.#limit;
+    const { ranked } = ns;
+    const count = ranked.length;
+    const place = (entry: PlanEntry, i: number): void => {
+      if (i < limit) {
+        if (!entry.admitted) this.#admit(entry);
+      } else if (entry.admitted || entry.refused === null) {
+        this.#refuse(entry, namespaceLimitMessage(entry.plan, limit));
+      }
+    };
+    const end = Math.min(count, limit + ns.added.length);
+    for (let i = Math.max(0, limit - ns.removed); i < end; i++) place(ranked[i], i);
+    for (const entry of ns.added) {
+      let i = this.#lowerBound(ranked, entry.rank!);
+      while (i < count && ranked[i] !== entry) i++;
+      if (i < count) place(entry, i); // (not removed again in the same reconcile)
+    }
+    ns.added.length = 0;
+    ns.removed = 0;
+    if (count === 0) this.#namespaces.delete(namespace);
   }
 
   #storedPlan(key: string, plan: MetricPlan, servedAt: ServedAt): StoredPlan {
@@ -961,6 +1175,8 @@ export class Engine {
 
   #stopEntry(entry: PlanEntry, removeFromStore: boolean): void {
     if (entry.job) this.#unsubscribe(entry);
+    entry.admitted = false;
+    if (entry.rank !== null) this.#unrank(entry);
     if (removeFromStore) {
       this.#store.removePlan(entry.key);
       this.#conflicts.unindex(entry.key);
@@ -975,6 +1191,7 @@ export class Engine {
     if (!state) return;
     for (const entry of state.plans.values()) this.#stopEntry(entry, true);
     this.#hpas.delete(hpaKey);
+    this.#settleNamespace(namespaceOf(hpaKey));
     this.#events.clear(hpaKey);
     this.#conflicts.check();
   }
@@ -997,6 +1214,7 @@ export class Engine {
       job = {
         id: collector.queryKey,
         type: entry.plan.collector ?? "",
+        namespace: entry.plan.hpa.namespace,
         collector,
         subscribers: new SmallMap([[entry.key, entry]]),
         intervalMs,
@@ -1135,16 +1353,20 @@ export class Engine {
     return p;
   }
 
-  /** Take a collection slot; true when the caller had to wait for one. */
-  async #acquire(): Promise<boolean> {
+  /**
+   * Take a collection slot; true when the caller had to wait for one. Waiting collections get
+   * the slots freed in turn by namespace, not in the order they came.
+   */
+  async #acquire(namespace: string): Promise<boolean> {
     if (this.#active < this.#maxCollections) {
       this.#active++;
       return false;
     }
-    await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    await new Promise<void>((resolve) => this.#waiters.push(namespace, resolve));
     return true;
   }
 
+  /** Hand the slot to the next waiting collection, if any. */
   #release(): void {
     const next = this.#waiters.shift();
     if (next) next();
@@ -1166,7 +1388,7 @@ export class Engine {
         job.wake = null;
       }
       if (job.stopped || this.#stopped) return;
-      const queued = await this.#acquire();
+      const queued = await this.#acquire(job.namespace);
       try {
         if (job.stopped || this.#stopped) return;
         if (!job.anchored) {
