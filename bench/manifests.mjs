@@ -235,6 +235,29 @@ export function writeFanoutManifests(dir, { hpas, pods, port, interval }) {
   return { addresses };
 }
 
+/**
+ * Write the fair-share set (issue 25): namespace `noisy` with `noisy` HPAs, each a Pods metric
+ * on one pod, and namespace `quiet` with one such HPA, all collected every `interval`. Pod h of
+ * the noisy HPAs is at podAddress(h), the quiet HPA's pod at podAddress(noisy).
+ */
+export function writeFairShareManifests(dir, { noisy, port, interval }) {
+  mkdirSync(dir, { recursive: true });
+  const hpaDocs = [];
+  const workloads = [];
+  const podDocs = [];
+  for (let h = 0; h <= noisy; h++) {
+    const ns = h < noisy ? "noisy" : "quiet";
+    const name = `svc-${pad(h)}`;
+    const labels = { app: name };
+    workloads.push(deployment(ns, name, labels, 1));
+    hpaDocs.push(podsHpa(ns, name, name, { port, interval }));
+    podDocs.push(pod(ns, `${name}-00`, labels, podAddress(h)));
+  }
+  writeDocs(join(dir, "hpas.yaml"), hpaDocs);
+  writeDocs(join(dir, "workloads.yaml"), workloads);
+  writeDocs(join(dir, "pods.yaml"), podDocs);
+}
+
 /** The pods wildcard path of fan-out HPA number `h`. */
 export function fanoutPath(h) {
   const ns = `fan-${pad(h % 10, 2)}`;

@@ -26,7 +26,7 @@ export function renderReport(report) {
 \`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
 version (about a minute: the binary only, 2,000 HPAs, the same scrape rate on fewer pods, and
 shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
-\`--only startup,serving,tls,fanout,formula,cluster\`,
+\`--only startup,serving,tls,fanout,formula,fairshare,cluster\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
 working tree into a temp folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
@@ -61,6 +61,11 @@ What is measured (everything on loopback, every process stopped by its PID):
   1,333 scrapes/s. The fleet records the longest gap between two scrapes of a pod; afterwards
   every HPA's values are read back. Budget: no gap over the interval (+1 s), every pod scraped,
   every value fresh, no failed collection, CPU < ${b.fanoutCores} cores.
+- **Fair share** (section \`fairshare\`, issue 25): namespace \`noisy\` holds 1,000 HPAs and
+  namespace \`quiet\` one, each a Pods json-path metric on one pod collected every second (the
+  binary, file mode). The lone HPA's pod has a fleet process of its own, which records the
+  longest gap between two of its scrapes over the window (full: 30 s, quick: 6 s). Budget: the
+  lone HPA is scraped, with no gap over the interval + 1 s.
 - **Formula metrics** (section \`formula\`, issue 21): 1,000 HPAs in file mode, each with one
   External formula metric (\`matchLabels: {type: formula}\`; in turn \`rps + queue_length\`,
   \`max(rps, queue_length) * 2\` and \`rps / 32 + queue_length\`) over two hidden inputs collected
@@ -176,6 +181,33 @@ row measured under a load average well above 2 is noise, not a result.
         f.fleetCores,
         f.rssMiB,
         f.load1,
+        mark(f.ok),
+      ]],
+    ));
+    out.push("");
+  }
+  if (r.fairshare) {
+    const f = r.fairshare;
+    out.push("### Fair share\n");
+    out.push(table(
+      [
+        "noisy HPAs",
+        "interval",
+        "noisy scrapes/s",
+        "noisy max gap ms",
+        "lone HPA's scrapes",
+        "lone HPA's max gap ms",
+        "cores",
+        "budget",
+      ],
+      [[
+        f.noisyHpas,
+        `${f.intervalSeconds} s`,
+        f.noisyScrapesPerSecond,
+        f.noisyMaxGapMs,
+        f.quietScrapes,
+        f.quietMaxGapMs,
+        f.cores,
         mark(f.ok),
       ]],
     ));

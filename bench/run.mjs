@@ -5,7 +5,7 @@
 // process it starts is stopped by its PID.
 //
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,tls,fanout,
-//          formula,startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
+//          formula,fairshare,startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
 //          [--no-write] [--no-pin]
 //
 // The cluster section (in the full run, not in --quick) measures the binary's memory against the
@@ -23,6 +23,7 @@ import {
   SERVING_NAMESPACES,
   servingNames,
   servingPaths,
+  writeFairShareManifests,
   writeFanoutManifests,
   writeFormulaManifests,
   writeServingManifests,
@@ -106,14 +107,16 @@ const quick = opts.quick;
 const plan = {
   runtimes: opts.runtimes ?? (quick ? ["binary"] : ALL_RUNTIMES),
   sizes: opts.sizes ?? (quick ? [2000] : [2000, 10000]),
-  sections: opts.only ?? (quick ? ["startup", "serving", "tls", "fanout", "formula"] : [
-    "startup",
-    "serving",
-    "tls",
-    "fanout",
-    "formula",
-    "cluster",
-  ]),
+  sections: opts.only ??
+    (quick ? ["startup", "serving", "tls", "fanout", "formula", "fairshare"] : [
+      "startup",
+      "serving",
+      "tls",
+      "fanout",
+      "formula",
+      "fairshare",
+      "cluster",
+    ]),
   warmSeconds: quick ? 1 : 2,
   // Quick warms each server once, before its first path, to stay under a minute (the paths
   // share the code that serves them); the full run warms before every path.
@@ -134,6 +137,14 @@ const plan = {
   fanout: quick
     ? { hpas: 250, pods: 20, intervalSeconds: 3.75, windowSeconds: 6, runtime: "binary" }
     : { hpas: 1000, pods: 20, intervalSeconds: 15, windowSeconds: 45, runtime: "binary" },
+  // Fair share (issue 25): one namespace with 1,000 HPAs collected every second (one pod each)
+  // and another with one such HPA; the lone HPA's pod must be scraped on time.
+  fairshare: {
+    noisy: 1000,
+    intervalSeconds: 1,
+    warmSeconds: quick ? 3 : 5,
+    windowSeconds: quick ? 6 : 30,
+  },
   // Formula metrics (issue 21): 1,000 HPAs, each one formula over two hidden inputs collected
   // every 15 s (a Pods metric on its pods, an External one on its queue). The binary, or the
   // runtimes given with --runtimes. Quick keeps the set and the interval, and measures a
@@ -308,6 +319,7 @@ const results = {
   memory: [],
   serving: [],
   fanout: null,
+  fairshare: null,
   formula: [],
 };
 
@@ -670,6 +682,64 @@ async function fanoutSection(art, fleetScript) {
         row.collectionsError === 0;
       results.fanout = row;
       log(`fan-out: ${JSON.stringify(row)}`);
+    } finally {
+      await a.stop();
+    }
+  } finally {
+    for (const x of fleets) await x.stop();
+  }
+}
+
+/**
+ * Fair share (issue 25): namespace `noisy` holds `noisy` HPAs and namespace `quiet` one, each a
+ * Pods metric on one pod collected every second, in file mode on the binary. The quiet pod is
+ * served by a fleet process of its own, so its longest gap between two scrapes is measured
+ * alone: it must stay within the interval + 1 s (the lone HPA's collections are on time while
+ * the other namespace has a thousand due every second), and the noisy pods are counted too.
+ */
+async function fairShareSection(art, fleetScript) {
+  const f = plan.fairshare;
+  const port = await freePort();
+  const dir = join(work, "fairshare");
+  writeFairShareManifests(dir, { noisy: f.noisy, port, interval: `${f.intervalSeconds}s` });
+  const fleets = [];
+  try {
+    for (const [from, count] of [[0, f.noisy], [f.noisy, 1]]) {
+      fleets.push(
+        await startReadyLine(process.execPath, [
+          fleetScript,
+          JSON.stringify({ port, from, count, keepAliveMs: 1000 }),
+        ], { logFile: join(work, "fairshare-fleet.log"), timeoutMs: 120000 }),
+      );
+    }
+    const a = await startAdapter("binary", art, dir);
+    try {
+      await sleep(f.warmSeconds * 1000);
+      const control = (x, method = "GET") =>
+        get(`http://127.0.0.1:${x.info.control}/window`, { method }).then((r) =>
+          JSON.parse(r.body)
+        );
+      await Promise.all(fleets.map((x) => control(x, "POST")));
+      const s0 = procStats(a.pid);
+      const t0 = performance.now();
+      await sleep(f.windowSeconds * 1000);
+      const [noisy, quiet] = await Promise.all(fleets.map((x) => control(x)));
+      const seconds = (performance.now() - t0) / 1000;
+      const s1 = procStats(a.pid);
+      const row = {
+        noisyHpas: f.noisy,
+        intervalSeconds: f.intervalSeconds,
+        windowSeconds: round(seconds),
+        noisyScrapesPerSecond: round(noisy.scrapes / seconds),
+        noisyMaxGapMs: noisy.maxGapMs,
+        noisyNeverScraped: noisy.neverScraped,
+        quietScrapes: quiet.scrapes,
+        quietMaxGapMs: quiet.maxGapMs,
+        cores: round((s1.cpuSeconds - s0.cpuSeconds) / seconds, 2),
+      };
+      row.ok = quiet.neverScraped === 0 && quiet.maxGapMs <= f.intervalSeconds * 1000 + 1000;
+      results.fairshare = row;
+      log(`fair share: ${JSON.stringify(row)}`);
     } finally {
       await a.stop();
     }
@@ -1046,6 +1116,10 @@ async function main() {
     await formulaSection(art, fleetScript);
     load.push(loadavg()[0]);
   }
+  if (plan.sections.includes("fairshare")) {
+    await fairShareSection(art, fleetScript);
+    load.push(loadavg()[0]);
+  }
   if (plan.sections.includes("cluster")) await clusterSection(art);
 
   const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" })
@@ -1077,6 +1151,7 @@ async function main() {
           ? "; the client-certificate rows: bench/loadgen the same way"
           : ""),
       fanout: plan.fanout,
+      fairshare: plan.fairshare,
       formula: plan.formula,
     },
     budgets: BUDGETS,
