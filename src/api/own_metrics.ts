@@ -7,10 +7,10 @@
  * @module
  */
 
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { StoreStats } from "../store/store.ts";
 import type { DelegateObservation, DelegateObserver } from "./delegate.ts";
-import { addStatusRoutes, type StatusRoutesOptions } from "./status_page.ts";
+import type { StatusRoutesOptions } from "./status_page.ts";
 
 /** Label values by label name. */
 export type Labels = Record<string, string>;
@@ -626,8 +626,12 @@ export function createDelegateMetrics(registry: MetricsRegistry): DelegateObserv
 
 /** Options of {@linkcode createMetricsApp}. */
 export interface MetricsAppOptions {
-  /** Serve the status page (`/status`, `/status/<ns>/<name>`, `/status.json`) from this. */
-  status?: StatusRoutesOptions;
+  /**
+   * Serve the status page (`/status`, `/status/<ns>/<name>`, `/status.json`) from what this
+   * resolves to. It is called, and the page's code is loaded, on the first request to one of
+   * those paths (again after a failure): an adapter whose page nobody opens does not carry it.
+   */
+  status?: () => Promise<StatusRoutesOptions>;
 }
 
 /**
@@ -645,7 +649,23 @@ export function createMetricsApp(registry: MetricsRegistry, options: MetricsAppO
     new Response(registry.render(), {
       headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" },
     }));
-  if (options.status) addStatusRoutes(app, options.status);
+  const loadStatus = options.status;
+  if (loadStatus) {
+    let pages: Promise<Hono> | undefined;
+    const statusPages = (): Promise<Hono> =>
+      pages ??= Promise.all([import("./status_page.ts"), loadStatus()]).then(([m, o]) => {
+        const sub = new Hono();
+        m.addStatusRoutes(sub, o);
+        return sub;
+      }, (e) => {
+        pages = undefined;
+        throw e;
+      });
+    const handler = async (c: Context): Promise<Response> => (await statusPages()).fetch(c.req.raw);
+    app.get("/status", handler);
+    app.get("/status.json", handler);
+    app.get("/status/*", handler);
+  }
   app.notFound(() =>
     new Response("404 page not found\n", {
       status: 404,

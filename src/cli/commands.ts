@@ -3,18 +3,21 @@
  * `src/main.ts` hands it the arguments and the process's streams.
  */
 import { type Command, type CommandIO, UsageError } from "./command.ts";
-import { explainCommand } from "./explain.ts";
-import { planCommand } from "./plan.ts";
-import { scheduleCommand } from "./schedule.ts";
+import { type CommandInfo, EXPLAIN_INFO, PLAN_INFO, SCHEDULE_INFO } from "./command_info.ts";
 import { serveCommand } from "./serve.ts";
 import { versionCommand } from "./version.ts";
+
+/** A command whose code loads when it runs (`serve`, the binary's main use, does not carry it). */
+function onDemand(info: CommandInfo, load: () => Promise<Command>): Command {
+  return { ...info, run: async (args, io) => (await load()).run(args, io) };
+}
 
 /** Every command, in the order `help` lists them. */
 export const COMMANDS: Command[] = [
   serveCommand,
-  planCommand,
-  explainCommand,
-  scheduleCommand,
+  onDemand(PLAN_INFO, async () => (await import("./plan.ts")).planCommand),
+  onDemand(EXPLAIN_INFO, async () => (await import("./explain.ts")).explainCommand),
+  onDemand(SCHEDULE_INFO, async () => (await import("./schedule.ts")).scheduleCommand),
   versionCommand,
 ];
 

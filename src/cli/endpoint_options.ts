@@ -12,7 +12,9 @@ import {
   type EndpointPolicy,
 } from "../core/endpoint_policy.ts";
 import { boolFlag, type FlagValues, listFlag, stringFlag } from "./flags.ts";
-import { PROMETHEUS_URL_ENV } from "./guard_options.ts";
+
+/** The env variable estafette reads for its Prometheus URL (the replica guard's default). */
+export const PROMETHEUS_URL_ENV = "PROMETHEUS_SERVER_URL";
 
 /**
  * The URLs of the servers given by flags: `--prometheus-server`, each

@@ -15,6 +15,7 @@
  * fallback; offline: every metric planned without error), 1 otherwise, 2 for a usage error or
  * an HPA that is not there.
  */
+import { EXPLAIN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
 import { delegateUrls, servedByDelegate } from "./delegate_options.ts";
 import {
@@ -82,11 +83,6 @@ export const EXPLAIN_FLAGS: readonly FlagDef[] = [
   },
   ...SERVE_FLAGS,
 ];
-
-const USAGE = [
-  "hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT",
-  "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]",
-].join("\n");
 
 /** How long the status document may take. */
 const FETCH_TIMEOUT_MS = 10_000;
@@ -564,10 +560,7 @@ async function runOffline(
 
 /** The `explain` command. */
 export const explainCommand: Command = {
-  name: "explain",
-  summary:
-    "the facts of one HPA: each metric's collector, state, value and error, and its replicas",
-  usage: USAGE,
+  ...EXPLAIN_INFO,
   async run(args: string[], io: CommandIO): Promise<number> {
     const parsed = parseArgs(args, EXPLAIN_FLAGS);
     if (parsed.positionals.length === 0) throw new UsageError("explain needs NAMESPACE/NAME");

@@ -3,7 +3,7 @@
  * API server it embeds) spell them, so existing Deployments and Helm values keep working.
  * The definitions are data: the README's flag reference is generated from them.
  */
-import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative.ts";
+import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative_defaults.ts";
 import { DEFAULT_CLUSTER_DOMAIN } from "../core/endpoint_policy.ts";
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { DELEGATE_DEFAULTS } from "../api/delegate.ts";

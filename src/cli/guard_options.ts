@@ -9,9 +9,9 @@
 import type { ReplicaGuardOptions } from "../controllers/replica_guard.ts";
 import { LOWER_BOUND_ENV, parseLowerBound } from "../core/estafette_guard.ts";
 import { boolFlag, type FlagValues, stringFlag } from "./flags.ts";
+import { PROMETHEUS_URL_ENV } from "./endpoint_options.ts";
 
-/** The env variable estafette reads for its Prometheus URL. */
-export const PROMETHEUS_URL_ENV = "PROMETHEUS_SERVER_URL";
+export { PROMETHEUS_URL_ENV };
 
 /** The options from flags and environment, and what was not used as given (to log). */
 export interface GuardSettings {

@@ -6,6 +6,7 @@
  * collector's factory with the same flags, so a metric `plan` calls OK is one `serve` starts.
  * Meant for people (table) and for CI (`--output json`, `--strict`).
  */
+import { PLAN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
 import { delegateUrls, servedByDelegate } from "./delegate_options.ts";
 import {
@@ -316,9 +317,7 @@ function plural(n: number, word: string): string {
 
 /** The `plan` command. */
 export const planCommand: Command = {
-  name: "plan",
-  summary: "show how the metrics of HPA manifests would be collected, or what to fix",
-  usage: "hpa-metrics-adapter plan -f FILE|DIR... [--output table|json] [--strict] [serve's flags]",
+  ...PLAN_INFO,
   async run(args: string[], io: CommandIO): Promise<number> {
     const parsed = parseArgs(args, PLAN_FLAGS);
     if (parsed.positionals.length > 0) {

@@ -3,6 +3,7 @@
  * `schedule value` prints the metric value at one instant; `schedule preview` prints a table and
  * a bar chart over a time range, so a person can see the ramps before applying the object.
  */
+import { SCHEDULE_INFO } from "./command_info.ts";
 import { Temporal } from "temporal-polyfill";
 import { readManifests } from "../cluster/manifests.ts";
 import type { KubeObject } from "../cluster/types.ts";
@@ -88,17 +89,6 @@ const PREVIEW_FLAGS: FlagDef[] = [
   { group: GROUP, name: "to", type: "string", default: null, help: "RFC3339 end (inclusive)" },
   { group: GROUP, name: "step", type: "duration", default: 900, help: "time between rows" },
 ];
-
-const USAGE = [
-  "schedule value -f FILE [--name NAME] --at RFC3339 [--scaling-window DURATION]",
-  "               [--ramp-steps N] [--default-time-zone TZ]",
-  "schedule preview -f FILE [--name NAME] [--from RFC3339] [--to RFC3339] [--step DURATION]",
-  "                 [--scaling-window DURATION] [--ramp-steps N] [--default-time-zone TZ]",
-  "",
-  "FILE is a YAML or JSON manifest (or a folder of them) holding ScalingSchedule or",
-  "ClusterScalingSchedule objects; --name (NAME or NAMESPACE/NAME) picks one when there are",
-  "several. preview defaults: --from now rounded down to the hour, --to 24h later, --step 15m.",
-].join("\n");
 
 function parseTime(flag: string, raw: string): number {
   try {
@@ -285,9 +275,7 @@ async function runPreview(args: string[], io: CommandIO): Promise<number> {
 
 /** `schedule value` and `schedule preview`. */
 export const scheduleCommand: Command = {
-  name: "schedule",
-  summary: "evaluate a ScalingSchedule from manifests: its value at a time, or a preview",
-  usage: USAGE,
+  ...SCHEDULE_INFO,
   async run(args: string[], io: CommandIO): Promise<number> {
     const [sub, ...rest] = args;
     if (sub === "value") return await runValue(rest, io);

@@ -30,15 +30,12 @@ import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
 import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
-import { ReplicaGuard } from "../controllers/replica_guard.ts";
-import { KnativeReconciler } from "../controllers/knative.ts";
-import { guardSettings } from "./guard_options.ts";
+import type { ReplicaGuard } from "../controllers/replica_guard.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { collectionLimitsFromFlags } from "./collection_limits.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
 import { Engine } from "../engine/engine.ts";
 import { MetricHistory, recordingStore } from "../engine/history.ts";
-import { statusReporter } from "./status_source.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
 import { collectorFetch } from "../runtime/http_fetch.ts";
@@ -418,9 +415,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const metricsAddress = stringFlag(flags, "metrics-address");
     if (metricsAddress) {
       const { hostname, port } = splitHostPort(metricsAddress, "metrics-address");
+      // the status page's code loads on its first request (see createMetricsApp)
       const status = history
-        ? {
-          report: statusReporter({
+        ? async () => ({
+          report: (await import("./status_source.ts")).statusReporter({
             engine,
             store,
             cluster,
@@ -434,7 +432,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
               }
               : {}),
           }),
-        }
+        })
         : undefined;
       metricsServer = await serveHttp(createMetricsApp(metrics.registry, { status }), {
         hostname,
@@ -459,7 +457,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       await controller.start();
       closers.push(() => controller.stop());
     }
+    // the replica guard's and the Knative reconciler's code loads only when they are on
     if (boolFlag(flags, "estafette-hpa-scaler")) {
+      const { guardSettings } = await import("./guard_options.ts");
+      const { ReplicaGuard } = await import("../controllers/replica_guard.ts");
       const settings = guardSettings(flags, io.env);
       for (const w of settings.warnings) log.warn("replica guard setting", { warning: w });
       const guard: ReplicaGuard = new ReplicaGuard({
@@ -481,6 +482,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       closers.push(() => guard.stop());
     }
     if (boolFlag(flags, "knative-autoscaler")) {
+      const { KnativeReconciler } = await import("../controllers/knative.ts");
       const knative = new KnativeReconciler({
         cluster,
         writer: cluster,

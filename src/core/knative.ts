@@ -35,6 +35,7 @@ import { canonicalQuantity, formatQuantity, parseQuantity } from "./quantity.ts"
 import { parseDuration } from "./duration.ts";
 import { checkFormula, compileFormula, formulaIdentifier } from "./formula.ts";
 import { parseGoFloat } from "./estafette_guard.ts";
+import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "./knative_defaults.ts";
 import {
   FALLBACK_BEHAVIOR_KEY,
   FALLBACK_FAILURE_THRESHOLD_KEY,
@@ -83,8 +84,7 @@ export const KNATIVE_HPA_CLASS = "hpa.autoscaling.knative.dev";
 export const KNATIVE_PA_API_VERSION = "autoscaling.internal.knative.dev/v1alpha1";
 /** The kind of Knative's PodAutoscaler. */
 export const KNATIVE_PA_KIND = "PodAutoscaler";
-/** autoscaler-keda's default Prometheus address (`autoscaler.keda.prometheus-address`). */
-export const DEFAULT_KNATIVE_PROMETHEUS_ADDRESS = "http://prometheus-operated.default.svc:9090";
+export { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS };
 /** The name of the custom metric's trigger when `trigger-prometheus-name` is not set. */
 export const DEFAULT_KNATIVE_TRIGGER_NAME = "default-trigger-custom";
 /** The cpu target when none is given (autoscaler-keda's `defaultCPUTarget`). */

@@ -186,7 +186,9 @@ describe("status page rendering", () => {
 
 describe("status routes on the metrics app", () => {
   const r = report();
-  const app = createMetricsApp(new MetricsRegistry(), { status: { report: () => r } });
+  const app = createMetricsApp(new MetricsRegistry(), {
+    status: () => Promise.resolve({ report: () => r }),
+  });
 
   it("serves /status.json", async () => {
     const res = await app.request("/status.json");
@@ -211,6 +213,25 @@ describe("status routes on the metrics app", () => {
     const missing = await app.request("/status/blue/%3Cnope%3E");
     assert.equal(missing.status, 404);
     assert.match(await missing.text(), /no HPA blue\/&lt;nope&gt; is known/);
+  });
+
+  it("loads the page on its first request, and again after a failed load", async () => {
+    let loads = 0;
+    const app = createMetricsApp(new MetricsRegistry(), {
+      status: () => {
+        loads++;
+        return loads === 1
+          ? Promise.reject(new Error("not yet"))
+          : Promise.resolve({ report: () => r });
+      },
+    });
+    assert.equal((await app.request("/metrics")).status, 200);
+    assert.equal(loads, 0, "nothing loaded before a status request");
+    assert.equal((await app.request("/status.json")).status, 500);
+    assert.equal((await app.request("/status.json")).status, 200);
+    assert.equal((await app.request("/status/blue/ok")).status, 200);
+    assert.equal((await app.request("/status")).status, 200);
+    assert.equal(loads, 2);
   });
 
   it("has no status routes without the option (--status-page=false)", async () => {
@@ -266,7 +287,9 @@ describe("status page: turning the reload off", () => {
   });
 
   it("reads ?refresh=0 on every page", async () => {
-    const app = createMetricsApp(new MetricsRegistry(), { status: { report: () => r } });
+    const app = createMetricsApp(new MetricsRegistry(), {
+      status: () => Promise.resolve({ report: () => r }),
+    });
     for (
       const path of ["/status?refresh=0", "/status/blue/ok?refresh=0", "/status/x/y?refresh=0"]
     ) {
@@ -496,12 +519,13 @@ describe("status page: the next 24 hours of a ScalingSchedule", () => {
   it("asks for the schedules on one HPA's page and in the JSON, not for the overview", async () => {
     const requests: StatusRequest[] = [];
     const app = createMetricsApp(new MetricsRegistry(), {
-      status: {
-        report: (request) => {
-          requests.push(request);
-          return r;
-        },
-      },
+      status: () =>
+        Promise.resolve({
+          report: (request: StatusRequest) => {
+            requests.push(request);
+            return r;
+          },
+        }),
     });
     await app.request("/status");
     const page = await (await app.request("/status/shop/sched")).text();
