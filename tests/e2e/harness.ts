@@ -14,9 +14,11 @@
  * controller manager use loopback; the adapter, Prometheus, the kubelet stand-in and the pods'
  * endpoints live in the namespace, which has no default route. Nothing else is dialled.
  * Needs root (ip netns), Go (to build once; cached under ~/.cache/hpa-e2e/VERSION) and kubectl.
- * `test` runs two control planes in turn: deploy/'s files applied with kubectl and the suite
+ * `test` runs three control planes in turn: deploy/'s files applied with kubectl and the suite
  * (hpa_e2e_test.ts), then the Helm chart installed with `helm install` (helm built from its Go
- * module by tests/deploy/helm_tool.ts) and the chart's suite (helm_e2e_test.ts).
+ * module by tests/deploy/helm_tool.ts) and the chart's suite (helm_e2e_test.ts), then deploy/'s
+ * files again with the adapter delegating external metrics to prometheus-adapter (built from
+ * its Go module) and the delegation suite (delegation_e2e_test.ts).
  * Knative's PodAutoscaler and ServerlessService CRDs (tests/e2e/knative_crds.ts) are installed
  * before the controller manager starts; no Knative controller runs.
  *
@@ -1089,14 +1091,24 @@ async function main(argv: string[]): Promise<number> {
     case "test": {
       // each install on a control plane of its own: deploy/'s files and the whole suite, then
       // the chart and its suite (HPA_E2E_INSTALL picks one)
-      const phases: [Install, string][] = [
-        ["kustomize", "tests/e2e/hpa_e2e_test.ts"],
-        ["helm", "tests/e2e/helm_e2e_test.ts"],
+      // and deploy/'s files again with the adapter delegating to prometheus-adapter (issue 26)
+      const delegateArgs = [
+        `--delegate-external-metrics=https://${E2E.prometheusIp}:6443`,
+        "--delegate-insecure-skip-tls-verify",
+        `--delegate-token-file=${join(STATE_DIR, "adapter.token")}`,
+        "--delegate-discovery-interval=2s",
+      ].join(" ");
+      const phases: [Install, string, string][] = [
+        ["kustomize", "tests/e2e/hpa_e2e_test.ts", ""],
+        ["helm", "tests/e2e/helm_e2e_test.ts", ""],
+        ["kustomize", "tests/e2e/delegation_e2e_test.ts", delegateArgs],
       ];
       const only = process.env.HPA_E2E_INSTALL ? installMode() : null;
+      const baseArgs = process.env.HPA_E2E_ADAPTER_ARGS ?? "";
       let rc = 0;
-      for (const [install, suite] of phases.filter(([i]) => only === null || i === only)) {
+      for (const [install, suite, args] of phases.filter(([i]) => only === null || i === only)) {
         process.env.HPA_E2E_INSTALL = install;
+        process.env.HPA_E2E_ADAPTER_ARGS = `${baseArgs} ${args}`.trim();
         let phaseRc = 1;
         try {
           log(`--- ${install}: ${suite}`);
