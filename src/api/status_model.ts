@@ -43,6 +43,8 @@ export interface StatusPlanInput {
   plan: MetricPlan;
   /** Why the plan does not run, or null. */
   problem: string | null;
+  /** No collector here takes it (unknown or disabled), so a delegate may serve it. */
+  incompatible?: boolean;
 }
 
 /** A plan with a fallback (the engine's `FallbackStatus`). */
@@ -131,6 +133,16 @@ export interface StatusInput {
   replicaGuard?: (namespace: string, name: string) => StatusGuardInput | null;
   /** Report only this HPA (one HPA's page). */
   only?: { namespace: string; name: string };
+  /**
+   * The delegates' URLs by metrics API (`--delegate-custom-metrics`, `--delegate-external-metrics`):
+   * a metric no collector here takes is `delegated` when its API has one.
+   */
+  delegates?: { custom?: string; external?: string };
+}
+
+/** The URL of the delegate that serves `plan`'s metric API, if any. */
+function delegateOf(plan: MetricPlan, input: StatusInput): string | undefined {
+  return plan.metricType === "External" ? input.delegates?.external : input.delegates?.custom;
 }
 
 /** How far ahead a schedule is computed. */
@@ -150,7 +162,8 @@ const SCHEDULE_COLLECTORS: Readonly<Record<string, ScheduleKind>> = {
  * collector), `failing` (its last collections failed), `conflict` (another HPA collects the same
  * metric differently: neither is served), `expired` (the last value is older than the TTL),
  * `fallback` (the fallback value is served), `pending` (not collected yet), `collected`, `hidden`
- * (a formula input that is collected, never served).
+ * (a formula input that is collected, never served), `delegated` (no collector here takes it and
+ * the other adapter of `--delegate-external-metrics` / `--delegate-custom-metrics` serves it).
  */
 export type MetricState =
   | "invalid"
@@ -160,7 +173,8 @@ export type MetricState =
   | "fallback"
   | "pending"
   | "collected"
-  | "hidden";
+  | "hidden"
+  | "delegated";
 
 /** An HPA's state: its worst metric's, or `none` when the adapter serves none of its metrics. */
 export type HpaState = MetricState | "none";
@@ -175,6 +189,7 @@ export const STATES: readonly HpaState[] = [
   "pending",
   "collected",
   "hidden",
+  "delegated",
   "none",
 ];
 
@@ -254,6 +269,8 @@ export interface MetricStatus {
   lastErrorAt: string | null;
   /** When the plan has a fallback. */
   fallback: FallbackState | null;
+  /** The URL of the delegate that serves it (state `delegated`), else null. */
+  delegate: string | null;
   warnings: string[];
   /** Recent outcomes, oldest first. */
   history: StatusPoint[];
@@ -524,7 +541,11 @@ function metricState(
   fallback: StatusFallbackInput | undefined,
   now: number,
   ttlMs: number,
+  delegate: string | undefined,
 ): { state: MetricState; error: string | null } {
+  if (p.problem !== null && p.incompatible && !p.plan.hidden && delegate !== undefined) {
+    return { state: "delegated", error: null };
+  }
   if (p.problem !== null) return { state: "invalid", error: p.problem };
   if (conflict !== undefined) return { state: "conflict", error: conflict };
   if (fallback?.active) {
@@ -575,6 +596,7 @@ function metricStatus(
     fb,
     input.now,
     input.ttlSeconds * 1000,
+    delegateOf(plan, input),
   );
   const valueAt = h?.lastValue !== null ? h?.lastSuccessAt ?? null : null;
   return {
@@ -601,6 +623,7 @@ function metricStatus(
     lastError: h?.lastError ?? null,
     lastErrorAt: iso(h?.lastErrorAt ?? null),
     fallback: plan.fallback ? fallbackState(fb) : null,
+    delegate: state === "delegated" ? delegateOf(plan, input) ?? null : null,
     warnings: [...(plan.warnings ?? [])],
     history: points(h),
   };

@@ -102,6 +102,8 @@ export function stateLabel(state: HpaState, m?: MetricStatus): string {
       return "collected";
     case "hidden":
       return "hidden formula input";
+    case "delegated":
+      return m?.delegate ? `served by the delegate ${m.delegate}` : "served by the delegate";
     case "none":
       return "no metric of this adapter";
   }
@@ -248,7 +250,7 @@ th{background:#f4f4f4}
 td.state-cell{max-width:30em;overflow-wrap:anywhere}
 details.err summary{cursor:pointer}
 .s-invalid,.s-failing,.s-conflict{color:#b00020}.s-expired,.s-fallback{color:#a05a00}
-.s-pending,.s-none{color:#666}.s-collected,.s-hidden{color:#17693a}
+.s-pending,.s-none,.s-delegated{color:#666}.s-collected,.s-hidden{color:#17693a}
 .err{color:#b00020}.warn{color:#a05a00}.muted{color:#666}
 svg polyline{fill:none;stroke:#1f5fbf;stroke-width:1.5}
 svg circle{fill:#1f5fbf}

@@ -88,7 +88,7 @@ export const EXPLAIN_FLAGS: readonly FlagDef[] = [
 const FETCH_TIMEOUT_MS = 10_000;
 
 /** The states in which the HPA gets the metric (online). */
-const SERVED_STATES = new Set(["collected", "hidden", "fallback"]);
+const SERVED_STATES = new Set(["collected", "hidden", "fallback", "delegated"]);
 
 function parseName(raw: string): { namespace: string; name: string } {
   const m = /^([^/\s]+)\/([^/\s]+)$/.exec(raw);
@@ -245,6 +245,8 @@ function stateText(m: MetricStatus): string {
       return "pending: not collected yet";
     case "hidden":
       return "collected (a formula input, not served)";
+    case "delegated":
+      return `served by the delegate ${m.delegate ?? ""}`.trimEnd();
     default:
       return m.state;
   }

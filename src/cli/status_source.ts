@@ -59,6 +59,11 @@ export function statusReporter(
       name: string,
     ) => cluster.get(kind, ns, name),
   };
+  // the APIs whose metrics no collector here takes go to these (issue 26)
+  const delegates = {
+    custom: stringFlag(flags, "delegate-custom-metrics") || undefined,
+    external: stringFlag(flags, "delegate-external-metrics") || undefined,
+  };
   return (request = { schedules: true }) =>
     buildStatus({
       now: now(),
@@ -73,5 +78,6 @@ export function statusReporter(
       ...(request.schedules ? { schedules } : {}),
       ...(sources.replicaGuard ? { replicaGuard: sources.replicaGuard } : {}),
       ...(request.hpa ? { only: request.hpa } : {}),
+      delegates,
     });
 }

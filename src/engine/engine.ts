@@ -100,6 +100,8 @@ export interface PlanStatus {
   queryKey: string | null;
   /** The last collection error of its query, or null. */
   lastError: string | null;
+  /** No collector here takes it (unknown or disabled): another adapter's, or a delegate's. */
+  incompatible?: boolean;
 }
 
 /** The defaults of {@linkcode EngineOptions} (the serve flags' defaults too). */
@@ -626,6 +628,7 @@ export class Engine {
           problem: e.problem,
           queryKey: e.job?.id ?? null,
           lastError: e.job?.lastError ?? null,
+          ...(e.incompatible ? { incompatible: true } : {}),
         });
       }
     }

@@ -16,6 +16,7 @@ import {
   type StatusGuardInput,
   type StatusScheduleSource,
 } from "../../src/api/status_model.ts";
+import { stateLabel } from "../../src/api/status_page.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import {
   externalHpa,
@@ -83,6 +84,7 @@ describe("buildStatus: the JSON document", () => {
           lastError: "boom",
           lastErrorAt: "2026-01-01T11:59:45.000Z",
           fallback: null,
+          delegate: null,
           warnings: [],
           history: [
             { at: "2026-01-01T11:59:30.000Z", value: 30 },
@@ -657,5 +659,51 @@ describe("the fallback's last episode and the selector, in words", () => {
       [["endpoint", "http://q"], ["zone", "b"]],
     );
     assert.equal(redactSelector(null), null);
+  });
+});
+
+describe("metrics served by a delegate (issue 26)", () => {
+  // An External metric of a collector this adapter does not have (KEDA's) and a Pods one
+  const hpa = externalHpa("keda", "queue", {
+    annotations: {},
+    extra: [{
+      type: "Pods",
+      pods: {
+        metric: { name: "rps" },
+        target: { type: "AverageValue", averageValue: "10" },
+      },
+    }],
+  });
+  const plans = plansOf(hpa, {
+    queue: "no collector for External metric queue",
+    rps: "no collector for Pods metric rps",
+  }).map((p) => ({ ...p, incompatible: true }));
+  const states = (delegates: { custom?: string; external?: string } | undefined) => {
+    const r = buildStatus(statusInput([hpa], plans, {}, delegates ? { delegates } : {}));
+    return r.hpas[0].metrics.map((m) => [m.name, m.state, m.error, m.delegate]);
+  };
+
+  it("marks a metric no collector here takes as delegated when its API has a delegate", () => {
+    assert.deepEqual(states({ external: "https://keda:6443" }), [
+      ["queue", "delegated", null, "https://keda:6443"],
+      ["rps", "invalid", "no collector for Pods metric rps", null],
+    ]);
+    assert.deepEqual(states({ custom: "https://pa:6443", external: "https://keda:6443" }), [
+      ["queue", "delegated", null, "https://keda:6443"],
+      ["rps", "delegated", null, "https://pa:6443"],
+    ]);
+  });
+
+  it("keeps the metric's problem without a delegate", () => {
+    assert.deepEqual(states(undefined), [
+      ["queue", "invalid", "no collector for External metric queue", null],
+      ["rps", "invalid", "no collector for Pods metric rps", null],
+    ]);
+  });
+
+  it("says which delegate serves it on the page", () => {
+    const m = buildStatus(statusInput([hpa], plans, {}, { delegates: { external: "https://k" } }))
+      .hpas[0].metrics[0];
+    assert.equal(stateLabel("delegated", m), "served by the delegate https://k");
   });
 });
