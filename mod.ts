@@ -43,3 +43,4 @@ export * from "./src/core/estafette_guard.ts";
 export * from "./src/core/knative.ts";
 export * from "./src/core/promql_scope.ts";
 export * from "./src/core/schedule_series.ts";
+export * from "./src/core/namespace_limit.ts";
