@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { load, loadAll } from "js-yaml";
 import { createCertificate } from "../../src/api/cert_issue.ts";
+import { delegateUrls } from "../../src/cli/delegate_options.ts";
 import { type FlagValues, parseArgs, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import { prometheusOptionsFromFlags } from "../../src/cli/prometheus_options.ts";
 import { VERSION } from "../../src/cli/version.ts";
@@ -25,6 +26,9 @@ const DEPLOY = join(ROOT, "deploy");
 const CHART = join(DEPLOY, "helm", "hpa-metrics-adapter");
 const NS = "hpa-metrics-adapter";
 const PROMETHEUS = "http://prometheus.monitoring.svc.cluster.local:9090";
+/** The delegates of deploy/components/delegation. */
+const KEDA = "https://keda-operator-metrics-apiserver.keda.svc:443";
+const PROMETHEUS_ADAPTER = "https://prometheus-adapter.monitoring.svc:443";
 
 // deno-lint-ignore no-explicit-any
 type Obj = Record<string, any>;
@@ -198,6 +202,13 @@ const ALL_FEATURES: Obj = {
     enabled: true,
     prometheusAddress: PROMETHEUS,
     clusterTriggerAuthenticationNamespace: "keda-system",
+  },
+  delegation: {
+    externalMetrics: KEDA,
+    customMetrics: PROMETHEUS_ADAPTER,
+    caSecret: { name: "delegates-ca" },
+    clientCertSecret: { name: "adapter-client" },
+    discoveryInterval: "1m",
   },
   statusPage: { enabled: false },
   metrics: { port: 9100 },
@@ -485,6 +496,75 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         },
       },
       {
+        name:
+          "delegation.externalMetrics, customMetrics, insecureSkipTLSVerify and discoveryInterval",
+        values: {
+          delegation: {
+            externalMetrics: KEDA,
+            customMetrics: PROMETHEUS_ADAPTER,
+            insecureSkipTLSVerify: true,
+            discoveryInterval: "1m",
+          },
+        },
+        added: [
+          "ClusterRole hpa-metrics-adapter:delegation",
+          "ClusterRoleBinding hpa-metrics-adapter:delegation",
+        ],
+        flags: {
+          "delegate-external-metrics": KEDA,
+          "delegate-custom-metrics": PROMETHEUS_ADAPTER,
+          "delegate-insecure-skip-tls-verify": true,
+          "delegate-discovery-interval": 60,
+        },
+      },
+      {
+        name: "delegation.customMetrics alone",
+        values: { delegation: { customMetrics: PROMETHEUS_ADAPTER } },
+        added: [
+          "ClusterRole hpa-metrics-adapter:delegation",
+          "ClusterRoleBinding hpa-metrics-adapter:delegation",
+        ],
+        flags: { "delegate-custom-metrics": PROMETHEUS_ADAPTER },
+      },
+      {
+        name: "delegation.caSecret and clientCertSecret",
+        values: {
+          delegation: {
+            externalMetrics: KEDA,
+            caSecret: { name: "keda-ca", key: "bundle.pem" },
+            clientCertSecret: { name: "adapter-client" },
+          },
+        },
+        added: [
+          "ClusterRole hpa-metrics-adapter:delegation",
+          "ClusterRoleBinding hpa-metrics-adapter:delegation",
+        ],
+        flags: {
+          "delegate-external-metrics": KEDA,
+          "delegate-ca-file": "/etc/hpa-metrics-adapter/delegate-ca/bundle.pem",
+          "delegate-client-cert-file": "/etc/hpa-metrics-adapter/delegate-client/tls.crt",
+          "delegate-client-key-file": "/etc/hpa-metrics-adapter/delegate-client/tls.key",
+        },
+      },
+      {
+        name: "delegation.tokenSecret",
+        values: { delegation: { externalMetrics: KEDA, tokenSecret: { name: "keda-token" } } },
+        added: [
+          "ClusterRole hpa-metrics-adapter:delegation",
+          "ClusterRoleBinding hpa-metrics-adapter:delegation",
+        ],
+        flags: {
+          "delegate-external-metrics": KEDA,
+          "delegate-token-file": "/etc/hpa-metrics-adapter/delegate-token/token",
+        },
+      },
+      {
+        name: "delegation with rbac.create false",
+        values: { delegation: { externalMetrics: KEDA }, rbac: { create: false } },
+        removed: DEFAULT_IDS.filter((x) => /^(Cluster)?Role/.test(x)),
+        flags: { "delegate-external-metrics": KEDA },
+      },
+      {
         name: "statusPage.enabled false and metrics.port",
         values: { statusPage: { enabled: false }, metrics: { port: 9100 } },
         flags: { "status-page": false, "metrics-address": ":9100" },
@@ -633,6 +713,97 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
       const crb = find(objects, "ClusterRoleBinding", "hpa-metrics-adapter");
       assert.deepEqual(crb.subjects, [{ kind: "ServiceAccount", name: "mine", namespace: NS }]);
     });
+
+    it("delegation lets the delegates accept the service account for both metrics groups, no more", () => {
+      const objects = template({ delegation: { externalMetrics: KEDA } }, {
+        release: "metrics",
+        namespace: "monitoring",
+      });
+      const full = "metrics-hpa-metrics-adapter";
+      const role = find(objects, "ClusterRole", `${full}:delegation`);
+      assert.deepEqual(role.rules, [{
+        apiGroups: ["custom.metrics.k8s.io", "external.metrics.k8s.io"],
+        resources: ["*"],
+        verbs: ["get", "list"],
+      }]);
+      const binding = find(objects, "ClusterRoleBinding", `${full}:delegation`);
+      assert.deepEqual(binding.roleRef, {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: `${full}:delegation`,
+      });
+      assert.deepEqual(binding.subjects, [{
+        kind: "ServiceAccount",
+        name: full,
+        namespace: "monitoring",
+      }]);
+      assert.equal(role.metadata.labels["app.kubernetes.io/instance"], "metrics");
+      // the URL alone mounts nothing: the token is the service account's own
+      const pod = deployment(objects, full).spec.template.spec;
+      assert.deepEqual(pod.volumes.map((v: Obj) => v.name), ["certs"]);
+      assert.deepEqual(pod.containers[0].volumeMounts.map((m: Obj) => m.name), ["certs"]);
+    });
+
+    it("delegation mounts each Secret as a folder under its own path", () => {
+      const caAndCert = deployment(template({
+        delegation: {
+          customMetrics: PROMETHEUS_ADAPTER,
+          caSecret: { name: "pa-ca", key: "bundle.pem" },
+          clientCertSecret: { name: "adapter-client" },
+        },
+      })).spec.template.spec;
+      assert.deepEqual(caAndCert.volumes.slice(1), [
+        {
+          name: "delegate-ca",
+          secret: { secretName: "pa-ca", items: [{ key: "bundle.pem", path: "bundle.pem" }] },
+        },
+        {
+          name: "delegate-client",
+          secret: {
+            secretName: "adapter-client",
+            items: [{ key: "tls.crt", path: "tls.crt" }, { key: "tls.key", path: "tls.key" }],
+          },
+        },
+      ]);
+      assert.deepEqual(caAndCert.containers[0].volumeMounts.slice(1), [
+        { name: "delegate-ca", mountPath: "/etc/hpa-metrics-adapter/delegate-ca", readOnly: true },
+        {
+          name: "delegate-client",
+          mountPath: "/etc/hpa-metrics-adapter/delegate-client",
+          readOnly: true,
+        },
+      ]);
+      // the keys' defaults: ca.crt and token
+      const defaults = template({
+        delegation: {
+          externalMetrics: KEDA,
+          caSecret: { name: "keda-ca" },
+          tokenSecret: { name: "keda-token" },
+        },
+      });
+      const pod = deployment(defaults).spec.template.spec;
+      assert.deepEqual(pod.volumes.slice(1), [
+        {
+          name: "delegate-ca",
+          secret: { secretName: "keda-ca", items: [{ key: "ca.crt", path: "ca.crt" }] },
+        },
+        {
+          name: "delegate-token",
+          secret: { secretName: "keda-token", items: [{ key: "token", path: "token" }] },
+        },
+      ]);
+      assert.deepEqual(pod.containers[0].volumeMounts.slice(1), [
+        { name: "delegate-ca", mountPath: "/etc/hpa-metrics-adapter/delegate-ca", readOnly: true },
+        {
+          name: "delegate-token",
+          mountPath: "/etc/hpa-metrics-adapter/delegate-token",
+          readOnly: true,
+        },
+      ]);
+      const flags = serveFlags(defaults);
+      assert.equal(flags["delegate-ca-file"], "/etc/hpa-metrics-adapter/delegate-ca/ca.crt");
+      assert.equal(flags["delegate-token-file"], "/etc/hpa-metrics-adapter/delegate-token/token");
+    });
   });
 
   describe("tls from your certificate", () => {
@@ -745,6 +916,18 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
       ],
       ["knative", { knative: { enabled: true } }, "knative", (o) => o],
       [
+        "delegation",
+        {
+          delegation: {
+            externalMetrics: KEDA,
+            customMetrics: PROMETHEUS_ADAPTER,
+            insecureSkipTLSVerify: true,
+          },
+        },
+        "delegation",
+        (o) => o,
+      ],
+      [
         "cert-manager",
         { certManager: { enabled: true } },
         "cert-manager",
@@ -783,8 +966,10 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
           ...DEFAULT_IDS,
           "Certificate hpa-metrics-adapter/hpa-metrics-adapter-ca",
           "Certificate hpa-metrics-adapter/hpa-metrics-adapter-tls",
+          "ClusterRole hpa-metrics-adapter:delegation",
           "ClusterRole hpa-metrics-adapter:knative",
           "ClusterRole hpa-metrics-adapter:replica-guard",
+          "ClusterRoleBinding hpa-metrics-adapter:delegation",
           "ClusterRoleBinding hpa-metrics-adapter:knative",
           "ClusterRoleBinding hpa-metrics-adapter:replica-guard",
           "Issuer hpa-metrics-adapter/hpa-metrics-adapter-ca",
@@ -821,6 +1006,12 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "--knative-autoscaler",
         `--knative-prometheus-address=${PROMETHEUS}`,
         "--knative-cluster-trigger-authentication-namespace=keda-system",
+        `--delegate-external-metrics=${KEDA}`,
+        `--delegate-custom-metrics=${PROMETHEUS_ADAPTER}`,
+        "--delegate-ca-file=/etc/hpa-metrics-adapter/delegate-ca/ca.crt",
+        "--delegate-client-cert-file=/etc/hpa-metrics-adapter/delegate-client/tls.crt",
+        "--delegate-client-key-file=/etc/hpa-metrics-adapter/delegate-client/tls.key",
+        "--delegate-discovery-interval=1m",
         "--default-collection-interval=30s",
       ]);
       // serve's own reading of the Prometheus flags: the servers and their token files pair up
@@ -836,21 +1027,30 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         },
         longterm: { url: "http://victoria.monitoring.svc:8428", tokenFile: null },
       });
+      // and of the delegation flags: both URLs are delegates serve accepts
+      assert.deepEqual(delegateUrls(serveFlags(objects)), {
+        external: KEDA,
+        custom: PROMETHEUS_ADAPTER,
+      });
     });
 
-    it("mounts the certificate and each token Secret", () => {
+    it("mounts the certificate, each token Secret and the delegation Secrets", () => {
       const pod = deployment(objects).spec.template.spec;
       assert.deepEqual(pod.volumes.map((v: Obj) => [v.name, v.secret?.secretName ?? null]), [
         ["certs", null],
         ["tls", "hpa-metrics-adapter-tls"],
         ["prometheus-token", "prometheus-token"],
         ["prometheus-token-0", "thanos-token"],
+        ["delegate-ca", "delegates-ca"],
+        ["delegate-client", "adapter-client"],
       ]);
       assert.deepEqual(pod.containers[0].volumeMounts.map((m: Obj) => m.mountPath), [
         "/tmp/certs",
         "/etc/hpa-metrics-adapter/tls",
         "/etc/hpa-metrics-adapter/prometheus",
         "/etc/hpa-metrics-adapter/prometheus-0",
+        "/etc/hpa-metrics-adapter/delegate-ca",
+        "/etc/hpa-metrics-adapter/delegate-client",
       ]);
       assert.deepEqual(pod.containers[0].env.slice(2), [
         { name: "AWS_REGION", value: "eu-central-1" },
@@ -887,6 +1087,21 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         { prometheus: { url: "prometheus:9090" } },
         "- at '/prometheus/url': 'prometheus:9090' does not match pattern",
       ],
+      [
+        "a misspelt delegation value",
+        { delegation: { externalMetric: KEDA } },
+        "- at '/delegation': additional properties 'externalMetric' not allowed",
+      ],
+      [
+        "a misspelt key of a delegation Secret",
+        { delegation: { externalMetrics: KEDA, caSecret: { secretName: "keda-ca" } } },
+        "- at '/delegation/caSecret': additional properties 'secretName' not allowed",
+      ],
+      [
+        "a delegate URL that is not https",
+        { delegation: { externalMetrics: "http://keda-operator-metrics-apiserver.keda.svc" } },
+        "- at '/delegation/externalMetrics': 'http://keda-operator-metrics-apiserver.keda.svc' does not match pattern",
+      ],
       ["replicas 0", { replicas: 0 }, "- at '/replicas': minimum: got 0, want 1"],
       [
         "a string for a boolean",
@@ -908,8 +1123,10 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
     it("has additionalProperties false on every object it describes", () => {
       const schema = JSON.parse(readFileSync(join(CHART, "values.schema.json"), "utf8"));
       const open: string[] = [];
+      const isObject = (node: Obj): boolean =>
+        node.type === "object" || (Array.isArray(node.type) && node.type.includes("object"));
       const walk = (node: Obj, path: string): void => {
-        if (node.type === "object" && node.properties) {
+        if (isObject(node) && node.properties) {
           if (node.additionalProperties !== false) open.push(path || "/");
           for (const [k, v] of Object.entries(node.properties)) walk(v as Obj, `${path}/${k}`);
         }
@@ -982,6 +1199,58 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "serviceAccount.create false without a name",
         { serviceAccount: { create: false } },
         "serviceAccount.name is required when serviceAccount.create is false",
+      ],
+      [
+        "delegation.caSecret without its name",
+        { delegation: { externalMetrics: KEDA, caSecret: { key: "bundle.pem" } } },
+        "delegation.caSecret.name is empty: delegation.caSecret names an existing Secret in the release namespace (null: none)",
+      ],
+      [
+        "delegation.clientCertSecret without its name",
+        { delegation: { externalMetrics: KEDA, clientCertSecret: {} } },
+        "delegation.clientCertSecret.name is empty: delegation.clientCertSecret names an existing Secret in the release namespace (null: none)",
+      ],
+      [
+        "delegation.tokenSecret with an empty name",
+        { delegation: { customMetrics: PROMETHEUS_ADAPTER, tokenSecret: { name: "" } } },
+        "delegation.tokenSecret.name is empty: delegation.tokenSecret names an existing Secret in the release namespace (null: none)",
+      ],
+      [
+        "delegation.caSecret with insecureSkipTLSVerify",
+        {
+          delegation: {
+            externalMetrics: KEDA,
+            caSecret: { name: "keda-ca" },
+            insecureSkipTLSVerify: true,
+          },
+        },
+        'delegation.caSecret "keda-ca" and delegation.insecureSkipTLSVerify are both set: verify the delegates with the CA or not at all',
+      ],
+      [
+        "delegation.clientCertSecret with tokenSecret",
+        {
+          delegation: {
+            externalMetrics: KEDA,
+            clientCertSecret: { name: "adapter-client" },
+            tokenSecret: { name: "keda-token" },
+          },
+        },
+        'delegation.clientCertSecret "adapter-client" and delegation.tokenSecret "keda-token" are both set: the delegates get a client certificate or a token, not both',
+      ],
+      [
+        "a delegation Secret without a delegate",
+        { delegation: { caSecret: { name: "keda-ca" } } },
+        'delegation.caSecret "keda-ca" is set but delegation.externalMetrics and delegation.customMetrics are empty',
+      ],
+      [
+        "delegation.insecureSkipTLSVerify without a delegate",
+        { delegation: { insecureSkipTLSVerify: true } },
+        "delegation.insecureSkipTLSVerify is true but delegation.externalMetrics and delegation.customMetrics are empty",
+      ],
+      [
+        "delegation.discoveryInterval without a delegate",
+        { delegation: { discoveryInterval: "1m" } },
+        'delegation.discoveryInterval "1m" is set but delegation.externalMetrics and delegation.customMetrics are empty',
       ],
     ];
     for (const [name, values, message] of failures) {

@@ -115,6 +115,43 @@ Values that cannot be checked by values.schema.json alone: fail the render with 
 {{- if and .Values.serviceMonitor.enabled (not .Values.metrics.port) }}
 {{- fail "serviceMonitor.enabled needs metrics.port" }}
 {{- end }}
+{{- $d := .Values.delegation }}
+{{- range $option := list "caSecret" "clientCertSecret" "tokenSecret" }}
+{{- $s := index $d $option }}
+{{- if and (not (kindIs "invalid" $s)) (not $s.name) }}
+{{- fail (printf "delegation.%s.name is empty: delegation.%s names an existing Secret in the release namespace (null: none)" $option $option) }}
+{{- end }}
+{{- end }}
+{{- if and $d.caSecret $d.insecureSkipTLSVerify }}
+{{- fail (printf "delegation.caSecret %q and delegation.insecureSkipTLSVerify are both set: verify the delegates with the CA or not at all" $d.caSecret.name) }}
+{{- end }}
+{{- if and $d.clientCertSecret $d.tokenSecret }}
+{{- fail (printf "delegation.clientCertSecret %q and delegation.tokenSecret %q are both set: the delegates get a client certificate or a token, not both" $d.clientCertSecret.name $d.tokenSecret.name) }}
+{{- end }}
+{{- if not (include "hpa-metrics-adapter.delegating" .) }}
+{{- if $d.caSecret }}
+{{- fail (printf "delegation.caSecret %q is set but delegation.externalMetrics and delegation.customMetrics are empty" $d.caSecret.name) }}
+{{- end }}
+{{- if $d.insecureSkipTLSVerify }}
+{{- fail "delegation.insecureSkipTLSVerify is true but delegation.externalMetrics and delegation.customMetrics are empty" }}
+{{- end }}
+{{- if $d.clientCertSecret }}
+{{- fail (printf "delegation.clientCertSecret %q is set but delegation.externalMetrics and delegation.customMetrics are empty" $d.clientCertSecret.name) }}
+{{- end }}
+{{- if $d.tokenSecret }}
+{{- fail (printf "delegation.tokenSecret %q is set but delegation.externalMetrics and delegation.customMetrics are empty" $d.tokenSecret.name) }}
+{{- end }}
+{{- if $d.discoveryInterval }}
+{{- fail (printf "delegation.discoveryInterval %q is set but delegation.externalMetrics and delegation.customMetrics are empty" $d.discoveryInterval) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Whether the adapter delegates (deploy/components/delegation): "true" with either delegate URL.
+*/}}
+{{- define "hpa-metrics-adapter.delegating" -}}
+{{- if or .Values.delegation.externalMetrics .Values.delegation.customMetrics }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -181,6 +218,30 @@ values.yaml, then extraArgs (the last value of a flag wins).
 {{- end }}
 {{- with .Values.knative.clusterTriggerAuthenticationNamespace }}
 - {{ printf "--knative-cluster-trigger-authentication-namespace=%s" . | quote }}
+{{- end }}
+{{- end }}
+{{- if include "hpa-metrics-adapter.delegating" . }}
+{{- with .Values.delegation.externalMetrics }}
+- {{ printf "--delegate-external-metrics=%s" . | quote }}
+{{- end }}
+{{- with .Values.delegation.customMetrics }}
+- {{ printf "--delegate-custom-metrics=%s" . | quote }}
+{{- end }}
+{{- if .Values.delegation.caSecret }}
+- {{ printf "--delegate-ca-file=/etc/hpa-metrics-adapter/delegate-ca/%s" (.Values.delegation.caSecret.key | default "ca.crt") | quote }}
+{{- end }}
+{{- if .Values.delegation.insecureSkipTLSVerify }}
+- --delegate-insecure-skip-tls-verify
+{{- end }}
+{{- if .Values.delegation.clientCertSecret }}
+- --delegate-client-cert-file=/etc/hpa-metrics-adapter/delegate-client/tls.crt
+- --delegate-client-key-file=/etc/hpa-metrics-adapter/delegate-client/tls.key
+{{- end }}
+{{- if .Values.delegation.tokenSecret }}
+- --delegate-token-file=/etc/hpa-metrics-adapter/delegate-token/token
+{{- end }}
+{{- with .Values.delegation.discoveryInterval }}
+- {{ printf "--delegate-discovery-interval=%s" . | quote }}
 {{- end }}
 {{- end }}
 {{- range .Values.extraArgs }}
