@@ -248,7 +248,12 @@ export interface ReconcileReport {
 /** How long no collection may be created before a burst of new ones counts as over (ms). */
 const BURST_QUIET_MS = 10_000;
 
-/** Largest share of an interval removed at random from each wait. */
+/**
+ * Width of the jitter of each wait, as a share of the interval: a wait is the interval plus or
+ * minus half of this, uniformly, so collections are spread around their interval while their
+ * average rate stays one per interval (a one-sided jitter that only shortens waits collected
+ * about 5% more often).
+ */
 const JITTER = 0.1;
 
 interface PlanEntry {
@@ -1292,7 +1297,7 @@ export class Engine {
   }
 
   #delay(job: Job): number {
-    return Math.round(job.intervalMs * (1 - JITTER * this.#random()));
+    return Math.round(job.intervalMs * (1 + JITTER * (this.#random() - 0.5)));
   }
 
   #tick(job: Job): void {

@@ -204,6 +204,7 @@ interface Setup {
 type EngineSettings = Pick<
   EngineOptions,
   | "defaultIntervalSeconds"
+  | "random"
   | "maxConcurrentCollections"
   | "collectionTimeoutSeconds"
   | "garbageCollectorIntervalSeconds"
@@ -242,7 +243,8 @@ function setup(
     now: timers.clock,
     setTimer: options.setTimer?.(timers.setTimer) ?? timers.setTimer,
     clearTimer: timers.clearTimer,
-    random: () => 0.5,
+    // by default every wait is 5% under the interval: 60s -> 57s
+    random: options.engine?.random ?? (() => 0),
     logger,
     writer: options.writer === false ? undefined : writer,
     isLeader: () => leader.value,
@@ -264,7 +266,7 @@ function external(s: Setup, metric: string, namespace = "default"): number[] | s
 }
 
 describe("Engine", () => {
-  it("collects at once, then every interval minus at most 10% jitter", async () => {
+  it("collects at once, then every interval give or take 5% jitter", async () => {
     const s = setup();
     s.backend.answers.set("A", 7);
     s.cluster.set(
@@ -275,10 +277,31 @@ describe("Engine", () => {
     await settle();
     assert.equal(s.backend.calls.get("A"), 1);
     assert.deepEqual(external(s, "q"), [7]);
-    await s.timers.advance(56_999); // random 0.5 -> 60s x (1 - 0.05) = 57s
+    await s.timers.advance(56_999); // random 0 -> 60s x (1 + 0.1 x (0 - 0.5)) = 57s
     assert.equal(s.backend.calls.get("A"), 1);
     await s.timers.advance(1);
     assert.equal(s.backend.calls.get("A"), 2);
+    await s.engine.stop();
+  });
+
+  it("waits the interval on average: up to 5% more as well as up to 5% less", async () => {
+    const draws = [0.999, 0.5];
+    const s = setup({ engine: { random: () => draws.shift() ?? 0.5 } });
+    s.backend.answers.set("A", 7);
+    s.cluster.set(
+      "HorizontalPodAutoscaler",
+      externalHpa("web", [{ name: "q", endpoint: "A", interval: "60s" }]),
+    );
+    await s.engine.start();
+    await settle();
+    await s.timers.advance(62_993); // 60s x (1 + 0.1 x (0.999 - 0.5)) = 62.994s
+    assert.equal(s.backend.calls.get("A"), 1);
+    await s.timers.advance(1);
+    assert.equal(s.backend.calls.get("A"), 2);
+    await s.timers.advance(59_999); // random 0.5: the interval itself
+    assert.equal(s.backend.calls.get("A"), 2);
+    await s.timers.advance(1);
+    assert.equal(s.backend.calls.get("A"), 3);
     await s.engine.stop();
   });
 

@@ -68,7 +68,7 @@ describe("fallbackStatus: the last fallback episode", () => {
       now: timers.clock,
       setTimer: timers.setTimer,
       clearTimer: timers.clearTimer,
-      random: () => 0,
+      random: () => 0.5,
       logger: memoryLogger(),
       writer: new RecordingWriter(cluster),
     });

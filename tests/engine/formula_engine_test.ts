@@ -76,7 +76,7 @@ function setup(factories?: (b: Backend) => CollectorFactory[]) {
     now: timers.clock,
     setTimer: timers.setTimer,
     clearTimer: timers.clearTimer,
-    random: () => 0,
+    random: () => 0.5,
     logger,
     writer,
   });
@@ -226,7 +226,7 @@ describe("Engine: formula metrics", () => {
       now: s.timers.clock,
       setTimer: s.timers.setTimer,
       clearTimer: s.timers.clearTimer,
-      random: () => 0,
+      random: () => 0.5,
       metricsTtlSeconds: 60,
     });
     s.backend.answers.set("A", 4);
