@@ -12,7 +12,7 @@
  * Version 1 grew, backward compatibly (fields added, none removed or changed): `schedules` (the
  * next 24 hours of each schedule an HPA uses), `replicaGuard` per HPA, `selector` and
  * `schedule` per metric, and the fallback's last episode (`activeSince`, `endedAt`, `value`,
- * `replicas`, `reason`, `endReason`).
+ * `replicas`, `reason`, `endReason`), and the state `delegated` with the metric's `delegate`.
  *
  * @module
  */

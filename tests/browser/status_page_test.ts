@@ -28,8 +28,10 @@ import process from "node:process";
 import {
   type AdapterProcess,
   currentRuntime,
+  dailySchedule,
   httpGet,
   makeTempDir,
+  scheduleHpa,
   startAdapterProcess,
   waitFor,
   writeManifests,
@@ -115,47 +117,8 @@ describe(`status page in Chromium (${currentRuntime()})`, () => {
     await writeManifests(manifests, [
       hpa("orders", `${url}/queue`, "2"),
       hpa("payments", `${url}/fail`, "5"),
-      {
-        apiVersion: "autoscaling/v2",
-        kind: "HorizontalPodAutoscaler",
-        metadata: { name: "scheduled", namespace: NAMESPACE },
-        spec: {
-          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "scheduled" },
-          minReplicas: 1,
-          maxReplicas: 10,
-          metrics: [{
-            type: "Object",
-            object: {
-              describedObject: {
-                apiVersion: "zalando.org/v1",
-                kind: "ScalingSchedule",
-                name: "daily",
-              },
-              metric: { name: "daily" },
-              target: { type: "AverageValue", averageValue: "10" },
-            },
-          }],
-        },
-        status: { currentReplicas: 1, desiredReplicas: 1 },
-      },
-      {
-        apiVersion: "zalando.org/v1",
-        kind: "ScalingSchedule",
-        metadata: { name: "daily", namespace: NAMESPACE },
-        spec: {
-          scalingWindowDurationMinutes: 10,
-          schedules: [{
-            type: "Repeating",
-            period: {
-              days: ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
-              startTime: new Date(start).toISOString().slice(11, 16),
-              timezone: "UTC",
-            },
-            durationMinutes: 60,
-            value: 50,
-          }],
-        },
-      },
+      scheduleHpa(NAMESPACE, "scheduled", "daily", { currentReplicas: 1, desiredReplicas: 1 }),
+      dailySchedule(NAMESPACE, "daily", new Date(start).toISOString().slice(11, 16)),
     ], "hpas.yaml");
     const metricsPort = await freePort();
     base = `http://127.0.0.1:${metricsPort}`;

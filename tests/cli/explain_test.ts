@@ -19,8 +19,10 @@ import { captureIO } from "./capture_io.ts";
 import {
   type AdapterProcess,
   currentRuntime,
+  dailySchedule,
   httpGet,
   makeTempDir,
+  scheduleHpa,
   startAdapterProcess,
   waitFor,
   writeManifests,
@@ -70,55 +72,6 @@ function jsonPath(url: string): Record<string, string> {
 const USAGE = "usage: hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT\n" +
   "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]\n";
 
-/** An HPA with one Object metric on the ScalingSchedule `name` (target averageValue 10). */
-function scheduleHpa(name: string, schedule: string): Record<string, unknown> {
-  return {
-    apiVersion: "autoscaling/v2",
-    kind: "HorizontalPodAutoscaler",
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
-      minReplicas: 1,
-      maxReplicas: 10,
-      metrics: [{
-        type: "Object",
-        object: {
-          describedObject: {
-            apiVersion: "zalando.org/v1",
-            kind: "ScalingSchedule",
-            name: schedule,
-          },
-          metric: { name: schedule },
-          target: { type: "AverageValue", averageValue: "10" },
-        },
-      }],
-    },
-    status: { currentReplicas: 2, desiredReplicas: 2 },
-  };
-}
-
-/** A ScalingSchedule at 50 every day from `startTime` (UTC) for an hour, ramps of 10 minutes. */
-function dailySchedule(name: string, startTime: string): Record<string, unknown> {
-  return {
-    apiVersion: "zalando.org/v1",
-    kind: "ScalingSchedule",
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      scalingWindowDurationMinutes: 10,
-      schedules: [{
-        type: "Repeating",
-        period: {
-          days: ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
-          startTime,
-          timezone: "UTC",
-        },
-        durationMinutes: 60,
-        value: 50,
-      }],
-    },
-  };
-}
-
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 describe(`explain against a running adapter (${currentRuntime()})`, () => {
@@ -159,8 +112,8 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
         "metric-config.external.queue-depth.json-path/fallback-failure-threshold": "0",
         "metric-config.external.queue-depth.json-path/fallback-replicas": "3",
       }, status),
-      scheduleHpa("scheduled", "daily"),
-      dailySchedule("daily", startTime),
+      scheduleHpa(NAMESPACE, "scheduled", "daily", { currentReplicas: 2, desiredReplicas: 2 }),
+      dailySchedule(NAMESPACE, "daily", startTime),
     ], "hpas.yaml");
     const metricsPort = await freePort();
     base = `http://127.0.0.1:${metricsPort}`;

@@ -19,8 +19,10 @@ import { join } from "node:path";
 import {
   type AdapterProcess,
   currentRuntime,
+  dailySchedule,
   httpGet,
   makeTempDir,
+  scheduleHpa,
   startAdapterProcess,
   waitFor,
   writeManifests,
@@ -267,46 +269,8 @@ describe(`status page: guard, fallback and schedule in file mode (${currentRunti
       guarded,
       fallback,
       hpa("working", `${url}/queue`),
-      {
-        apiVersion: "autoscaling/v2",
-        kind: "HorizontalPodAutoscaler",
-        metadata: { name: "scheduled", namespace: NAMESPACE },
-        spec: {
-          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "scheduled" },
-          minReplicas: 1,
-          maxReplicas: 10,
-          metrics: [{
-            type: "Object",
-            object: {
-              describedObject: {
-                apiVersion: "zalando.org/v1",
-                kind: "ScalingSchedule",
-                name: "daily",
-              },
-              metric: { name: "daily" },
-              target: { type: "AverageValue", averageValue: "10" },
-            },
-          }],
-        },
-      },
-      {
-        apiVersion: "zalando.org/v1",
-        kind: "ScalingSchedule",
-        metadata: { name: "daily", namespace: NAMESPACE },
-        spec: {
-          scalingWindowDurationMinutes: 10,
-          schedules: [{
-            type: "Repeating",
-            period: {
-              days: ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
-              startTime: new Date(start).toISOString().slice(11, 16),
-              timezone: "UTC",
-            },
-            durationMinutes: 60,
-            value: 50,
-          }],
-        },
-      },
+      scheduleHpa(NAMESPACE, "scheduled", "daily"),
+      dailySchedule(NAMESPACE, "daily", new Date(start).toISOString().slice(11, 16)),
     ], "objects.yaml");
     const metricsPort = await freePort();
     base = `http://127.0.0.1:${metricsPort}`;

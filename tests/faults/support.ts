@@ -93,6 +93,67 @@ export interface ExternalMetricSpec {
   targetValue?: string;
 }
 
+/**
+ * An HPA with one Object metric on the ScalingSchedule `schedule` (target averageValue 10), with
+ * `status` when given.
+ */
+export function scheduleHpa(
+  namespace: string,
+  name: string,
+  schedule: string,
+  status?: { currentReplicas: number; desiredReplicas: number },
+): Record<string, unknown> {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name, namespace },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [{
+        type: "Object",
+        object: {
+          describedObject: {
+            apiVersion: "zalando.org/v1",
+            kind: "ScalingSchedule",
+            name: schedule,
+          },
+          metric: { name: schedule },
+          target: { type: "AverageValue", averageValue: "10" },
+        },
+      }],
+    },
+    ...(status ? { status } : {}),
+  };
+}
+
+/** A ScalingSchedule at 50 every day from `startTime` (UTC, HH:MM) for an hour, 10-minute ramps. */
+export function dailySchedule(
+  namespace: string,
+  name: string,
+  startTime: string,
+): Record<string, unknown> {
+  return {
+    apiVersion: "zalando.org/v1",
+    kind: "ScalingSchedule",
+    metadata: { name, namespace },
+    spec: {
+      scalingWindowDurationMinutes: 10,
+      schedules: [{
+        type: "Repeating",
+        period: {
+          days: ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"],
+          startTime,
+          timezone: "UTC",
+        },
+        durationMinutes: 60,
+        value: 50,
+      }],
+    },
+  };
+}
+
 /** Options of {@linkcode externalHpa}. */
 export interface ExternalHpaOptions {
   namespace: string;
