@@ -28,6 +28,13 @@ import { quote } from "./quote.ts";
 /** The longest query accepted, in characters; longer ones are refused before parsing. */
 export const MAX_PROMQL_LENGTH = 16_384;
 
+/**
+ * The most brackets a query may hold open at once, and the most ranges and subqueries (`[`) it
+ * may chain: the grammar's parser builds its tree recursively, and a query like
+ * `m[5m:][5m:]...` a few thousand deep overflows the stack. Real queries stay far below.
+ */
+export const MAX_PROMQL_NESTING = 200;
+
 /** Options of {@linkcode scopePromQL}. */
 export interface ScopePromQLOptions {
   /** The label every selector must match, e.g. `namespace`. */
@@ -77,13 +84,46 @@ export function scopePromQL(query: string, options: ScopePromQLOptions): string 
       `query ${quote(query)} is longer than the limit of ${MAX_PROMQL_LENGTH} characters`,
     );
   }
-  const insertions = scopeInsertions(query, options);
+  checkNesting(query);
+  let insertions: Insertion[];
+  try {
+    insertions = scopeInsertions(query, options);
+  } catch (err) {
+    // a shape the nesting check lets through may still be too deep for the parser's recursion
+    if (err instanceof RangeError) {
+      throw new Error(`query ${quote(query)} is nested too deeply to be parsed`);
+    }
+    throw err;
+  }
   let out = query;
   for (const { at, text } of insertions.sort((a, b) => b.at - a.at)) {
     out = out.slice(0, at) + text + out.slice(at);
   }
   if (insertions.length > 0) verify(query, out, options);
   return out;
+}
+
+/** Refuses a query that opens or chains more than {@linkcode MAX_PROMQL_NESTING} brackets. */
+function checkNesting(query: string): void {
+  let depth = 0;
+  let deepest = 0;
+  let ranges = 0;
+  for (let i = 0; i < query.length; i++) {
+    const c = query[i];
+    if (c === '"' || c === "'" || c === "`") {
+      // skip the string literal (a backslash escapes the next character, but not in backticks)
+      for (i++; i < query.length && query[i] !== c; i++) if (c !== "`" && query[i] === "\\") i++;
+    } else if (c === "(" || c === "{" || c === "[") {
+      depth++;
+      if (depth > deepest) deepest = depth;
+      if (c === "[") ranges++;
+    } else if ((c === ")" || c === "}" || c === "]") && depth > 0) depth--;
+  }
+  if (deepest > MAX_PROMQL_NESTING || ranges > MAX_PROMQL_NESTING) {
+    throw new Error(
+      `query ${quote(query)} nests or chains more than ${MAX_PROMQL_NESTING} brackets`,
+    );
+  }
 }
 
 function checkOptions({ label, value }: ScopePromQLOptions): void {

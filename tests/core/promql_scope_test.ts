@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { parser } from "@prometheus-io/lezer-promql";
-import { MAX_PROMQL_LENGTH, scopePromQL } from "../../src/core/promql_scope.ts";
+import { MAX_PROMQL_LENGTH, MAX_PROMQL_NESTING, scopePromQL } from "../../src/core/promql_scope.ts";
 
 const SHOP = { label: "namespace", value: "shop" };
 
@@ -289,9 +289,27 @@ describe("scopePromQL: refusals", () => {
     });
   }
 
-  it("refuses a syntax error deep in a nesting lezer gives up on", () => {
-    const q = "(".repeat(3000) + "m" + ")".repeat(3000);
-    assert.match(errorOf(q), /^invalid PromQL at offset \d+: /);
+  it("refuses more than MAX_PROMQL_NESTING open or chained brackets before parsing", () => {
+    const deep = "(".repeat(3000) + "m" + ")".repeat(3000);
+    assert.equal(
+      errorOf(deep),
+      `query "${
+        "(".repeat(40)
+      }..." (6001 characters) nests or chains more than ${MAX_PROMQL_NESTING} brackets`,
+    );
+    const chained = "m" + "[5m:]".repeat(MAX_PROMQL_NESTING + 1);
+    assert.match(errorOf(chained), /nests or chains more than 200 brackets$/);
+    // at the limit, and brackets inside strings do not count
+    const atLimit = "(".repeat(MAX_PROMQL_NESTING) + "m" + ")".repeat(MAX_PROMQL_NESTING);
+    assert.equal(
+      scopePromQL(atLimit, SHOP),
+      "(".repeat(MAX_PROMQL_NESTING) + 'm{namespace="shop"}' + ")".repeat(MAX_PROMQL_NESTING),
+    );
+    const strings = `label_replace(m, "a", "${"(".repeat(300)}", "b", "c")`;
+    assert.equal(
+      scopePromQL(strings, SHOP),
+      `label_replace(m{namespace="shop"}, "a", "${"(".repeat(300)}", "b", "c")`,
+    );
   });
 
   it("accepts a query of exactly the limit", () => {
