@@ -8,9 +8,6 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { runCommandLine } from "../../src/cli/commands.ts";
@@ -22,8 +19,10 @@ import {
   dailySchedule,
   httpGet,
   makeTempDir,
+  type QueueEndpoint,
   scheduleHpa,
   startAdapterProcess,
+  startQueueEndpoint,
   waitFor,
   writeManifests,
 } from "../faults/support.ts";
@@ -76,7 +75,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 describe(`explain against a running adapter (${currentRuntime()})`, () => {
   let dir: string | undefined;
-  let endpoint: Server | undefined;
+  let endpoint: QueueEndpoint | undefined;
   let adapter: AdapterProcess | undefined;
   let base = "";
   let url = "";
@@ -84,18 +83,8 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
   let start = 0;
 
   before(async () => {
-    endpoint = createServer((req, res) => {
-      if (req.url === "/queue") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ queue: { depth: 6.5 } }));
-      } else {
-        res.writeHead(500, { "content-type": "application/json" });
-        res.end('{"error":"boom"}');
-      }
-    });
-    endpoint.listen(0, "127.0.0.1");
-    await once(endpoint, "listening");
-    url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
+    endpoint = await startQueueEndpoint();
+    url = endpoint.url;
     dir = await makeTempDir("explain-");
     const manifests = join(dir, "manifests");
     start = Math.floor((Date.now() + 2 * 3_600_000) / 60_000) * 60_000;
@@ -144,10 +133,7 @@ describe(`explain against a running adapter (${currentRuntime()})`, () => {
 
   after(async () => {
     await adapter?.stop();
-    if (endpoint) {
-      endpoint.closeAllConnections();
-      await new Promise<void>((r) => endpoint!.close(() => r()));
-    }
+    await endpoint?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

@@ -22,8 +22,10 @@ import {
   dailySchedule,
   httpGet,
   makeTempDir,
+  type QueueEndpoint,
   scheduleHpa,
   startAdapterProcess,
+  startQueueEndpoint,
   waitFor,
   writeManifests,
 } from "./support.ts";
@@ -66,25 +68,15 @@ function hpa(name: string, url: string): Record<string, unknown> {
 
 describe(`status page in file mode (${currentRuntime()})`, () => {
   let dir: string | undefined;
-  let endpoint: Server | undefined;
+  let endpoint: QueueEndpoint | undefined;
   let adapter: AdapterProcess | undefined;
   let base = "";
   /** The endpoint's base URL. */
   let url = "";
 
   before(async () => {
-    endpoint = createServer((req, res) => {
-      if (req.url === "/queue") {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ queue: { depth: 6.5 } }));
-      } else {
-        res.writeHead(500, { "content-type": "application/json" });
-        res.end('{"error":"boom"}');
-      }
-    });
-    endpoint.listen(0, "127.0.0.1");
-    await once(endpoint, "listening");
-    url = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}`;
+    endpoint = await startQueueEndpoint();
+    url = endpoint.url;
     dir = await makeTempDir("faults-status-");
     const manifests = join(dir, "manifests");
     await writeManifests(manifests, [
@@ -103,10 +95,7 @@ describe(`status page in file mode (${currentRuntime()})`, () => {
 
   after(async () => {
     await adapter?.stop();
-    if (endpoint) {
-      endpoint.closeAllConnections();
-      await new Promise<void>((r) => endpoint!.close(() => r()));
-    }
+    await endpoint?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

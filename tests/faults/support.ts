@@ -19,7 +19,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { request as httpsRequest } from "node:https";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -91,6 +93,39 @@ export interface ExternalMetricSpec {
   config?: Record<string, string>;
   /** Target value (a quantity string); "1" when absent. */
   targetValue?: string;
+}
+
+/** A loopback JSON endpoint (see {@linkcode startQueueEndpoint}). */
+export interface QueueEndpoint {
+  /** `http://127.0.0.1:PORT`. */
+  url: string;
+  /** Closes its connections and stops it. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A loopback endpoint that answers `/queue` with `{"queue": {"depth": 6.5}}` and every other
+ * path with 500 `{"error":"boom"}`: a collected metric and a failing one.
+ */
+export async function startQueueEndpoint(): Promise<QueueEndpoint> {
+  const server = createServer((req, res) => {
+    if (req.url === "/queue") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ queue: { depth: 6.5 } }));
+    } else {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end('{"error":"boom"}');
+    }
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }
 
 /**
