@@ -69,7 +69,19 @@ export interface ApiOptions extends MetricSource {
   authorize?: MiddlewareHandler & { fast?: FastAuthorize };
   /** Called once per request after the response is made (own metrics). */
   onRequest?: (obs: RequestObservation) => void;
+  /**
+   * `--shard-collection` (issue 29): applies the values a peer pushes to
+   * `POST /shard/v1/samples` (behind `authorize`: a non-resource `post` the adapter's own
+   * service account is granted) and answers what was wrong with them, or null. Without it the
+   * path is 404.
+   */
+  shardSamples?: (body: unknown) => string | null;
 }
+
+/** Where peers push their values (`shardSamples`). */
+export const SHARD_SAMPLES_PATH = "/shard/v1/samples";
+/** The largest push a replica reads, bytes. */
+const MAX_SHARD_BODY = 32 * 1024 * 1024;
 
 /**
  * A synchronous authorization check for the fast path: true when the `authorize` middleware
@@ -131,6 +143,7 @@ function routeOf(path: string): string {
   if (/^\/(healthz|livez|readyz)(\/|$)/.test(path)) return "health";
   if (path === "/version" || path === "/version/") return "version";
   if (path.startsWith("/openapi")) return "openapi";
+  if (path === SHARD_SAMPLES_PATH) return "shard";
   if (path === "/apis" || path.startsWith("/apis/")) return "discovery";
   return "other";
 }
@@ -205,6 +218,30 @@ export function createApp(options: ApiOptions): ApiApp {
   }
 
   app.get("/version", () => json(versionJson(version)));
+
+  const shardSamples = options.shardSamples;
+  if (shardSamples) {
+    app.post(SHARD_SAMPLES_PATH, async (c) => {
+      const length = Number(c.req.header("content-length") ?? "0");
+      if (length > MAX_SHARD_BODY) {
+        return statusResponse("RequestEntityTooLarge", `the push is over ${MAX_SHARD_BODY} bytes`);
+      }
+      const text = await c.req.text();
+      if (text.length > MAX_SHARD_BODY) {
+        return statusResponse("RequestEntityTooLarge", `the push is over ${MAX_SHARD_BODY} bytes`);
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (e) {
+        return statusResponse("BadRequest", `the push is not JSON: ${(e as Error).message}`);
+      }
+      const problem = shardSamples(body);
+      return problem === null
+        ? json({ kind: "Status", apiVersion: "v1", status: "Success" })
+        : statusResponse("BadRequest", problem);
+    });
+  }
 
   app.get("/openapi/v2", () => json(openApiDocument(version, groups)));
 

@@ -13,7 +13,8 @@ export type StatusReason =
   | "Unauthorized"
   | "MethodNotAllowed"
   | "ServiceUnavailable"
-  | "InternalError";
+  | "InternalError"
+  | "RequestEntityTooLarge";
 
 /** `metav1.StatusDetails` (only the fields we set). */
 export interface StatusDetails {
@@ -49,6 +50,7 @@ const CODES: Record<StatusReason, number> = {
   MethodNotAllowed: 405,
   ServiceUnavailable: 503,
   InternalError: 500,
+  RequestEntityTooLarge: 413,
 };
 
 /**

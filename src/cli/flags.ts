@@ -323,6 +323,48 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     LEASE_TIMING_DEFAULTS.retryPeriodSeconds,
     "how often candidates try to acquire or renew the Lease",
   ),
+  def(
+    CLUSTER,
+    "shard-collection",
+    "bool",
+    false,
+    "split the collection among the replicas (each holds a Lease; rendezvous hashing of the query keys) and push new values to the peers, so any replica serves any value",
+  ),
+  def(
+    CLUSTER,
+    "shard-lease-duration",
+    "duration",
+    15,
+    "how long a replica's shard Lease is valid without renewal: a replica that stops renewing loses its share after that",
+  ),
+  def(
+    CLUSTER,
+    "shard-retry-period",
+    "duration",
+    2,
+    "how often a replica renews its shard Lease and lists the others'",
+  ),
+  def(
+    CLUSTER,
+    "shard-advertise-address",
+    "string",
+    null,
+    "the URL peers push values to (default https://$POD_IP:<secure port>)",
+  ),
+  def(
+    CLUSTER,
+    "shard-peer-ca-file",
+    "string",
+    null,
+    "CA bundle that verifies the peers' serving certificates (required with --shard-collection)",
+  ),
+  def(
+    CLUSTER,
+    "shard-peer-server-name",
+    "string",
+    null,
+    "the name the peers' serving certificates are verified against (default: the address's host)",
+  ),
 
   def(
     ENGINE,

@@ -225,6 +225,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     let cluster: ClusterView & ClusterWriter;
     let kubeSource: KubeClusterSource | null = null;
     let leader: LeaderElector;
+    // this replica among the others (leader election, the shard of the collection)
+    const replicaIdentity = `${io.env.POD_NAME ?? osHostname()}_${crypto.randomUUID().slice(0, 8)}`;
     if (manifests.length > 0) {
       const source = new FileClusterSource({
         paths: manifests,
@@ -262,7 +264,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
           namespace: stringFlag(flags, "leader-elect-resource-namespace") ?? io.env.POD_NAMESPACE ??
             "kube-system",
           name: stringFlag(flags, "leader-elect-resource-name") ?? "hpa-metrics-adapter",
-          identity: `${io.env.POD_NAME ?? osHostname()}_${crypto.randomUUID().slice(0, 8)}`,
+          identity: replicaIdentity,
           leaseDurationSeconds: numberFlag(flags, "leader-elect-lease-duration"),
           renewDeadlineSeconds: numberFlag(flags, "leader-elect-renew-deadline"),
           retryPeriodSeconds: numberFlag(flags, "leader-elect-retry-period"),
@@ -315,9 +317,24 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const history = boolFlag(flags, "status-page") && stringFlag(flags, "metrics-address")
       ? new MetricHistory()
       : null;
+    // the store the engine writes to; pushes from peers (sharding) are written the same way
+    const engineStore = history ? recordingStore(store, history) : store;
+    // --shard-collection: the replicas split the collection and push values to each other
+    const sharding = boolFlag(flags, "shard-collection")
+      ? (await import("./shard_options.ts")).shardingFromFlags(flags, {
+        kubeSource,
+        env: io.env,
+        identity: replicaIdentity,
+        namespace: stringFlag(flags, "leader-elect-resource-namespace") ?? io.env.POD_NAMESPACE ??
+          "kube-system",
+        securePort: numberFlag(flags, "secure-port"),
+        log,
+      })
+      : null;
     const engine = new Engine({
       cluster,
-      store: history ? recordingStore(store, history) : store,
+      store: sharding ? sharding.wrap(engineStore) : engineStore,
+      ...(sharding ? { owns: (key: string) => sharding.owns(key) } : {}),
       registry,
       defaultIntervalSeconds: numberFlag(flags, "default-collection-interval"),
       metricsTtlSeconds: numberFlag(flags, "metrics-ttl"),
@@ -395,6 +412,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       authorize: createAuthMiddleware({ auth }),
       onRequest: (obs) => metrics.observeRequest(obs),
       delegates,
+      ...(sharding ? { shardSamples: (body: unknown) => sharding.receive(body, engineStore) } : {}),
     });
     const minVersion = stringFlag(flags, "tls-min-version");
     const server: RunningServer = await serveHttps(app, {
@@ -441,6 +459,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       closers.push(() => metricsServer?.close());
     }
 
+    if (sharding) {
+      // the members first, so that the engine starts on its own share only
+      await sharding.start(engine);
+      closers.push(() => sharding.stop());
+    }
     await engine.start();
     closers.push(() => engine.stop());
     if (boolFlag(flags, "scaling-schedule")) {

@@ -192,6 +192,13 @@ export interface EngineOptions {
   writer?: ClusterWriter;
   /** Whether this replica may write (leader election). Default: always. */
   isLeader?: () => boolean;
+  /**
+   * Whether this replica collects the query with this key (`--shard-collection`: the live
+   * replicas split the keys; issue 29). A query it does not own keeps its timer but is not
+   * collected: its plans' values come from the owner. Call {@linkcode Engine.reshard} when the
+   * answer changes. Default: every query.
+   */
+  owns?: (queryKey: string) => boolean;
   onCollection?: (report: CollectionReport) => void;
   /**
    * Called once per HPA reconcile (every add, update and resync), with `ok` when every metric
@@ -329,6 +336,8 @@ interface Job {
   /** Consecutive failed collections; a success resets it. */
   failures: number;
   lastWarnings: string;
+  /** Whether this replica collected it at its last tick (sharding; see `EngineOptions.owns`). */
+  owned: boolean;
 }
 
 /**
@@ -397,6 +406,7 @@ export class Engine {
   readonly #random: () => number;
   readonly #log: Logger;
   readonly #onCollection?: (report: CollectionReport) => void;
+  readonly #owns: (queryKey: string) => boolean;
   readonly #onReconcile?: (report: ReconcileReport) => void;
   readonly #onNewCollectionsDone?: (count: number) => void;
   readonly #newCollectionsBurst: number;
@@ -456,6 +466,7 @@ export class Engine {
 
     this.#log = options.logger ?? silentLogger();
     this.#onCollection = options.onCollection;
+    this.#owns = options.owns ?? (() => true);
     this.#onReconcile = options.onReconcile;
     this.#onNewCollectionsDone = options.onNewCollectionsDone;
     this.#newCollectionsBurst = Math.max(
@@ -1240,6 +1251,7 @@ export class Engine {
         lastError: null,
         failures: 0,
         lastWarnings: "",
+        owned: true,
       };
       entry.job = job;
       this.#jobs.set(job.id, job);
@@ -1303,6 +1315,18 @@ export class Engine {
   #tick(job: Job): void {
     if (job.stopped || this.#stopped) return;
     if (job.anchored) this.#schedule(job);
+    job.owned = this.#owns(job.id);
+    if (!job.owned) {
+      // another replica collects it: keep the timer (at the query's own point of the
+      // interval) so that the query is collected soon after it becomes ours
+      if (!job.anchored) {
+        job.anchored = true;
+        job.due = this.#now();
+        this.#schedule(job, Math.max(1, Math.round(job.intervalMs * collectionPhase(job.id))));
+      }
+      this.#firstEnded(job);
+      return;
+    }
     if (job.running) {
       this.#log.debug(2, "collection still running, interval skipped", { query: job.id });
       return;
@@ -1322,6 +1346,34 @@ export class Engine {
     const now = this.#now();
     job.due = job.due + delay > now ? job.due + delay : now + delay;
     job.timer = this.#setTimer(() => this.#tick(job), job.due - now);
+  }
+
+  /**
+   * After a change of membership (`owns` answers differently): the queries that became ours
+   * are collected now, not at their next tick, so that a replica that left leaves no value
+   * without refresh for longer than it takes to notice. Returns how many started.
+   */
+  reshard(): number {
+    let started = 0;
+    for (const job of this.#jobs.values()) {
+      const owned = this.#owns(job.id);
+      if (owned && !job.owned && !job.running && !job.stopped && job.anchored) {
+        if (job.timer !== null) this.#clearTimer(job.timer);
+        job.due = this.#now();
+        job.timer = null;
+        started++;
+        this.#tick(job);
+        // #tick rescheduled from `due`: the next collection is one interval from now
+      } else job.owned = owned;
+    }
+    return started;
+  }
+
+  /** How many queries this replica collects, of how many (own metrics, status). */
+  shardShare(): { owned: number; total: number } {
+    let owned = 0;
+    for (const job of this.#jobs.values()) if (this.#owns(job.id)) owned++;
+    return { owned, total: this.#jobs.size };
   }
 
   /** One promise per distinct list of kinds, shared by the jobs that need them. */

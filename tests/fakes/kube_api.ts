@@ -589,7 +589,13 @@ export class FakeKubeApi {
         this.watch(route, url.searchParams, res);
         return;
       }
-      const [code, out] = this.dispatch(record.method, route, body, record.contentType);
+      const [code, out] = this.dispatch(
+        record.method,
+        route,
+        body,
+        record.contentType,
+        url.searchParams.get("labelSelector") ?? "",
+      );
       this.json(res, code, out);
     } catch (e) {
       if (e instanceof StatusError) this.json(res, e.code, e.body());
@@ -611,6 +617,7 @@ export class FakeKubeApi {
     route: Route,
     body: unknown,
     contentType: string | undefined,
+    labelSelector = "",
   ): [number, unknown] {
     const { resource: r, name, subresource } = route;
     const ns = r.namespaced ? route.namespace : undefined;
@@ -618,7 +625,7 @@ export class FakeKubeApi {
       throw new StatusError(404, "NotFound", "the server could not find the requested resource");
     }
     if (name === undefined) {
-      if (method === "GET") return [200, this.list(r, ns)];
+      if (method === "GET") return [200, this.list(r, ns, labelSelector)];
       if (method === "POST") {
         if (!isPlainObject(body)) {
           throw new StatusError(400, "BadRequest", "body must be an object");
@@ -758,11 +765,22 @@ export class FakeKubeApi {
     return [200, this.scaleOf(this.store(r, ns, updated, "MODIFIED"))];
   }
 
-  private list(r: FakeResource, ns: string | undefined): Record<string, unknown> {
+  private list(
+    r: FakeResource,
+    ns: string | undefined,
+    labelSelector = "",
+  ): Record<string, unknown> {
+    // equality requirements only (`k=v,k2==v2`), what the adapter's lists send
+    const wanted = labelSelector.split(",").filter(Boolean).map((req) => {
+      const [k, v] = req.split(/==?/);
+      return [k.trim(), (v ?? "").trim()] as const;
+    });
     const items: KubeObject[] = [];
     for (const [k, v] of this.objects) {
       if (!k.startsWith(`${r.plural}|`)) continue;
       if (ns !== undefined && v.metadata.namespace !== ns) continue;
+      const labels = (v.metadata.labels ?? {}) as Record<string, string>;
+      if (wanted.some(([lk, lv]) => labels[lk] !== lv)) continue;
       const item = clone(v);
       if (!CUSTOM_GROUPS.has(r.group)) {
         delete item.apiVersion;

@@ -1,0 +1,278 @@
+/**
+ * Sharding inside the process (issue 29): two engines on the same HPAs split the queries by
+ * rendezvous hashing and push what they write to each other (ShardReplicator), so that each
+ * query is collected once per interval and both stores serve every value.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../src/cluster/types.ts";
+import { createCollectorRegistry } from "../../src/collectors/registry.ts";
+import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
+import { parseSelector } from "../../src/core/label_selector.ts";
+import { type ShardMember, ShardRing } from "../../src/core/shard.ts";
+import { Engine } from "../../src/engine/engine.ts";
+import { memoryLogger } from "../../src/engine/logger.ts";
+import { type ShardBatch, ShardReplicator } from "../../src/engine/shard_replication.ts";
+import { MetricStore } from "../../src/store/store.ts";
+import { ManualTimers, MemoryCluster, settle } from "./support.ts";
+
+/** Each endpoint host answers its number (q-7 answers 7); calls are counted per host and replica. */
+function counting(calls: Map<string, number>, replica: string): CollectorFactory {
+  return {
+    type: "json-path",
+    metricTypes: ["External"],
+    create({ plan }): Collector {
+      const host = new URL(plan.config["endpoint"]).hostname.split(".")[0];
+      return {
+        queryKey: `fake|${host}`,
+        collect(ctx: CollectContext) {
+          calls.set(`${replica} ${host}`, (calls.get(`${replica} ${host}`) ?? 0) + 1);
+          return Promise.resolve({
+            samples: [{ value: Number(host.slice(2)), timestamp: ctx.now() }],
+          });
+        },
+      };
+    },
+  };
+}
+
+function hpa(i: number): KubeObject {
+  return {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: {
+      name: `h${i}`,
+      namespace: "default",
+      annotations: {
+        [`metric-config.external.m${i}.json-path/endpoint`]: `http://q-${i}.example/`,
+        [`metric-config.external.m${i}.json-path/json-key`]: "$.n",
+        [`metric-config.external.m${i}.json-path/interval`]: "10s",
+      },
+    },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: `h${i}` },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [{
+        type: "External",
+        external: {
+          metric: { name: `m${i}`, selector: { matchLabels: { type: "json-path" } } },
+          target: { type: "AverageValue", averageValue: "10" },
+        },
+      }],
+    },
+  };
+}
+
+interface Replica {
+  id: string;
+  store: MetricStore;
+  engine: Engine;
+  replicator: ShardReplicator;
+  ring: { current: ShardRing };
+  received: number;
+}
+
+const N = 40;
+
+function cluster(): MemoryCluster {
+  const c = new MemoryCluster();
+  for (let i = 0; i < N; i++) c.set("HorizontalPodAutoscaler", hpa(i));
+  return c;
+}
+
+function replicas(ids: string[], timers: ManualTimers, calls: Map<string, number>): Replica[] {
+  const all: Replica[] = [];
+  const send = (peer: ShardMember, batch: ShardBatch): Promise<void> => {
+    const to = all.find((r) => r.id === peer.identity);
+    if (!to) return Promise.reject(new Error(`connection refused (${peer.address})`));
+    // through JSON, as on the wire
+    const problem = to.replicator.receive(JSON.parse(JSON.stringify(batch)), to.store);
+    to.received += batch.records.length;
+    return problem === null ? Promise.resolve() : Promise.reject(new Error(problem));
+  };
+  for (const id of ids) {
+    const store = new MetricStore({ ttlSeconds: 900 });
+    const ring = { current: new ShardRing(ids) };
+    const replicator = new ShardReplicator({
+      identity: id,
+      send,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
+    });
+    const engine = new Engine({
+      cluster: cluster(),
+      store: replicator.wrap(store),
+      registry: createCollectorRegistry([counting(calls, id)]),
+      owns: (key) => ring.current.owns(id, key),
+      now: timers.clock,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
+      random: () => 0.5,
+      logger: memoryLogger(),
+    });
+    all.push({ id, store, engine, replicator, ring, received: 0 });
+  }
+  const members = ids.map((identity) => ({ identity, address: `https://${identity}:6443` }));
+  for (const r of all) r.replicator.setMembers(members);
+  return all;
+}
+
+function value(r: Replica, i: number, now: number): number | string {
+  const res = r.store.lookupExternal(
+    { namespace: "default", metricName: `m${i}`, selector: parseSelector("") },
+    now,
+  );
+  return "items" in res ? res.items[0].value : res.miss.reason;
+}
+
+function callsOf(calls: Map<string, number>, replica: string): number {
+  let n = 0;
+  for (const [k, v] of calls) if (k.startsWith(`${replica} `)) n += v;
+  return n;
+}
+
+describe("sharded engines", () => {
+  it("collect each query once per interval between them, and both serve every value", async () => {
+    const timers = new ManualTimers();
+    const calls = new Map<string, number>();
+    const [a, b] = replicas(["r-a", "r-b"], timers, calls);
+    await a.engine.start();
+    await b.engine.start();
+    await settle();
+    await timers.advance(300); // one flush of the pushes
+    const share = a.engine.shardShare();
+    assert.equal(share.total, N);
+    assert.equal(share.owned + b.engine.shardShare().owned, N);
+    assert.ok(share.owned > 5 && share.owned < 35, `r-a owns ${share.owned} of ${N}`);
+    // every query once, by its owner
+    for (let i = 0; i < N; i++) {
+      const owner = a.ring.current.owner(`fake|q-${i}`);
+      assert.equal(calls.get(`${owner} q-${i}`), 1, `q-${i} collected by ${owner}`);
+      assert.equal(calls.get(`${owner === "r-a" ? "r-b" : "r-a"} q-${i}`), undefined);
+      assert.equal(value(a, i, timers.now), i, `m${i} on r-a`);
+      assert.equal(value(b, i, timers.now), i, `m${i} on r-b`);
+    }
+    assert.equal(a.received + b.received, N);
+    // three intervals later: three more collections of each query in all
+    await timers.advance(30_000);
+    assert.equal(callsOf(calls, "r-a") + callsOf(calls, "r-b"), N * 4);
+    assert.equal(a.replicator.stats().sendFailures, 0);
+    await a.engine.stop();
+    await b.engine.stop();
+  });
+
+  it("takes over the share of a replica that left at once, and gives a new one everything", async () => {
+    const timers = new ManualTimers();
+    const calls = new Map<string, number>();
+    const [a, b] = replicas(["r-a", "r-b"], timers, calls);
+    await a.engine.start();
+    await b.engine.start();
+    await settle();
+    await timers.advance(300);
+    const bShare = b.engine.shardShare().owned;
+    await b.engine.stop();
+    const before = callsOf(calls, "r-a");
+    // r-b's Lease is gone: r-a owns everything and collects r-b's queries now
+    a.ring.current = new ShardRing(["r-a"]);
+    a.replicator.setMembers([{ identity: "r-a", address: "https://r-a:6443" }]);
+    assert.equal(a.engine.reshard(), bShare);
+    await settle();
+    assert.equal(callsOf(calls, "r-a") - before, bShare);
+    assert.equal(a.engine.shardShare().owned, N);
+    // a new replica joins: it gets the latest value of every plan r-a wrote, before any
+    // collection of its own
+    const fresh = new MetricStore({ ttlSeconds: 900 });
+    const c = new Engine({
+      cluster: cluster(),
+      store: fresh,
+      registry: createCollectorRegistry([counting(calls, "r-c")]),
+      owns: () => false,
+      now: timers.clock,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
+      logger: memoryLogger(),
+    });
+    await c.start(); // plans every HPA (the store knows the plans), collects nothing
+    const batches: ShardBatch[] = [];
+    const joining = new ShardReplicator({
+      identity: "r-a",
+      send: (_peer, batch) => {
+        batches.push(batch);
+        return Promise.resolve();
+      },
+    });
+    // (the same records r-a holds, through a second replicator that saw them written)
+    const seen = joining.wrap(new MetricStore({ ttlSeconds: 900 }));
+    for (let i = 0; i < 3; i++) seen.recordSuccess(`k${i}`, [{ value: i, timestamp: 1 }], 1);
+    joining.setMembers([{ identity: "r-c", address: "https://r-c:6443" }]);
+    await joining.flush();
+    assert.equal(batches.length, 1);
+    assert.deepEqual(batches[0].records.map((r) => r.k), ["k0", "k1", "k2"]);
+    a.replicator.setMembers([
+      { identity: "r-a", address: "https://r-a:6443" },
+      { identity: "r-c", address: "https://r-c:6443" },
+    ]);
+    await a.replicator.flush();
+    // r-c is not among the replicas the test's send knows: refused, logged, counted
+    assert.equal(a.replicator.stats().sendFailures, 1);
+    assert.equal(callsOf(calls, "r-c"), 0);
+    await a.engine.stop();
+    await c.stop();
+  });
+});
+
+describe("ShardReplicator.receive", () => {
+  const store = () => {
+    const writes: string[] = [];
+    return {
+      writes,
+      recordSuccess: (k: string, s: { value: number }[], at: number, w?: readonly string[]) =>
+        writes.push(
+          `ok ${k} ${s.map((x) => x.value).join(",")} ${at}${w ? ` ${w.join(";")}` : ""}`,
+        ),
+      recordFailure: (k: string, e: string, at: number) => writes.push(`fail ${k} ${e} ${at}`),
+    };
+  };
+  const r = new ShardReplicator({ identity: "me", send: () => Promise.resolve() });
+
+  it("applies successes and failures, with warnings", () => {
+    const s = store();
+    assert.equal(
+      r.receive({
+        v: 1,
+        from: "peer",
+        records: [
+          { k: "ns/h#0/External/m", at: 5, s: [{ value: 2.5, timestamp: 4 }], w: ["pod p: 404"] },
+          { k: "ns/h#1/External/n", at: 6, e: "connection refused" },
+        ],
+      }, s),
+      null,
+    );
+    assert.deepEqual(s.writes, [
+      "ok ns/h#0/External/m 2.5 5 pod p: 404",
+      "fail ns/h#1/External/n connection refused 6",
+    ]);
+  });
+
+  it("refuses what does not fit, naming the record and the field, and applies the rest", () => {
+    const s = store();
+    assert.equal(r.receive([], s), "the body is not a JSON object");
+    assert.equal(r.receive({ v: 2, records: [] }, s), "unsupported version 2 (want 1)");
+    assert.equal(r.receive({ v: 1, records: {} }, s), "records is not an array");
+    assert.equal(
+      r.receive({
+        v: 1,
+        from: "peer",
+        records: [
+          { k: "a", at: 1, s: [{ value: "7", timestamp: 1 }] },
+          { k: "b", at: 1, s: [{ value: 1, timestamp: 1, labels: { x: 1 } }] },
+          { k: "c", at: 1, s: [{ value: 3, timestamp: 1 }] },
+          { k: "d", at: "soon", e: "x" },
+        ],
+      }, s),
+      "3 of 4 records refused; first: record of a: a sample has no numeric value and timestamp",
+    );
+    assert.deepEqual(s.writes, ["ok c 3 1"]);
+  });
+});
