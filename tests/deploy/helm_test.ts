@@ -210,6 +210,7 @@ const ALL_FEATURES: Obj = {
     clientCertSecret: { name: "adapter-client" },
     discoveryInterval: "1m",
   },
+  sharding: { enabled: true, leaseDuration: "30s", retryPeriod: "5s" },
   statusPage: { enabled: false },
   metrics: { port: 9100 },
   serviceMonitor: { enabled: true, interval: "30s", labels: { release: "prometheus" } },
@@ -565,6 +566,69 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         flags: { "delegate-external-metrics": KEDA },
       },
       {
+        name: "sharding.enabled with certManager, leaseDuration and retryPeriod",
+        values: {
+          certManager: { enabled: true },
+          sharding: { enabled: true, leaseDuration: "30s", retryPeriod: "5s" },
+        },
+        added: [
+          "Certificate hpa-metrics-adapter/hpa-metrics-adapter-ca",
+          "Certificate hpa-metrics-adapter/hpa-metrics-adapter-tls",
+          "ClusterRole hpa-metrics-adapter:shard-peer",
+          "ClusterRoleBinding hpa-metrics-adapter:shard-peer",
+          "Issuer hpa-metrics-adapter/hpa-metrics-adapter-ca",
+          "Issuer hpa-metrics-adapter/hpa-metrics-adapter-selfsigned",
+          "Role hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+          "RoleBinding hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+        ],
+        flags: {
+          "tls-cert-file": "/etc/hpa-metrics-adapter/tls/tls.crt",
+          "tls-private-key-file": "/etc/hpa-metrics-adapter/tls/tls.key",
+          "shard-collection": true,
+          "shard-peer-ca-file": "/etc/hpa-metrics-adapter/tls/ca.crt",
+          "shard-peer-server-name": "hpa-metrics-adapter.hpa-metrics-adapter.svc",
+          "shard-lease-duration": 30,
+          "shard-retry-period": 5,
+        },
+      },
+      {
+        name: "sharding.enabled with tls.secretName",
+        values: {
+          tls: { enable: true, secretName: "my-cert", ca: "-----BEGIN CERTIFICATE-----" },
+          sharding: { enabled: true },
+        },
+        added: [
+          "ClusterRole hpa-metrics-adapter:shard-peer",
+          "ClusterRoleBinding hpa-metrics-adapter:shard-peer",
+          "Role hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+          "RoleBinding hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+        ],
+        flags: {
+          "tls-cert-file": "/etc/hpa-metrics-adapter/tls/tls.crt",
+          "tls-private-key-file": "/etc/hpa-metrics-adapter/tls/tls.key",
+          "shard-collection": true,
+          "shard-peer-ca-file": "/etc/hpa-metrics-adapter/tls/ca.crt",
+          "shard-peer-server-name": "hpa-metrics-adapter.hpa-metrics-adapter.svc",
+        },
+      },
+      {
+        name: "sharding with rbac.create false",
+        values: {
+          certManager: { enabled: true, issuerRef: { name: "corp", kind: "ClusterIssuer" } },
+          sharding: { enabled: true },
+          rbac: { create: false },
+        },
+        added: ["Certificate hpa-metrics-adapter/hpa-metrics-adapter-tls"],
+        removed: DEFAULT_IDS.filter((x) => /^(Cluster)?Role/.test(x)),
+        flags: {
+          "tls-cert-file": "/etc/hpa-metrics-adapter/tls/tls.crt",
+          "tls-private-key-file": "/etc/hpa-metrics-adapter/tls/tls.key",
+          "shard-collection": true,
+          "shard-peer-ca-file": "/etc/hpa-metrics-adapter/tls/ca.crt",
+          "shard-peer-server-name": "hpa-metrics-adapter.hpa-metrics-adapter.svc",
+        },
+      },
+      {
         name: "statusPage.enabled false and metrics.port",
         values: { statusPage: { enabled: false }, metrics: { port: 9100 } },
         flags: { "status-page": false, "metrics-address": ":9100" },
@@ -806,6 +870,70 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
     });
   });
 
+  describe("sharding", () => {
+    it("lets the release's service account use its Leases and post to its peers, nothing more", () => {
+      const objects = template({ certManager: { enabled: true }, sharding: { enabled: true } }, {
+        release: "metrics",
+        namespace: "monitoring",
+      });
+      const full = "metrics-hpa-metrics-adapter";
+      const subjects = [{ kind: "ServiceAccount", name: full, namespace: "monitoring" }];
+      const role = find(objects, "Role", `${full}:sharding`);
+      assert.equal(role.metadata.namespace, "monitoring");
+      assert.deepEqual(role.rules, [{
+        apiGroups: ["coordination.k8s.io"],
+        resources: ["leases"],
+        verbs: ["get", "list", "create", "patch", "delete"],
+      }]);
+      const rb = find(objects, "RoleBinding", `${full}:sharding`);
+      assert.equal(rb.metadata.namespace, "monitoring");
+      assert.deepEqual(rb.roleRef, {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "Role",
+        name: `${full}:sharding`,
+      });
+      assert.deepEqual(rb.subjects, subjects);
+      assert.deepEqual(find(objects, "ClusterRole", `${full}:shard-peer`).rules, [{
+        nonResourceURLs: ["/shard/v1/samples"],
+        verbs: ["post"],
+      }]);
+      const crb = find(objects, "ClusterRoleBinding", `${full}:shard-peer`);
+      assert.deepEqual(crb.roleRef, {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: `${full}:shard-peer`,
+      });
+      assert.deepEqual(crb.subjects, subjects);
+    });
+
+    it("verifies the peers against the release's Service name in its certificate, with the mounted ca.crt", () => {
+      const objects = template({ certManager: { enabled: true }, sharding: { enabled: true } }, {
+        release: "metrics",
+        namespace: "monitoring",
+      });
+      const full = "metrics-hpa-metrics-adapter";
+      const flags = serveFlags(objects, full);
+      assert.equal(flags["shard-peer-server-name"], `${full}.monitoring.svc`);
+      const cert = find(objects, "Certificate", `${full}-tls`);
+      assert.ok(cert.spec.dnsNames.includes(flags["shard-peer-server-name"]));
+      const pod = deployment(objects, full).spec.template.spec;
+      const mount = pod.containers[0].volumeMounts.find((m: Obj) => m.name === "tls");
+      assert.equal(flags["shard-peer-ca-file"], `${mount.mountPath}/ca.crt`);
+      assert.deepEqual(pod.volumes.find((v: Obj) => v.name === "tls").secret, {
+        secretName: cert.spec.secretName,
+      });
+      // --shard-advertise-address's default, https://$POD_IP:<secure port>
+      assert.equal(flags["shard-advertise-address"], null);
+      assert.deepEqual(pod.containers[0].env, [
+        { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+        { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+        { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+      ]);
+      // the chart keeps `replicas`; the component's 3 is a value like any other here
+      assert.equal(deployment(objects, full).spec.replicas, 2);
+    });
+  });
+
   describe("tls from your certificate", () => {
     const ca = createCertificate({ commonName: "adapter-ca", isCa: true });
     const serving = createCertificate({
@@ -938,6 +1066,15 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
             : o,
       ],
     ];
+    cases.push([
+      "sharding",
+      { replicas: 3, certManager: { enabled: true }, sharding: { enabled: true } },
+      "sharding",
+      (o) =>
+        o.apiVersion === "cert-manager.io/v1"
+          ? { ...o, metadata: { ...o.metadata, labels: undefined } }
+          : o,
+    ]);
     for (const [name, values, overlay, adjust] of cases) {
       it(`${name}: equals deploy/overlays/${overlay}`, () => {
         const kustomized = kustomize(join(DEPLOY, "overlays", overlay))
@@ -969,11 +1106,15 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
           "ClusterRole hpa-metrics-adapter:delegation",
           "ClusterRole hpa-metrics-adapter:knative",
           "ClusterRole hpa-metrics-adapter:replica-guard",
+          "ClusterRole hpa-metrics-adapter:shard-peer",
           "ClusterRoleBinding hpa-metrics-adapter:delegation",
           "ClusterRoleBinding hpa-metrics-adapter:knative",
           "ClusterRoleBinding hpa-metrics-adapter:replica-guard",
+          "ClusterRoleBinding hpa-metrics-adapter:shard-peer",
           "Issuer hpa-metrics-adapter/hpa-metrics-adapter-ca",
           "Issuer hpa-metrics-adapter/hpa-metrics-adapter-selfsigned",
+          "Role hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+          "RoleBinding hpa-metrics-adapter/hpa-metrics-adapter:sharding",
           "Service hpa-metrics-adapter/hpa-metrics-adapter-metrics",
           "ServiceMonitor hpa-metrics-adapter/hpa-metrics-adapter",
         ].sort(),
@@ -1012,6 +1153,11 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "--delegate-client-cert-file=/etc/hpa-metrics-adapter/delegate-client/tls.crt",
         "--delegate-client-key-file=/etc/hpa-metrics-adapter/delegate-client/tls.key",
         "--delegate-discovery-interval=1m",
+        "--shard-collection",
+        "--shard-peer-ca-file=/etc/hpa-metrics-adapter/tls/ca.crt",
+        "--shard-peer-server-name=hpa-metrics-adapter.hpa-metrics-adapter.svc",
+        "--shard-lease-duration=30s",
+        "--shard-retry-period=5s",
         "--default-collection-interval=30s",
       ]);
       // serve's own reading of the Prometheus flags: the servers and their token files pair up
@@ -1053,6 +1199,7 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "/etc/hpa-metrics-adapter/delegate-client",
       ]);
       assert.deepEqual(pod.containers[0].env.slice(2), [
+        { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
         { name: "AWS_REGION", value: "eu-central-1" },
         { name: "PROMETHEUS_SERVER_URL", value: PROMETHEUS },
       ]);
@@ -1101,6 +1248,16 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "a delegate URL that is not https",
         { delegation: { externalMetrics: "http://keda-operator-metrics-apiserver.keda.svc" } },
         "- at '/delegation/externalMetrics': 'http://keda-operator-metrics-apiserver.keda.svc' does not match pattern",
+      ],
+      [
+        "sharding.enable for sharding.enabled",
+        { sharding: { enable: true } },
+        "- at '/sharding': additional properties 'enable' not allowed",
+      ],
+      [
+        "a shard lease duration without unit",
+        { sharding: { enabled: true, leaseDuration: "15" } },
+        "- at '/sharding/leaseDuration': '15' does not match pattern",
       ],
       ["replicas 0", { replicas: 0 }, "- at '/replicas': minimum: got 0, want 1"],
       [
@@ -1251,6 +1408,11 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "delegation.discoveryInterval without a delegate",
         { delegation: { discoveryInterval: "1m" } },
         'delegation.discoveryInterval "1m" is set but delegation.externalMetrics and delegation.customMetrics are empty',
+      ],
+      [
+        "sharding.enabled without a verified serving certificate",
+        { sharding: { enabled: true } },
+        "sharding.enabled needs certManager.enabled or tls.enable: the replicas verify each other's serving certificates with its ca.crt",
       ],
     ];
     for (const [name, values, message] of failures) {

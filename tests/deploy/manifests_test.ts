@@ -520,6 +520,73 @@ describe("overlays", () => {
     }
   });
 
+  it("sharding: three replicas that verify each other with cert-manager's CA, may use their Leases and post to each other", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "sharding"));
+    const certManager = kustomize(join(DEPLOY, "overlays", "cert-manager"));
+    assert.deepEqual(ids(objects).filter((x) => !ids(certManager).includes(x)), [
+      "ClusterRole hpa-metrics-adapter:shard-peer",
+      "ClusterRoleBinding hpa-metrics-adapter:shard-peer",
+      "Role hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+      "RoleBinding hpa-metrics-adapter/hpa-metrics-adapter:sharding",
+    ]);
+    assert.deepEqual(ids(certManager).filter((x) => !ids(objects).includes(x)), []);
+    assert.deepEqual(find(objects, "Role", "hpa-metrics-adapter:sharding").rules, [{
+      apiGroups: ["coordination.k8s.io"],
+      resources: ["leases"],
+      verbs: ["get", "list", "create", "patch", "delete"],
+    }]);
+    assert.deepEqual(find(objects, "ClusterRole", "hpa-metrics-adapter:shard-peer").rules, [{
+      nonResourceURLs: ["/shard/v1/samples"],
+      verbs: ["post"],
+    }]);
+    const rb = bindingTo(objects, "RoleBinding", "Role", "hpa-metrics-adapter:sharding");
+    assert.equal(rb?.metadata.namespace, NS);
+    assert.deepEqual(rb?.subjects, [ADAPTER]);
+    const crb = bindingTo(
+      objects,
+      "ClusterRoleBinding",
+      "ClusterRole",
+      "hpa-metrics-adapter:shard-peer",
+    );
+    assert.deepEqual(crb?.subjects, [ADAPTER]);
+    // a stopping replica deletes its Lease: only here, and only in the adapter's namespace
+    const deleteLease = (namespace: string): Access => ({
+      group: "coordination.k8s.io",
+      resource: "leases",
+      verb: "delete",
+      namespace,
+    });
+    assert.equal(allowed(objects, ADAPTER, deleteLease(NS)), true);
+    assert.equal(allowed(objects, ADAPTER, deleteLease("kube-system")), false);
+    assert.equal(allowed(certManager, ADAPTER, deleteLease(NS)), false);
+
+    const d = find(objects, "Deployment", "hpa-metrics-adapter");
+    assert.equal(d.spec.replicas, 3);
+    const c = container(objects);
+    assert.deepEqual(c.args.slice(container(certManager).args.length), [
+      "--shard-collection",
+      "--shard-peer-ca-file=/etc/hpa-metrics-adapter/tls/ca.crt",
+      "--shard-peer-server-name=hpa-metrics-adapter.hpa-metrics-adapter.svc",
+    ]);
+    const flags = serveFlags(objects);
+    assert.equal(flags["shard-collection"], true);
+    assert.equal(flags["shard-lease-duration"], 15);
+    assert.equal(flags["shard-retry-period"], 2);
+    assert.equal(flags["shard-advertise-address"], null);
+    // the CA file is in the mounted certificate Secret, which holds the name the peers check
+    const cert = find(objects, "Certificate", "hpa-metrics-adapter-tls");
+    assert.ok(cert.spec.dnsNames.includes(flags["shard-peer-server-name"]));
+    const mount = c.volumeMounts.find((m: Obj) => m.mountPath === "/etc/hpa-metrics-adapter/tls");
+    const volume = d.spec.template.spec.volumes.find((v: Obj) => v.name === mount.name);
+    assert.equal(volume.secret.secretName, cert.spec.secretName);
+    assert.equal(flags["shard-peer-ca-file"], `${mount.mountPath}/ca.crt`);
+    // the advertised address's default is https://$POD_IP:<secure port>
+    assert.deepEqual(c.env, [
+      ...container(certManager).env,
+      { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    ]);
+  });
+
   it("tls: mounts the generated Secret and sets every APIService's caBundle to ca.crt", () => {
     const deploy = copyDeploy();
     try {
@@ -602,9 +669,9 @@ describe("overlays", () => {
           "kind: Kustomization",
           "resources: [../base]",
           "components:",
-          ...["prometheus", "sqs-irsa", "no-scaling-schedules", "cert-manager"].map((c) =>
-            `  - ../components/${c}`
-          ),
+          ...["prometheus", "sqs-irsa", "no-scaling-schedules", "cert-manager", "sharding"].map((
+            c,
+          ) => `  - ../components/${c}`),
           "",
         ].join("\n"),
       );
@@ -615,12 +682,14 @@ describe("overlays", () => {
           flags["aws-external-metrics"],
           flags["scaling-schedule"],
           flags["tls-cert-file"],
+          flags["shard-collection"],
         ],
         [
           "http://prometheus.monitoring.svc.cluster.local:9090",
           true,
           false,
           "/etc/hpa-metrics-adapter/tls/tls.crt",
+          true,
         ],
       );
     } finally {

@@ -128,6 +128,9 @@ Values that cannot be checked by values.schema.json alone: fail the render with 
 {{- if and $d.clientCertSecret $d.tokenSecret }}
 {{- fail (printf "delegation.clientCertSecret %q and delegation.tokenSecret %q are both set: the delegates get a client certificate or a token, not both" $d.clientCertSecret.name $d.tokenSecret.name) }}
 {{- end }}
+{{- if and .Values.sharding.enabled (not (include "hpa-metrics-adapter.verifiedTls" .)) }}
+{{- fail "sharding.enabled needs certManager.enabled or tls.enable: the replicas verify each other's serving certificates with its ca.crt" }}
+{{- end }}
 {{- if not (include "hpa-metrics-adapter.delegating" .) }}
 {{- if $d.caSecret }}
 {{- fail (printf "delegation.caSecret %q is set but delegation.externalMetrics and delegation.customMetrics are empty" $d.caSecret.name) }}
@@ -242,6 +245,17 @@ values.yaml, then extraArgs (the last value of a flag wins).
 {{- end }}
 {{- with .Values.delegation.discoveryInterval }}
 - {{ printf "--delegate-discovery-interval=%s" . | quote }}
+{{- end }}
+{{- end }}
+{{- if .Values.sharding.enabled }}
+- --shard-collection
+- --shard-peer-ca-file=/etc/hpa-metrics-adapter/tls/ca.crt
+- {{ printf "--shard-peer-server-name=%s.%s.svc" (include "hpa-metrics-adapter.fullname" .) .Release.Namespace | quote }}
+{{- with .Values.sharding.leaseDuration }}
+- {{ printf "--shard-lease-duration=%s" . | quote }}
+{{- end }}
+{{- with .Values.sharding.retryPeriod }}
+- {{ printf "--shard-retry-period=%s" . | quote }}
 {{- end }}
 {{- end }}
 {{- range .Values.extraArgs }}
