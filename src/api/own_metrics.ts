@@ -70,6 +70,12 @@ export interface HistogramOptions extends MetricOptions {
   buckets?: readonly number[];
 }
 
+/** Options of a counter; with `collect`, its (unlabelled) total is read when scraped. */
+export interface CounterOptions extends MetricOptions {
+  /** Called on every scrape: the total kept elsewhere (never decreasing). */
+  collect?: () => number;
+}
+
 /** Options of a gauge whose values are read when scraped. */
 export interface GaugeOptions extends MetricOptions {
   /** Called on every scrape; returns the value (unlabelled) or labelled values. */
@@ -165,6 +171,11 @@ abstract class Metric<T> {
 /** A monotonically increasing count. */
 export class Counter extends Metric<{ value: number }> {
   readonly type = "counter" as const;
+  readonly #collect?: () => number;
+  constructor(options: CounterOptions) {
+    super(options);
+    this.#collect = options.collect;
+  }
   protected initial(): { value: number } {
     return { value: 0 };
   }
@@ -188,6 +199,7 @@ export class Counter extends Metric<{ value: number }> {
     return this.child(labels).value;
   }
   renderSamples(): string[] {
+    if (this.#collect) return [`${this.name} ${formatValue(this.#collect())}`];
     return this.sortedChildren().map((c) =>
       `${this.name}${labelText(this.labelNames, c.values)} ${formatValue(c.data.value)}`
     );
@@ -300,7 +312,7 @@ export class MetricsRegistry {
   }
 
   /** Register a counter. */
-  counter(options: MetricOptions): Counter {
+  counter(options: CounterOptions): Counter {
     return this.#add(new Counter(options));
   }
 
@@ -622,6 +634,52 @@ export function createDelegateMetrics(registry: MetricsRegistry): DelegateObserv
       duration.observe(obs.durationSeconds, { api, delegate, request });
     },
   };
+}
+
+/** What `--shard-collection`'s gauges read (issue 29). */
+export interface ShardGauges {
+  /** Live members, this replica included while its Lease is renewed. */
+  members: number;
+  /** Collections (distinct queries) this replica runs, of `collections`. */
+  owned: number;
+  collections: number;
+  recordsSent: number;
+  recordsReceived: number;
+  sendFailures: number;
+}
+
+/** The own metrics of `--shard-collection`: this replica's share and its pushes. */
+export function createShardMetrics(registry: MetricsRegistry, read: () => ShardGauges): void {
+  registry.gauge({
+    name: "hpa_metrics_adapter_shard_members",
+    help: "Replicas sharing the collection, as this replica sees them (itself included)",
+    collect: () => read().members,
+  });
+  registry.gauge({
+    name: "hpa_metrics_adapter_shard_owned_collections",
+    help: "Collections (distinct queries) this replica runs",
+    collect: () => read().owned,
+  });
+  registry.gauge({
+    name: "hpa_metrics_adapter_shard_collections",
+    help: "Collections (distinct queries) of all replicas together",
+    collect: () => read().collections,
+  });
+  registry.counter({
+    name: "hpa_metrics_adapter_shard_pushed_records_total",
+    help: "Values and failures this replica pushed to its peers (one per plan per peer)",
+    collect: () => read().recordsSent,
+  });
+  registry.counter({
+    name: "hpa_metrics_adapter_shard_received_records_total",
+    help: "Values and failures this replica received from its peers and stored",
+    collect: () => read().recordsReceived,
+  });
+  registry.counter({
+    name: "hpa_metrics_adapter_shard_push_failures_total",
+    help: "Pushes to a peer that failed (unreachable, refused, timeout)",
+    collect: () => read().sendFailures,
+  });
 }
 
 /** Options of {@linkcode createMetricsApp}. */

@@ -20,6 +20,7 @@ import {
   createDelegateMetrics,
   createGuardMetrics,
   createMetricsApp,
+  createShardMetrics,
   type FallbackGauge,
 } from "../api/own_metrics.ts";
 import { delegationFromFlags } from "./delegate_options.ts";
@@ -371,6 +372,17 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     });
     fallbacks = () => engine.fallbackStatus();
     engineRef = engine;
+    if (sharding) {
+      createShardMetrics(metrics.registry, () => {
+        const share = engine.shardShare();
+        return {
+          members: sharding.members().length,
+          owned: share.owned,
+          collections: share.total,
+          ...sharding.replicator.stats(),
+        };
+      });
+    }
 
     const authRequest = await authKubeRequest(flags, kubeSource, closers);
     const authnApi = kubeSource !== null || stringFlag(flags, "authentication-kubeconfig") !== null;

@@ -9,6 +9,10 @@
  *
  * Requests per replica: one renewal and one list per retry period (2 s by default: 60 a minute;
  * `--shard-retry-period` trades that against how fast a departure is noticed).
+ *
+ * A replica that was killed leaves its Lease behind: a Lease of the group last renewed more than
+ * ten lease durations (at least a minute) ago by our clock is deleted by whichever replica sees
+ * it first (with its resourceVersion as precondition, so a renewal in between wins).
  */
 import { LivenessTracker, type MemberLease, sameMembers, type ShardMember } from "../core/shard.ts";
 import { describeError, type KubeHttp, statusCodeOf } from "./kube_http.ts";
@@ -138,7 +142,9 @@ export class ShardMembership {
           encodeURIComponent(`${SHARD_GROUP_LABEL}=${this.#o.group}`)
         }`,
       ) as { items?: LeaseObject[] } | null;
-      this.#tracker.observe(membersOf(list?.items ?? []), now);
+      const items = list?.items ?? [];
+      this.#tracker.observe(membersOf(items), now);
+      await this.#deleteAbandoned(items, now);
     } catch (e) {
       this.#log("warn", `shard leases in ${this.#o.namespace}: ${describeError(e)}`);
     }
@@ -158,6 +164,34 @@ export class ShardMembership {
         this.#o.onChange(members);
       } catch (e) {
         this.#log("error", `shard membership change: ${describeError(e)}`);
+      }
+    }
+  }
+
+  /** Deletes the group's Leases nobody renewed for ten lease durations (a minute at least). */
+  async #deleteAbandoned(items: readonly LeaseObject[], now: number): Promise<void> {
+    for (const l of items) {
+      const name = l.metadata?.name;
+      const renewed = Date.parse(String(l.spec?.renewTime ?? ""));
+      const durationMs = Math.max(1, Number(l.spec?.leaseDurationSeconds ?? 0) || 1) * 1000;
+      if (!name || name === this.#name || !Number.isFinite(renewed)) continue;
+      if (now - renewed <= Math.max(60_000, 10 * durationMs)) continue;
+      try {
+        await this.#o.http.json("DELETE", `${this.#path()}/${encodeURIComponent(name)}`, {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          preconditions: { resourceVersion: l.metadata?.resourceVersion },
+        });
+        this.#log(
+          "info",
+          `deleted the shard lease ${this.#o.namespace}/${name}: not renewed since ${l.spec?.renewTime}`,
+        );
+      } catch (e) {
+        const code = statusCodeOf(e);
+        // gone already, or renewed (or deleted) by someone in between
+        if (code !== 404 && code !== 409) {
+          this.#log("warn", `shard lease ${this.#o.namespace}/${name}: ${describeError(e)}`);
+        }
       }
     }
   }

@@ -10,7 +10,11 @@
  *
  * Liveness follows client-go's leader election: a member is live while its Lease record (holder
  * and renew time) has changed within the lease duration *as measured on our own clock* since we
- * first saw that record, so clock skew between replicas does not matter.
+ * first saw that record, so clock skew between replicas does not matter. One exception, for a
+ * replica that starts while a killed one's Lease is still listed: a record seen for the first
+ * time counts as changed no later than its renew time plus one lease duration (skew up to a
+ * lease duration is tolerated), so a Lease last renewed long ago is not live for a lease
+ * duration more, with nobody collecting its share.
  *
  * @module
  */
@@ -118,7 +122,14 @@ export class LivenessTracker {
     for (const lease of leases) {
       const prev = this.#seen.get(lease.identity);
       const same = prev !== undefined && prev.lease.renewTime === lease.renewTime;
-      next.set(lease.identity, { lease, changedAt: same ? prev.changedAt : now });
+      let changedAt = now;
+      if (same) changedAt = prev.changedAt;
+      else if (prev === undefined) {
+        const renewed = Date.parse(lease.renewTime);
+        const durationMs = Math.max(1, lease.leaseDurationSeconds) * 1000;
+        if (Number.isFinite(renewed)) changedAt = Math.min(now, renewed + durationMs);
+      }
+      next.set(lease.identity, { lease, changedAt });
     }
     this.#seen = next;
   }

@@ -96,6 +96,58 @@ describe("ShardMembership (Leases)", () => {
     }
   });
 
+  it("deletes the Leases of replicas gone for ten lease durations (a minute at least), no others", async () => {
+    const api = await FakeKubeApi.start();
+    const http = new KubeHttp(parseKubeconfig(fakeKubeconfig(api.url)));
+    const T = Date.parse("2026-11-25T08:00:00Z");
+    const lease = (name: string, renewTime: string) =>
+      api.create({
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: {
+          name,
+          namespace: "kube-system",
+          labels: { [SHARD_GROUP_LABEL]: "hpa-metrics-adapter" },
+          annotations: { [SHARD_ADDRESS_ANNOTATION]: `https://${name}:6443` },
+        },
+        spec: { holderIdentity: name, renewTime, leaseDurationSeconds: 15 },
+      });
+    try {
+      lease("killed", "2026-11-25T07:57:29.000000Z"); // 151 s ago: over 10 x 15 s
+      lease("slow", "2026-11-25T07:57:31.000000Z"); // 149 s ago: kept (not live either)
+      const seen: string[][] = [];
+      const m = new ShardMembership({
+        http,
+        namespace: "kube-system",
+        group: "hpa-metrics-adapter",
+        self: { identity: "me", address: "https://me:6443" },
+        leaseDurationSeconds: 15,
+        retryPeriodSeconds: 2,
+        now: () => T,
+        onChange: (members) => seen.push(members.map((x) => x.identity)),
+      });
+      await m.step();
+      assert.deepEqual(seen, [["me"]], "neither old Lease is a live member");
+      const names = api.objectsOf("leases").map((o) => o.metadata.name).sort();
+      assert.deepEqual(names, ["hpa-metrics-adapter-me", "slow"]);
+      const del = api.requests.filter((r) => r.method === "DELETE");
+      assert.equal(del.length, 1);
+      assert.match(del[0].path, /\/leases\/killed$/);
+      // the precondition: a Lease renewed since it was listed is not deleted
+      await assert.rejects(
+        http.json("DELETE", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/slow", {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          preconditions: { resourceVersion: "1" },
+        }),
+        /HTTP 409: Operation cannot be fulfilled on leases.coordination.k8s.io "slow": Precondition failed/,
+      );
+    } finally {
+      await http.close();
+      await api.stop();
+    }
+  });
+
   it("refuses a retry period that is not shorter than the lease duration", () => {
     assert.throws(
       () =>

@@ -67,14 +67,34 @@ describe("LivenessTracker", () => {
   });
 
   it("keeps a member live while its renew time changes within the lease duration, on our clock", () => {
+    const T = Date.parse("2026-11-25T08:00:00Z");
     const t = new LivenessTracker();
-    t.observe([lease("b", "2020-01-01T00:00:00.000000Z")], 1_000);
-    // the renew time is decades old on our clock: seeing it is what counts
-    assert.deepEqual(t.live(15_999).map((m) => m.identity), ["b"]);
-    t.observe([lease("b", "2020-01-01T00:00:00.000000Z")], 10_000);
-    assert.deepEqual(t.live(16_000), [], "unchanged for 15 s: gone");
-    t.observe([lease("b", "2020-01-01T00:00:02.000000Z")], 17_000);
-    assert.deepEqual(t.live(31_999).map((m) => m.identity), ["b"]);
+    // b's clock is 10 s ahead of ours: tolerated (up to a lease duration)
+    t.observe([lease("b", "2026-11-25T08:00:11.000000Z")], T + 1_000);
+    assert.deepEqual(t.live(T + 15_999).map((m) => m.identity), ["b"]);
+    t.observe([lease("b", "2026-11-25T08:00:11.000000Z")], T + 10_000);
+    assert.deepEqual(t.live(T + 16_000), [], "unchanged for 15 s on our clock: gone");
+    // a change counts when we see it, whatever the time written
+    t.observe([lease("b", "2020-01-01T00:00:00.000000Z")], T + 17_000);
+    assert.deepEqual(t.live(T + 31_999).map((m) => m.identity), ["b"]);
+    assert.deepEqual(t.live(T + 32_000), []);
+  });
+
+  it("does not take a Lease seen for the first time and renewed long ago for a live member", () => {
+    const T = Date.parse("2026-11-25T08:00:00Z");
+    const t = new LivenessTracker();
+    // renewed 40 s ago (a killed replica's), 25 s ago (within skew: live 5 s more), 1 s ago
+    t.observe([
+      lease("dead", "2026-11-25T07:59:20.000000Z"),
+      lease("late", "2026-11-25T07:59:35.000000Z"),
+      lease("fresh", "2026-11-25T07:59:59.000000Z"),
+    ], T);
+    assert.deepEqual(t.live(T).map((m) => m.identity), ["fresh", "late"]);
+    assert.deepEqual(t.live(T + 5_000).map((m) => m.identity), ["fresh"]);
+    // a renew time that does not parse counts from when we see it
+    const u = new LivenessTracker();
+    u.observe([lease("odd", "yesterday")], T);
+    assert.deepEqual(u.live(T + 14_999).map((m) => m.identity), ["odd"]);
   });
 
   it("drops a member whose Lease is no longer listed, and sorts by identity", () => {

@@ -71,6 +71,8 @@ export const E2E = {
   hostIp: "10.213.0.1",
   adapterIp: "10.213.0.2",
   prometheusIp: "10.213.0.3",
+  /** The addresses of the second and third adapter replicas (HPA_E2E_SHARD_REPLICAS=3). */
+  adapterReplicaIps: ["10.213.0.4", "10.213.0.5"],
   prometheusPort: 9090,
   podPoolFirst: 10,
   podPoolLast: 99,
@@ -119,6 +121,11 @@ export interface E2eState {
    * when HPA_E2E_ADAPTER_ARGS turned it off (or the stub runs).
    */
   knative: boolean;
+  /**
+   * The adapter processes (`.e2e/pids` names) and their addresses: one, or three sharing the
+   * collection (HPA_E2E_SHARD_REPLICAS=3, issue 29).
+   */
+  replicas: { name: string; ip: string }[];
 }
 
 /** How `up` installs deploy/ (HPA_E2E_INSTALL). */
@@ -383,6 +390,7 @@ function setupNetwork(): void {
     `link set lo up`,
     `addr add ${E2E.adapterIp}/24 dev ${E2E.nsLink}`,
     `addr add ${E2E.prometheusIp}/24 dev ${E2E.nsLink}`,
+    ...E2E.adapterReplicaIps.map((ip) => `addr add ${ip}/24 dev ${E2E.nsLink}`),
   ];
   for (let i = E2E.podPoolFirst; i <= E2E.podPoolLast; i++) {
     batch.push(`addr add ${E2E.prefix}.${i}/24 dev ${E2E.nsLink}`);
@@ -474,7 +482,7 @@ function createPki(): Pki {
       commonName: svc,
       issuer: ca,
       extendedKeyUsages: ["serverAuth"],
-      hosts: [svc, `${svc}.cluster.local`, E2E.adapterIp],
+      hosts: [svc, `${svc}.cluster.local`, E2E.adapterIp, ...E2E.adapterReplicaIps],
     }),
     serviceAccount: { key: sa.privateKey, pub: sa.publicKey },
   };
@@ -602,6 +610,9 @@ function deployManifests(): string[] {
     // the Knative reconciler's RBAC (PAs, their status, SKSs, HPA create/update/delete), as
     // deploy/components/knative installs it
     "deploy/components/knative/rbac.yaml",
+    // the shards' RBAC (their Leases, the push between replicas), as deploy/components/sharding
+    // installs it
+    ...(shardReplicas() > 1 ? ["deploy/components/sharding/rbac.yaml"] : []),
   ];
 }
 
@@ -685,14 +696,14 @@ function installChart(pki: Pki): string[] {
  * The adapter's Service endpoints: the adapter's address in the namespace (no endpoints
  * controller or kube-proxy runs, and the adapter is a process, not a pod).
  */
-function applyEndpoints(): void {
+export function applyEndpoints(ips: string[] = adapterReplicas().map((r) => r.ip)): void {
   const objects = [
     {
       apiVersion: "v1",
       kind: "Endpoints",
       metadata: { name: E2E.adapterService, namespace: E2E.adapterNamespace },
       subsets: [{
-        addresses: [{ ip: E2E.adapterIp }],
+        addresses: ips.map((ip) => ({ ip })),
         ports: [{ name: "https", port: E2E.adapterPort, protocol: "TCP" }],
       }],
     },
@@ -705,7 +716,7 @@ function applyEndpoints(): void {
         labels: { "kubernetes.io/service-name": E2E.adapterService },
       },
       addressType: "IPv4",
-      endpoints: [{ addresses: [E2E.adapterIp], conditions: { ready: true } }],
+      endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
       ports: [{ name: "https", port: E2E.adapterPort, protocol: "TCP" }],
     },
   ];
@@ -810,7 +821,31 @@ function installKnativeCrds(): void {
   ]);
 }
 
-function adapterCommand(prometheusUrl: string | null): string[] {
+/**
+ * How many adapter replicas `up` starts (HPA_E2E_SHARD_REPLICAS, 1 to 3): more than one run with
+ * --shard-collection (issue 29) at E2E.adapterIp and E2E.adapterReplicaIps, all in the
+ * Service's endpoints.
+ */
+export function shardReplicas(): number {
+  const n = Number(process.env.HPA_E2E_SHARD_REPLICAS ?? "1");
+  if (!Number.isInteger(n) || n < 1 || n > 1 + E2E.adapterReplicaIps.length) {
+    throw new Error(`HPA_E2E_SHARD_REPLICAS must be 1 to ${1 + E2E.adapterReplicaIps.length}`);
+  }
+  return n;
+}
+
+/** The replicas `up` starts: process name and address. */
+export function adapterReplicas(): { name: string; ip: string }[] {
+  return [E2E.adapterIp, ...E2E.adapterReplicaIps].slice(0, shardReplicas()).map((ip, i) => ({
+    name: i === 0 ? "adapter" : `adapter-${i + 1}`,
+    ip,
+  }));
+}
+
+/** Lease timing of the e2e's shards: a killed replica's share moves within 4 s. */
+export const SHARD_TIMING = { leaseDurationSeconds: 4, retryPeriodSeconds: 1 } as const;
+
+function adapterCommand(prometheusUrl: string | null, ip: string = E2E.adapterIp): string[] {
   if (process.env.HPA_E2E_ADAPTER === "stub") {
     return [
       process.execPath,
@@ -828,12 +863,12 @@ function adapterCommand(prometheusUrl: string | null): string[] {
     ...base,
     "serve",
     `--kubeconfig=${join(STATE_DIR, "adapter.kubeconfig")}`,
-    `--bind-address=${E2E.adapterIp}`,
+    `--bind-address=${ip}`,
     `--secure-port=${E2E.adapterPort}`,
     `--tls-cert-file=${pkiFile("adapterServing.crt")}`,
     `--tls-private-key-file=${pkiFile("adapterServing.key")}`,
     `--cert-dir=${join(STATE_DIR, "adapter-certs")}`,
-    `--metrics-address=${E2E.adapterIp}:${E2E.adapterMetricsPort}`,
+    `--metrics-address=${ip}:${E2E.adapterMetricsPort}`,
     "--leader-elect=true",
     `--leader-elect-resource-namespace=${E2E.adapterNamespace}`,
     "--scaling-schedule",
@@ -845,6 +880,16 @@ function adapterCommand(prometheusUrl: string | null): string[] {
     "--knative-autoscaler",
     ...(prometheusUrl ? [`--knative-prometheus-address=${prometheusUrl}`] : []),
     "--v=2",
+    ...(shardReplicas() > 1
+      ? [
+        "--shard-collection",
+        `--shard-advertise-address=https://${ip}:${E2E.adapterPort}`,
+        `--shard-peer-ca-file=${pkiFile("ca.crt")}`,
+        `--shard-peer-server-name=${E2E.adapterService}.${E2E.adapterNamespace}.svc`,
+        `--shard-lease-duration=${SHARD_TIMING.leaseDurationSeconds}s`,
+        `--shard-retry-period=${SHARD_TIMING.retryPeriodSeconds}s`,
+      ]
+      : []),
     ...extra,
   ];
 }
@@ -981,7 +1026,11 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     `--addresses=${E2E.prefix}.${E2E.podPoolFirst}-${E2E.prefix}.${E2E.podPoolLast}`,
   ], { netns: true });
   const prometheus = startPrometheus();
-  startProcess("adapter", adapterCommand(prometheus?.url ?? null), { netns: true });
+  for (const replica of adapterReplicas()) {
+    startProcess(replica.name, adapterCommand(prometheus?.url ?? null, replica.ip), {
+      netns: true,
+    });
+  }
 
   await waitForApiServices(client, 120_000);
   const state: E2eState = {
@@ -1003,6 +1052,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     tolerance: CONTROLLER.tolerance,
     replicaGuardIntervalSeconds: replicaGuardInterval(),
     knative: knativeOn(),
+    replicas: adapterReplicas(),
   };
   writeFileSync(STATE_FILE, JSON.stringify(state, null, 2) + "\n");
   log(
@@ -1024,6 +1074,20 @@ export async function down(): Promise<void> {
 }
 
 /** Read the state up left, or null when the harness is not up. */
+/** The PID of a running process `up` started (by its `.e2e/pids` name), or null. */
+export function runningPid(name: string): number | null {
+  const p = recordedProcesses().filter((r) => r.name === name).at(-1);
+  return p && alive(p) ? p.pid : null;
+}
+
+/** Start an adapter replica again (after a test stopped it), as `up` started it. */
+export function restartAdapterReplica(replica: { name: string; ip: string }): number {
+  const state = readState();
+  return startProcess(replica.name, adapterCommand(state?.prometheus?.url ?? null, replica.ip), {
+    netns: true,
+  });
+}
+
 export function readState(): E2eState | null {
   if (!existsSync(STATE_FILE)) return null;
   return JSON.parse(readFileSync(STATE_FILE, "utf8")) as E2eState;
@@ -1098,17 +1162,24 @@ async function main(argv: string[]): Promise<number> {
         `--delegate-token-file=${join(STATE_DIR, "adapter.token")}`,
         "--delegate-discovery-interval=2s",
       ].join(" ");
-      const phases: [Install, string, string][] = [
-        ["kustomize", "tests/e2e/hpa_e2e_test.ts", ""],
-        ["helm", "tests/e2e/helm_e2e_test.ts", ""],
-        ["kustomize", "tests/e2e/delegation_e2e_test.ts", delegateArgs],
+      // and three replicas sharing the collection (issue 29)
+      const phases: [Install, string, string, string][] = [
+        ["kustomize", "tests/e2e/hpa_e2e_test.ts", "", "1"],
+        ["helm", "tests/e2e/helm_e2e_test.ts", "", "1"],
+        ["kustomize", "tests/e2e/delegation_e2e_test.ts", delegateArgs, "1"],
+        ["kustomize", "tests/e2e/shard_e2e_test.ts", "", "3"],
       ];
       const only = process.env.HPA_E2E_INSTALL ? installMode() : null;
       const baseArgs = process.env.HPA_E2E_ADAPTER_ARGS ?? "";
       let rc = 0;
-      for (const [install, suite, args] of phases.filter(([i]) => only === null || i === only)) {
+      for (
+        const [install, suite, args, replicas] of phases.filter(([i]) =>
+          only === null || i === only
+        )
+      ) {
         process.env.HPA_E2E_INSTALL = install;
         process.env.HPA_E2E_ADAPTER_ARGS = `${baseArgs} ${args}`.trim();
+        process.env.HPA_E2E_SHARD_REPLICAS = replicas;
         let phaseRc = 1;
         try {
           log(`--- ${install}: ${suite}`);

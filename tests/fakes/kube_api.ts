@@ -645,7 +645,23 @@ export class FakeKubeApi {
     if (subresource === "scale") return this.scale(method, r, ns, name, body, contentType);
     const current = this.mustGet(r, ns, name);
     if (method === "GET") return [200, current];
-    if (method === "DELETE" && subresource === undefined) return [200, this.doDelete(r, ns, name)];
+    if (method === "DELETE" && subresource === undefined) {
+      // DeleteOptions' preconditions, as the API server checks them
+      const want = isPlainObject(body) && isPlainObject(body.preconditions)
+        ? body.preconditions.resourceVersion
+        : undefined;
+      const have = this.mustGet(r, ns, name).metadata.resourceVersion;
+      if (typeof want === "string" && want !== have) {
+        throw new StatusError(
+          409,
+          "Conflict",
+          `Operation cannot be fulfilled on ${r.plural}${
+            r.group ? `.${r.group}` : ""
+          } "${name}": Precondition failed: ResourceVersion in precondition: ${want}, ResourceVersion in object meta: ${have}`,
+        );
+      }
+      return [200, this.doDelete(r, ns, name)];
+    }
     let next: KubeObject;
     if (method === "PUT") {
       if (!isPlainObject(body)) throw new StatusError(400, "BadRequest", "body must be an object");
