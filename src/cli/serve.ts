@@ -424,7 +424,16 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       authorize: createAuthMiddleware({ auth }),
       onRequest: (obs) => metrics.observeRequest(obs),
       delegates,
-      ...(sharding ? { shardSamples: (body: unknown) => sharding.receive(body, engineStore) } : {}),
+      // a peer's values go to the store as ours do, its failures to the leader's events
+      ...(sharding
+        ? {
+          shardSamples: (body: unknown) =>
+            sharding.receive(
+              body,
+              (key, outcome, at) => engine.peerRecord(engineStore, key, outcome, at),
+            ),
+        }
+        : {}),
     });
     const minVersion = stringFlag(flags, "tls-min-version");
     const server: RunningServer = await serveHttps(app, {

@@ -15,7 +15,11 @@ import { ShardMembership } from "../cluster/shard_membership.ts";
 import { type ShardMember, ShardRing } from "../core/shard.ts";
 import type { Engine, EngineStore } from "../engine/engine.ts";
 import type { Logger } from "../engine/logger.ts";
-import { type ShardBatch, ShardReplicator } from "../engine/shard_replication.ts";
+import {
+  type PeerRecordSink,
+  type ShardBatch,
+  ShardReplicator,
+} from "../engine/shard_replication.ts";
 import { createTlsFetch, type TlsFetch } from "../runtime/tls_fetch.ts";
 import { UsageError } from "./command.ts";
 import { type FlagValues, numberFlag, stringFlag } from "./flags.ts";
@@ -27,11 +31,8 @@ export interface Sharding {
   owns(queryKey: string): boolean;
   /** The store the engine writes through (writes also go to the peers). */
   wrap(store: EngineStore): EngineStore;
-  /** Applies a peer's push to `store` (the app's `shardSamples`). */
-  receive(
-    body: unknown,
-    store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
-  ): string | null;
+  /** Applies a peer's push through `apply` (the app's `shardSamples`). */
+  receive(body: unknown, apply: PeerRecordSink): string | null;
   /** Learns the members once (before the engine starts), then follows them. */
   start(engine: Engine): Promise<void>;
   stop(): Promise<void>;
@@ -130,7 +131,7 @@ export function shardingFromFlags(
     identity: ctx.identity,
     owns: (queryKey) => ring.owns(ctx.identity, queryKey),
     wrap: (store) => replicator.wrap(store),
-    receive: (body, store) => replicator.receive(body, store),
+    receive: (body, apply) => replicator.receive(body, apply),
     async start(engine: Engine): Promise<void> {
       engineRef = engine;
       await membership.step();

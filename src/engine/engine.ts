@@ -1369,6 +1369,35 @@ export class Engine {
     return started;
   }
 
+  /**
+   * What a peer collected for a plan (sharding, issue 29): a success is written to the store;
+   * a failure too, and it is reported as this replica's own failures are (a Warning event
+   * when its text changes, written by the leader), so that the leader writes the events of
+   * every replica's collections; a success clears the plan's event state.
+   */
+  peerRecord(
+    store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
+    key: string,
+    outcome: { samples: CollectResult["samples"]; warnings?: string[] } | { error: string },
+    at: number,
+  ): void {
+    if ("error" in outcome) store.recordFailure(key, outcome.error, at);
+    else store.recordSuccess(key, outcome.samples, at, outcome.warnings);
+    const slash = key.indexOf("/", key.indexOf("/") + 1);
+    const state = slash > 0 ? this.#hpas.get(key.slice(0, slash)) : undefined;
+    const entry = state?.plans.get(key);
+    if (!state || !entry || entry.job?.owned) return;
+    if ("error" in outcome) {
+      if (entry.fallbackOn) return;
+      this.#events.report(
+        key,
+        state.obj,
+        `failed to collect ${entry.plan.metricType} metric ${entry.plan.metricName}: ${outcome.error}`,
+        false,
+      );
+    } else if (!this.#conflicts.has(key)) this.#events.clear(key);
+  }
+
   /** How many queries this replica collects, of how many (own metrics, status). */
   shardShare(): { owned: number; total: number } {
     let owned = 0;

@@ -46,6 +46,13 @@ export interface ShardBatch {
   records: ShardRecord[];
 }
 
+/** Where a received record goes (the engine's `peerRecord`, with the store bound). */
+export type PeerRecordSink = (
+  key: string,
+  outcome: { samples: Sample[]; warnings?: string[] } | { error: string },
+  at: number,
+) => void;
+
 /** The largest body a receiver reads (bytes). */
 export const MAX_SHARD_BATCH_BYTES = 32 * 1024 * 1024;
 
@@ -152,10 +159,7 @@ export class ShardReplicator {
    * Applies a peer's batch to `store`; the text of what is wrong with it, or null. A record
    * that does not fit is skipped and counted in the answer; the others are applied.
    */
-  receive(
-    body: unknown,
-    store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
-  ): string | null {
+  receive(body: unknown, apply: PeerRecordSink): string | null {
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
       return "the body is not a JSON object";
     }
@@ -169,8 +173,11 @@ export class ShardReplicator {
       if (problem === null) {
         const rec = r as ShardRecord;
         try {
-          if (rec.e !== undefined) store.recordFailure(rec.k, rec.e, rec.at);
-          else store.recordSuccess(rec.k, rec.s!, rec.at, rec.w);
+          apply(
+            rec.k,
+            rec.e !== undefined ? { error: rec.e } : { samples: rec.s!, warnings: rec.w },
+            rec.at,
+          );
           this.#stats.recordsReceived++;
           continue;
         } catch (e) {

@@ -47,6 +47,10 @@ const kube: KubeClient | null = state ? createKubeClient(loadKubeconfig(state.ku
 const WAIT_MS = 60_000;
 /** Queries counted: HPAs q0..q23, one External json-path metric each (every 1 s). */
 const QUERIES = 24;
+/** HPAs whose endpoint answers 500: each gets a Warning event from the leader, whoever collects. */
+const BROKEN = 6;
+/** Every collection: the counted ones, web's and the broken ones. */
+const COLLECTIONS = QUERIES + 1 + BROKEN;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -99,6 +103,11 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
     server = createServer((req, res) => {
       const path = req.url ?? "/";
       counts.set(path, (counts.get(path) ?? 0) + 1);
+      if (path.startsWith("/broken")) {
+        res.writeHead(500, { "content-type": "text/plain" });
+        res.end("backend down\n");
+        return;
+      }
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ n: answers.get(path) ?? 0 }));
     });
@@ -114,6 +123,15 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
         `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`,
         {
           body: hpa(`q${i}`, `/q${i}`),
+        },
+      );
+    }
+    for (let i = 0; i < BROKEN; i++) {
+      await kube!.request(
+        "POST",
+        `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`,
+        {
+          body: hpa(`broken${i}`, `/broken${i}`),
         },
       );
     }
@@ -193,13 +211,13 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
         if (await ownMetric(r.ip, "hpa_metrics_adapter_shard_members") !== live.length) {
           return false;
         }
-        if (await ownMetric(r.ip, "hpa_metrics_adapter_shard_collections") !== QUERIES + 1) {
+        if (await ownMetric(r.ip, "hpa_metrics_adapter_shard_collections") !== COLLECTIONS) {
           return false;
         }
         owned.push((await ownMetric(r.ip, "hpa_metrics_adapter_shard_owned_collections")) ?? -1);
       }
-      return owned.reduce((a, b) => a + b, 0) === QUERIES + 1 ? owned : false;
-    }, { what: `${live.length} replicas sharing ${QUERIES + 1} collections`, timeoutMs: WAIT_MS });
+      return owned.reduce((a, b) => a + b, 0) === COLLECTIONS ? owned : false;
+    }, { what: `${live.length} replicas sharing ${COLLECTIONS} collections`, timeoutMs: WAIT_MS });
   }
 
   /** How often each query was collected in `seconds` (all replicas together). */
@@ -260,6 +278,21 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
       assert.ok(n >= 3 && n <= 9, `q${i} collected ${n} times in 6 s: ${collected}`);
     }
     await expectWebReplicas(3);
+    // the leader writes the Warning events of every replica's failed collections
+    for (let i = 0; i < BROKEN; i++) {
+      await waitFor(async () => {
+        const events = await kube!.request(
+          "GET",
+          `/api/v1/namespaces/${ns}/events?fieldSelector=${
+            encodeURIComponent(`involvedObject.name=broken${i}`)
+          }`,
+        );
+        return (events.items ?? []).some((e: Obj) =>
+          e.type === "Warning" && e.reason === "CreateNewMetricsCollector" &&
+          e.message.startsWith(`failed to collect External metric broken${i}: `)
+        );
+      }, { what: `a Warning event on HPA broken${i}`, timeoutMs: WAIT_MS });
+    }
   });
 
   it("keeps collecting and scaling when a replica is killed, another stops, and one comes back", async () => {
@@ -290,7 +323,7 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
       timeoutMs: 15_000,
     });
     const alone = await sharesSettled([first]);
-    assert.deepEqual(alone, [QUERIES + 1]);
+    assert.deepEqual(alone, [COLLECTIONS]);
     await sleep(1_500);
     collected = await collectionsIn(4);
     for (const [i, n] of collected.entries()) {

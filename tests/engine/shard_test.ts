@@ -12,9 +12,13 @@ import { parseSelector } from "../../src/core/label_selector.ts";
 import { type ShardMember, ShardRing } from "../../src/core/shard.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
-import { type ShardBatch, ShardReplicator } from "../../src/engine/shard_replication.ts";
+import {
+  type PeerRecordSink,
+  type ShardBatch,
+  ShardReplicator,
+} from "../../src/engine/shard_replication.ts";
 import { MetricStore } from "../../src/store/store.ts";
-import { ManualTimers, MemoryCluster, settle } from "./support.ts";
+import { ManualTimers, MemoryCluster, RecordingWriter, settle } from "./support.ts";
 
 /** Each endpoint host answers its number (q-7 answers 7); calls are counted per host and replica. */
 function counting(calls: Map<string, number>, replica: string): CollectorFactory {
@@ -87,7 +91,10 @@ function replicas(ids: string[], timers: ManualTimers, calls: Map<string, number
     const to = all.find((r) => r.id === peer.identity);
     if (!to) return Promise.reject(new Error(`connection refused (${peer.address})`));
     // through JSON, as on the wire
-    const problem = to.replicator.receive(JSON.parse(JSON.stringify(batch)), to.store);
+    const problem = to.replicator.receive(
+      JSON.parse(JSON.stringify(batch)),
+      (key, outcome, at) => to.engine.peerRecord(to.store, key, outcome, at),
+    );
     to.received += batch.records.length;
     return problem === null ? Promise.resolve() : Promise.reject(new Error(problem));
   };
@@ -222,17 +229,68 @@ describe("sharded engines", () => {
   });
 });
 
+describe("Engine.peerRecord", () => {
+  it("writes a peer's failure of a query it does not own and reports it as a Warning event, once per text", async () => {
+    const timers = new ManualTimers();
+    const c = cluster();
+    const writer = new RecordingWriter(c);
+    const store = new MetricStore({ ttlSeconds: 900 });
+    const engine = new Engine({
+      cluster: c,
+      store,
+      registry: createCollectorRegistry([counting(new Map(), "leader")]),
+      owns: (key) => key !== "fake|q-3",
+      now: timers.clock,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
+      logger: memoryLogger(),
+      writer,
+      isLeader: () => true,
+    });
+    await engine.start();
+    await settle();
+    const key = "default/h3/0/External/m3";
+    engine.peerRecord(store, key, { error: "connection refused" }, timers.now);
+    engine.peerRecord(store, key, { error: "connection refused" }, timers.now + 1000);
+    await settle();
+    const warnings = () =>
+      writer.events.filter((e) => e.name === "default/h3").map((e) =>
+        `${e.event.reason}: ${e.event.message}`
+      );
+    assert.deepEqual(warnings(), [
+      "CreateNewMetricsCollector: failed to collect External metric m3: connection refused",
+    ]);
+    assert.equal(
+      value({ store } as Replica, 3, timers.now),
+      'last collection failed with "connection refused" at 2024-03-04T10:00:01Z',
+    );
+    // recovered on the peer: the state clears, and the same failure later is reported again
+    engine.peerRecord(store, key, { samples: [{ value: 3, timestamp: timers.now }] }, timers.now);
+    assert.equal(value({ store } as Replica, 3, timers.now), 3);
+    engine.peerRecord(store, key, { error: "connection refused" }, timers.now + 2000);
+    await settle();
+    assert.equal(warnings().length, 2);
+    // a plan of a query this replica owns: its own collection reports, not the peer
+    engine.peerRecord(store, "default/h4/0/External/m4", { error: "boom" }, timers.now);
+    await settle();
+    assert.equal(writer.events.filter((e) => e.name === "default/h4").length, 0);
+    await engine.stop();
+  });
+});
+
 describe("ShardReplicator.receive", () => {
   const store = () => {
     const writes: string[] = [];
-    return {
-      writes,
-      recordSuccess: (k: string, s: { value: number }[], at: number, w?: readonly string[]) =>
-        writes.push(
-          `ok ${k} ${s.map((x) => x.value).join(",")} ${at}${w ? ` ${w.join(";")}` : ""}`,
-        ),
-      recordFailure: (k: string, e: string, at: number) => writes.push(`fail ${k} ${e} ${at}`),
+    const sink: PeerRecordSink = (k, o, at) => {
+      writes.push(
+        "error" in o
+          ? `fail ${k} ${o.error} ${at}`
+          : `ok ${k} ${o.samples.map((x) => x.value).join(",")} ${at}${
+            o.warnings ? ` ${o.warnings.join(";")}` : ""
+          }`,
+      );
     };
+    return Object.assign(sink, { writes });
   };
   const r = new ShardReplicator({ identity: "me", send: () => Promise.resolve() });
 
