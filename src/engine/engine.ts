@@ -1373,7 +1373,10 @@ export class Engine {
    * What a peer collected for a plan (sharding, issue 29): a success is written to the store;
    * a failure too, and it is reported as this replica's own failures are (a Warning event
    * when its text changes, written by the leader), so that the leader writes the events of
-   * every replica's collections; a success clears the plan's event state.
+   * every replica's collections; a success clears the plan's event state. The query's state
+   * here follows the owner's (last result, consecutive failures), and the formulas that read
+   * the plan are evaluated again: a formula whose inputs are collected by different replicas
+   * is computed on each of them from all its inputs.
    */
   peerRecord(
     store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
@@ -1387,15 +1390,29 @@ export class Engine {
     const state = slash > 0 ? this.#hpas.get(key.slice(0, slash)) : undefined;
     const entry = state?.plans.get(key);
     if (!state || !entry || entry.job?.owned) return;
+    const job = entry.job;
     if ("error" in outcome) {
-      if (entry.fallbackOn) return;
-      this.#events.report(
-        key,
-        state.obj,
-        `failed to collect ${entry.plan.metricType} metric ${entry.plan.metricName}: ${outcome.error}`,
-        false,
-      );
-    } else if (!this.#conflicts.has(key)) this.#events.clear(key);
+      if (job) {
+        entry.failures++;
+        job.lastError = outcome.error;
+      }
+      if (!entry.fallbackOn) {
+        this.#events.report(
+          key,
+          state.obj,
+          `failed to collect ${entry.plan.metricType} metric ${entry.plan.metricName}: ${outcome.error}`,
+          false,
+        );
+      }
+    } else {
+      if (job) {
+        entry.failures = 0;
+        job.lastError = null;
+        job.last = { samples: outcome.samples, at, warnings: outcome.warnings };
+      }
+      if (!this.#conflicts.has(key)) this.#events.clear(key);
+    }
+    if (job) this.#evaluateDependents([entry], at);
   }
 
   /** How many queries this replica collects, of how many (own metrics, status). */

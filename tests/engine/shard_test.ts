@@ -229,6 +229,97 @@ describe("sharded engines", () => {
   });
 });
 
+describe("a formula over inputs that two replicas collect", () => {
+  it("is computed on both from all its inputs", async () => {
+    const timers = new ManualTimers();
+    const calls = new Map<string, number>();
+    const formula: KubeObject = {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: "f",
+        namespace: "default",
+        annotations: {
+          "metric-config.external.f.formula/expression": "a * 10 + b",
+          "metric-config.external.a.json-path/endpoint": "http://q-4.example/",
+          "metric-config.external.a.json-path/json-key": "$.n",
+          "metric-config.external.b.json-path/endpoint": "http://q-7.example/",
+          "metric-config.external.b.json-path/json-key": "$.n",
+        },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "f" },
+        minReplicas: 1,
+        maxReplicas: 10,
+        metrics: [{
+          type: "External",
+          external: {
+            metric: { name: "f", selector: { matchLabels: { type: "formula" } } },
+            target: { type: "AverageValue", averageValue: "10" },
+          },
+        }],
+      },
+    };
+    const all: Replica[] = [];
+    for (const id of ["r-a", "r-b"]) {
+      const store = new MetricStore({ ttlSeconds: 900 });
+      const c = new MemoryCluster();
+      c.set("HorizontalPodAutoscaler", formula);
+      const replicator = new ShardReplicator({
+        identity: id,
+        send: (peer, batch) => {
+          const to = all.find((r) => r.id === peer.identity)!;
+          const problem = to.replicator.receive(
+            JSON.parse(JSON.stringify(batch)),
+            (key, outcome, at) => to.engine.peerRecord(to.store, key, outcome, at),
+          );
+          return problem === null ? Promise.resolve() : Promise.reject(new Error(problem));
+        },
+        setTimer: timers.setTimer,
+        clearTimer: timers.clearTimer,
+      });
+      // r-a collects input a (q-4), r-b input b (q-7)
+      const engine = new Engine({
+        cluster: c,
+        store: replicator.wrap(store),
+        registry: createCollectorRegistry([counting(calls, id)]),
+        owns: (key) => (key === "fake|q-4") === (id === "r-a"),
+        now: timers.clock,
+        setTimer: timers.setTimer,
+        clearTimer: timers.clearTimer,
+        random: () => 0.5,
+        logger: memoryLogger(),
+      });
+      all.push({
+        id,
+        store,
+        engine,
+        replicator,
+        ring: { current: new ShardRing([id]) },
+        received: 0,
+      });
+    }
+    const members = all.map((r) => ({ identity: r.id, address: `https://${r.id}:6443` }));
+    for (const r of all) r.replicator.setMembers(members);
+    for (const r of all) await r.engine.start();
+    await settle();
+    await timers.advance(300);
+    assert.deepEqual([...calls.entries()].sort(), [["r-a q-4", 1], ["r-b q-7", 1]]);
+    for (const r of all) {
+      const res = r.store.lookupExternal(
+        { namespace: "default", metricName: "f", selector: parseSelector("type=formula") },
+        timers.now,
+      );
+      assert.deepEqual(
+        "items" in res ? res.items.map((i) => i.value) : res.miss.reason,
+        [47],
+        r.id,
+      );
+    }
+    for (const r of all) await r.engine.stop();
+  });
+});
+
 describe("Engine.peerRecord", () => {
   it("writes a peer's failure of a query it does not own and reports it as a Warning event, once per text", async () => {
     const timers = new ManualTimers();
