@@ -482,7 +482,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
 
     if (sharding) {
       // the members first, so that the engine starts on its own share only
-      await sharding.start(engine);
+      await sharding.start(engine, engineStore);
       closers.push(() => sharding.stop());
     }
     await engine.start();

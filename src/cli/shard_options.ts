@@ -33,8 +33,11 @@ export interface Sharding {
   wrap(store: EngineStore): EngineStore;
   /** Applies a peer's push through `apply` (the app's `shardSamples`). */
   receive(body: unknown, apply: PeerRecordSink): string | null;
-  /** Learns the members once (before the engine starts), then follows them. */
-  start(engine: Engine): Promise<void>;
+  /**
+   * Learns the members once (before the engine starts), then follows them; withdraws, from
+   * `store` (the one without the push), values no replica refreshed in time.
+   */
+  start(engine: Engine, store: Pick<EngineStore, "recordSuccess" | "recordFailure">): Promise<void>;
   stop(): Promise<void>;
   members(): ShardMember[];
   replicator: ShardReplicator;
@@ -79,6 +82,7 @@ export function shardingFromFlags(
   const self: ShardMember = { identity: ctx.identity, address };
   let ring = new ShardRing([ctx.identity]);
   let engineRef: Engine | null = null;
+  let withdrawTimer: ReturnType<typeof setInterval> | null = null;
 
   // one TLS client per client certificate (a kubeconfig may carry one; tokens go in headers)
   let client: { key: string; fetch: TlsFetch } | null = null;
@@ -132,12 +136,18 @@ export function shardingFromFlags(
     owns: (queryKey) => ring.owns(ctx.identity, queryKey),
     wrap: (store) => replicator.wrap(store),
     receive: (body, apply) => replicator.receive(body, apply),
-    async start(engine: Engine): Promise<void> {
+    async start(engine, store): Promise<void> {
       engineRef = engine;
       await membership.step();
       membership.start();
+      const leaseMs = numberFlag(flags, "shard-lease-duration") * 1000;
+      withdrawTimer = setInterval(
+        () => engine.withdrawUnheard(store, leaseMs),
+        numberFlag(flags, "shard-retry-period") * 1000,
+      );
     },
     async stop(): Promise<void> {
+      if (withdrawTimer !== null) clearInterval(withdrawTimer);
       await membership.stop();
       await replicator.flush();
       replicator.close();

@@ -338,6 +338,13 @@ interface Job {
   lastWarnings: string;
   /** Whether this replica collected it at its last tick (sharding; see `EngineOptions.owns`). */
   owned: boolean;
+  /**
+   * Sharding: when this replica last heard of the query (a peer's record, or the moment it
+   * stopped collecting it), local ms; its values are withdrawn once that is too old.
+   */
+  heardAt: number;
+  /** Sharding: its values were withdrawn for want of news (until the next record). */
+  withdrawn: boolean;
 }
 
 /**
@@ -1252,6 +1259,8 @@ export class Engine {
         failures: 0,
         lastWarnings: "",
         owned: true,
+        heardAt: this.#now(),
+        withdrawn: false,
       };
       entry.job = job;
       this.#jobs.set(job.id, job);
@@ -1315,7 +1324,9 @@ export class Engine {
   #tick(job: Job): void {
     if (job.stopped || this.#stopped) return;
     if (job.anchored) this.#schedule(job);
-    job.owned = this.#owns(job.id);
+    const owned = this.#owns(job.id);
+    if (job.owned && !owned) job.heardAt = this.#now();
+    job.owned = owned;
     if (!job.owned) {
       // another replica collects it: keep the timer (at the query's own point of the
       // interval) so that the query is collected soon after it becomes ours
@@ -1364,7 +1375,10 @@ export class Engine {
         started++;
         this.#tick(job);
         // #tick rescheduled from `due`: the next collection is one interval from now
-      } else job.owned = owned;
+      } else {
+        if (job.owned && !owned) job.heardAt = this.#now();
+        job.owned = owned;
+      }
     }
     return started;
   }
@@ -1391,6 +1405,10 @@ export class Engine {
     const entry = state?.plans.get(key);
     if (!state || !entry || entry.job?.owned) return;
     const job = entry.job;
+    if (job) {
+      job.heardAt = this.#now();
+      job.withdrawn = false;
+    }
     if ("error" in outcome) {
       if (job) {
         entry.failures++;
@@ -1413,6 +1431,39 @@ export class Engine {
       if (!this.#conflicts.has(key)) this.#events.clear(key);
     }
     if (job) this.#evaluateDependents([entry], at);
+  }
+
+  /**
+   * Sharding: the values of queries another replica collects and that nothing was heard of for
+   * two intervals plus `graceMs` (the lease duration) are no longer served, here only (`store`
+   * is the store without the push): a replica cut off from its peers serves no stale value.
+   * The next record of the query brings them back. Returns how many queries were withdrawn.
+   */
+  withdrawUnheard(
+    store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
+    graceMs: number,
+  ): number {
+    const now = this.#now();
+    let withdrawn = 0;
+    for (const job of this.#jobs.values()) {
+      if (job.owned || job.withdrawn || job.stopped) continue;
+      if (now - job.heardAt <= 2 * job.intervalMs + graceMs) continue;
+      job.withdrawn = true;
+      job.last = null;
+      withdrawn++;
+      const reason = `no news of this query from the replica that collects it since ${
+        new Date(job.heardAt).toISOString().replace(/\.\d+Z$/, "Z")
+      }`;
+      for (const key of job.subscribers.keys()) {
+        store.recordSuccess(key, [], now);
+        store.recordFailure(key, reason, now);
+      }
+      this.#log.warn("values withdrawn: no news from the replica that collects them", {
+        query: job.id,
+        since: new Date(job.heardAt).toISOString(),
+      });
+    }
+    return withdrawn;
   }
 
   /** How many queries this replica collects, of how many (own metrics, status). */

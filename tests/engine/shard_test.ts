@@ -85,11 +85,19 @@ function cluster(): MemoryCluster {
   return c;
 }
 
-function replicas(ids: string[], timers: ManualTimers, calls: Map<string, number>): Replica[] {
+function replicas(
+  ids: string[],
+  timers: ManualTimers,
+  calls: Map<string, number>,
+  /** Whether the network carries a push from one replica to another. */
+  link: (from: string, to: string) => boolean = () => true,
+): Replica[] {
   const all: Replica[] = [];
   const send = (peer: ShardMember, batch: ShardBatch): Promise<void> => {
     const to = all.find((r) => r.id === peer.identity);
-    if (!to) return Promise.reject(new Error(`connection refused (${peer.address})`));
+    if (!to || !link(batch.from, peer.identity)) {
+      return Promise.reject(new Error(`connection refused (${peer.address})`));
+    }
     // through JSON, as on the wire
     const problem = to.replicator.receive(
       JSON.parse(JSON.stringify(batch)),
@@ -165,6 +173,44 @@ describe("sharded engines", () => {
     await timers.advance(30_000);
     assert.equal(callsOf(calls, "r-a") + callsOf(calls, "r-b"), N * 4);
     assert.equal(a.replicator.stats().sendFailures, 0);
+    await a.engine.stop();
+    await b.engine.stop();
+  });
+
+  it("stops serving the values nobody refreshes when cut off from the peer, and serves them again after", async () => {
+    const timers = new ManualTimers();
+    const calls = new Map<string, number>();
+    let cut = false;
+    const [a, b] = replicas(["r-a", "r-b"], timers, calls, (from) => !(cut && from === "r-b"));
+    await a.engine.start();
+    await b.engine.start();
+    await settle();
+    await timers.advance(300);
+    const bs = Array.from({ length: N }, (_, i) => i).filter((i) =>
+      a.ring.current.owner(`fake|q-${i}`) === "r-b"
+    );
+    const as = Array.from({ length: N }, (_, i) => i).filter((i) => !bs.includes(i));
+    cut = true;
+    // 10 s interval, 4 s lease: withdrawn once 24 s passed without news
+    await timers.advance(23_000);
+    assert.equal(a.engine.withdrawUnheard(a.store, 4_000), 0);
+    assert.equal(value(a, bs[0], timers.now), bs[0]);
+    await timers.advance(2_000);
+    assert.equal(a.engine.withdrawUnheard(a.store, 4_000), bs.length);
+    assert.equal(a.engine.withdrawUnheard(a.store, 4_000), 0, "once");
+    const reason = String(value(a, bs[0], timers.now));
+    assert.match(
+      reason,
+      /^last collection failed with "no news of this query from the replica that collects it since 2024-03-04T10:00:0\d+Z"/,
+    );
+    // its own values stay; r-b (which still hears r-a) serves everything
+    for (const i of as) assert.equal(value(a, i, timers.now), i);
+    for (let i = 0; i < N; i++) assert.equal(value(b, i, timers.now), i);
+    assert.equal(b.engine.withdrawUnheard(b.store, 4_000), 0);
+    // healed: the next pushes bring the values back
+    cut = false;
+    await timers.advance(10_500);
+    for (const i of bs) assert.equal(value(a, i, timers.now), i);
     await a.engine.stop();
     await b.engine.stop();
   });
