@@ -44,3 +44,4 @@ export * from "./src/core/knative.ts";
 export * from "./src/core/promql_scope.ts";
 export * from "./src/core/schedule_series.ts";
 export * from "./src/core/namespace_limit.ts";
+export * from "./src/core/shard.ts";
