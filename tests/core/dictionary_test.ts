@@ -31,12 +31,12 @@ spec:
 }
 
 describe("dictionaryOf", () => {
-  it("copies own keys and values into a null-prototype object", () => {
+  it("copies own keys and values into a null-prototype object, keys sorted", () => {
     const src = JSON.parse('{"b":"2","a":"1","__proto__":"x","constructor":"c"}');
     const d = dictionaryOf(src);
     assert.equal(Object.getPrototypeOf(d), null);
-    assert.deepEqual(Object.keys(d), ["b", "a", "__proto__", "constructor"]);
-    assert.deepEqual(Object.values(d), ["2", "1", "x", "c"]);
+    assert.deepEqual(Object.keys(d), ["__proto__", "a", "b", "constructor"]);
+    assert.deepEqual(Object.values(d), ["x", "1", "2", "c"]);
     assert.notEqual(d, src);
     // already a dictionary: the same object back
     assert.equal(dictionaryOf(d), d);
