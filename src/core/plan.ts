@@ -255,18 +255,25 @@ function choosePods(e: Entry): Choice {
   };
 }
 
+/**
+ * The plan's copy of a metric selector, frozen all through: the engine and the store keep its
+ * `matchLabels` as the metric labels they serve instead of copies of their own (one object per
+ * plan, not four), and a frozen object cannot be changed under them.
+ */
 function copySelector(s: HpaLabelSelector | undefined): LabelSelector | null {
   if (s === undefined) return null;
   const out: LabelSelector = {};
-  if (s.matchLabels !== undefined) out.matchLabels = { ...s.matchLabels };
+  if (s.matchLabels !== undefined) out.matchLabels = Object.freeze({ ...s.matchLabels });
   if (s.matchExpressions !== undefined) {
-    out.matchExpressions = s.matchExpressions.map((r) =>
-      r.values === undefined
-        ? { key: r.key, operator: r.operator }
-        : { key: r.key, operator: r.operator, values: [...r.values] }
-    );
+    out.matchExpressions = Object.freeze(s.matchExpressions.map((r) =>
+      Object.freeze(
+        r.values === undefined
+          ? { key: r.key, operator: r.operator }
+          : { key: r.key, operator: r.operator, values: Object.freeze([...r.values]) as string[] },
+      )
+    )) as LabelSelector["matchExpressions"];
   }
-  return out;
+  return Object.freeze(out);
 }
 
 function copyTarget(t: HpaMetricTarget): MetricTarget {

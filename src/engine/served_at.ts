@@ -50,6 +50,15 @@ export function groupResourceOf(ref: Pick<ObjectReference, "apiVersion" | "kind"
   return group === "" ? resource : `${resource}.${group}`;
 }
 
+/** Metric labels without a selector: one frozen empty set for every plan. */
+const NO_LABELS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** The plan's labels themselves when frozen (as `planHpa` makes them), else a frozen copy. */
+function sharedLabels(labels: Record<string, string> | undefined): Record<string, string> {
+  if (labels === undefined) return NO_LABELS;
+  return Object.isFrozen(labels) ? labels : Object.freeze({ ...labels });
+}
+
 /**
  * Where a plan's values are served. Throws for an Object metric without a describedObject. An
  * Object metric on a Namespace is served for the HPA's own namespace (as the HPA controller
@@ -63,7 +72,7 @@ export function servedAtOf(plan: MetricPlan): ServedAt {
         kind: "external",
         namespace,
         metricName: plan.metricName,
-        metricLabels: { ...(plan.metricSelector?.matchLabels ?? {}) },
+        metricLabels: sharedLabels(plan.metricSelector?.matchLabels),
       };
       if ((plan.metricSelector?.matchExpressions ?? []).length > 0) {
         at.metricSelector = labelSelectorString(plan.metricSelector);

@@ -272,6 +272,17 @@ function seriesOf(labels: Record<string, string>): { labels: Record<string, stri
   return { labels, key: labelsKey(labels) };
 }
 
+/** Series without labels: one frozen empty set. */
+const NO_LABELS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * `labels` when frozen (a plan's metric labels, see `servedAtOf`; a sample's, copied on write),
+ * else a frozen copy: one object per series, shared by the plan, its values and served items.
+ */
+function frozenLabels(labels: Record<string, string>): Record<string, string> {
+  return Object.isFrozen(labels) ? labels : Object.freeze({ ...labels });
+}
+
 /** `k=v,k2=v2` in key order, for messages. */
 function labelsText(labels: Record<string, string>): string {
   return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
@@ -517,10 +528,11 @@ export class MetricStore {
         let labels: Record<string, string>;
         let entryKey: string;
         if (s.labels) {
-          labels = { ...s.labels };
+          // frozen: the served item shares it (see #externalItem)
+          labels = Object.freeze({ ...s.labels });
           entryKey = labelsKey(labels);
         } else {
-          const own = state.planSeries ??= seriesOf({ ...at_.metricLabels });
+          const own = state.planSeries ??= seriesOf(frozenLabels(at_.metricLabels));
           labels = own.labels;
           entryKey = own.key;
         }
@@ -906,7 +918,8 @@ export class MetricStore {
     if (v.item !== undefined && v.itemPlan === plan) return v.item as ExternalItem;
     const item: ExternalItem = {
       metricName,
-      metricLabels: { ...(v.labels ?? {}) },
+      // the value's own labels, frozen: items are kept and served again, never changed
+      metricLabels: v.labels === null ? NO_LABELS : frozenLabels(v.labels),
       value: v.value,
       timestamp: v.timestamp,
       ...(v.windowSeconds !== undefined ? { windowSeconds: v.windowSeconds } : {}),

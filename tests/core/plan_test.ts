@@ -854,3 +854,45 @@ describe("planKey and queryKey", () => {
     assert.equal(queryKey(a), queryKey(b));
   });
 });
+
+describe("planHpa shared selectors", () => {
+  it("freezes the plan's metric selector, which the engine and the store share", () => {
+    const metric = {
+      type: "External",
+      external: {
+        metric: {
+          name: "queue-length",
+          selector: {
+            matchLabels: { type: "json-path", queue: "orders" },
+            matchExpressions: [{ key: "region", operator: "In", values: ["eu"] }],
+          },
+        },
+        target: { type: "AverageValue", averageValue: "10" },
+      },
+    };
+    const [plan] = planHpa(hpa([metric], {
+      "metric-config.external.queue-length.json-path/endpoint": "http://queue/depth",
+      "metric-config.external.queue-length.json-path/json-key": "$.depth",
+    }));
+    const selector = plan.metricSelector!;
+    assert.deepEqual(selector, {
+      matchLabels: { type: "json-path", queue: "orders" },
+      matchExpressions: [{ key: "region", operator: "In", values: ["eu"] }],
+    });
+    assert.ok(Object.isFrozen(selector));
+    assert.ok(Object.isFrozen(selector.matchLabels));
+    assert.ok(Object.isFrozen(selector.matchExpressions));
+    assert.ok(Object.isFrozen(selector.matchExpressions![0]));
+    assert.ok(Object.isFrozen(selector.matchExpressions![0].values));
+    // a caller cannot change what every holder of the plan serves
+    assert.throws(() => {
+      selector.matchLabels!.queue = "payments";
+    }, TypeError);
+    assert.throws(() => selector.matchExpressions![0].values!.push("us"), TypeError);
+    assert.equal(selector.matchLabels!.queue, "orders");
+    // the HPA's own object is not frozen, nor shared
+    const source = metric.external.metric.selector.matchLabels as Record<string, string>;
+    assert.ok(!Object.isFrozen(source));
+    assert.notEqual(selector.matchLabels, source);
+  });
+});

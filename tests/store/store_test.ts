@@ -452,6 +452,30 @@ describe("MetricStore external selectors", () => {
     }]);
   });
 
+  it("serves frozen series labels: the plan's own when frozen, a sample's copied once", () => {
+    const store = new MetricStore();
+    const labels = Object.freeze({ queue: "orders" });
+    const a = externalPlan("a", "qa", labels);
+    store.upsertPlan(a, T0);
+    store.recordSuccess(a.key, [{ value: 3, timestamp: T0 }], T0);
+    const got = store.lookupExternal(ext("queue=orders"), T0);
+    assert.ok("items" in got);
+    assert.equal(got.items[0].metricLabels, labels);
+    const b = externalPlan("b", "qb", { queue: "payments" }, "other");
+    store.upsertPlan(b, T0);
+    const sample = { queue: "payments", shard: "1" };
+    store.recordSuccess(b.key, [{ value: 4, timestamp: T0, labels: sample }], T0);
+    sample.shard = "2";
+    const [item] = (store.lookupExternal(ext("queue=payments", "other"), T0) as {
+      items: { metricLabels: Record<string, string> }[];
+    }).items;
+    assert.deepEqual(item.metricLabels, { queue: "payments", shard: "1" });
+    assert.ok(Object.isFrozen(item.metricLabels));
+    assert.throws(() => {
+      item.metricLabels.shard = "3";
+    }, TypeError);
+  });
+
   it("matches a selector with matchExpressions by its canonical string", () => {
     const store = new MetricStore();
     const plan = externalPlan("a", "q", { type: "sqs" });
