@@ -10,6 +10,13 @@ import type { ServedAt } from "../store/types.ts";
 import type { EventReporter } from "./event_reporter.ts";
 import type { Logger } from "./logger.ts";
 
+/** The plans of one slot: how many use each query key. */
+interface SlotQueries {
+  /** The slot's key, one string for all its plans. */
+  key: string;
+  queries: SmallMap<string, number>;
+}
+
 /** Options of {@linkcode ConflictIndex}. */
 export interface ConflictIndexOptions {
   store: Pick<MetricStore, "conflicts" | "conflictVersion">;
@@ -38,9 +45,12 @@ export class ConflictIndex {
   /** Conflict messages logged, per plan key. */
   #conflicts = new Map<string, string>();
   /** Slot and query key of every plan declared to the store. */
-  #planSlots = new Map<string, { slot: string; query: string }>();
-  /** Query keys of the plans per slot (where the store's values may collide), counted. */
-  #slotQueries = new Map<string, SmallMap<string, number>>();
+  #planSlots = new Map<string, { slot: SlotQueries; query: string }>();
+  /**
+   * The slots (where the store's values may collide), by key. A plan refers to its slot's
+   * record, not to a key string of its own (thousands of plans, a string each, otherwise).
+   */
+  #slotQueries = new Map<string, SlotQueries>();
   /** Slots whose plans have different query keys: their collections may change conflicts. */
   #contested = new Set<string>();
   /** The store's conflict version at the last `check`. */
@@ -78,13 +88,14 @@ export class ConflictIndex {
       ? JSON.stringify(["c", at.namespace, at.groupResource, at.metricName, at.metricSelector])
       : JSON.stringify(["e", at.namespace, at.metricName]);
     const old = this.#planSlots.get(key);
-    if (old?.slot === slot && old.query === query) return;
+    if (old?.slot.key === slot && old.query === query) return;
     if (old) this.unindex(key);
-    this.#planSlots.set(key, { slot, query });
-    let queries = this.#slotQueries.get(slot);
-    if (!queries) this.#slotQueries.set(slot, queries = new SmallMap());
+    let record = this.#slotQueries.get(slot);
+    if (!record) this.#slotQueries.set(slot, record = { key: slot, queries: new SmallMap() });
+    this.#planSlots.set(key, { slot: record, query });
+    const queries = record.queries;
     queries.set(query, (queries.get(query) ?? 0) + 1);
-    if (queries.size > 1) this.#contested.add(slot);
+    if (queries.size > 1) this.#contested.add(record.key);
   }
 
   /** The plan `key` left the store. */
@@ -92,12 +103,13 @@ export class ConflictIndex {
     const old = this.#planSlots.get(key);
     if (!old) return;
     this.#planSlots.delete(key);
-    const queries = this.#slotQueries.get(old.slot)!;
+    const slot = old.slot.key;
+    const queries = old.slot.queries;
     const n = queries.get(old.query)! - 1;
     if (n > 0) queries.set(old.query, n);
     else queries.delete(old.query);
-    if (queries.size === 0) this.#slotQueries.delete(old.slot);
-    if (queries.size <= 1) this.#contested.delete(old.slot);
+    if (queries.size === 0) this.#slotQueries.delete(slot);
+    if (queries.size <= 1) this.#contested.delete(slot);
   }
 
   /** Whether a collection for these plans may have changed the store's conflicts. */
@@ -105,7 +117,7 @@ export class ConflictIndex {
     if (this.#contested.size === 0) return false;
     for (const key of keys) {
       const slot = this.#planSlots.get(key)?.slot;
-      if (slot !== undefined && this.#contested.has(slot)) return true;
+      if (slot !== undefined && this.#contested.has(slot.key)) return true;
     }
     return false;
   }
