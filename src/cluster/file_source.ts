@@ -55,15 +55,10 @@ export interface FileClusterSourceOptions {
   wallClock?: () => number;
 }
 
-interface Entry {
-  kind: Kind;
-  key: string;
-  object: KubeObject;
-}
-
 interface FileState {
   signature: string;
-  entries: Entry[];
+  /** The file's objects the adapter reads (of a known kind), trimmed, in file order. */
+  objects: KubeObject[];
   error?: string;
   /**
    * The text read, kept only while the file's timestamps were too close to the read for the
@@ -96,6 +91,8 @@ interface Override<T> {
 }
 
 interface Overrides {
+  /** The object as its file defines it (what is served is a copy with the writes applied). */
+  base: KubeObject;
   status?: Override<unknown>;
   replicas?: Override<number>;
 }
@@ -134,9 +131,11 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   readonly #stat: (file: string) => Promise<FileStamp>;
   readonly #wallClock: () => number;
   #files = new Map<string, FileState>();
-  /** Objects as the files define them, by kind and key. */
-  #bases = new Map<Kind, Map<string, KubeObject>>();
-  /** Objects as served (overrides applied, resourceVersion set). */
+  /**
+   * Objects as served (overrides applied, resourceVersion set). An object without overrides is
+   * served as its file defines it, so files' objects are found here or, for the few with
+   * overrides, in `#overrides`: no second map of every object is kept.
+   */
   readonly #current = new Map<Kind, Map<string, KubeObject>>();
   readonly #overrides = new Map<string, Overrides>();
   readonly #handlers = new Map<Kind, Set<WatchHandler>>();
@@ -241,9 +240,9 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
   ): Promise<void> {
     const key = this.#key(kind, namespace, name);
     const base = this.#mustBase(kind, key, "update status of");
-    const o = this.#overridesOf(kind, key);
+    const o = this.#overridesOf(kind, key, base);
     o.status = { file: JSON.stringify(base.status ?? null), value: clone(status) };
-    this.#recompute(kind, key);
+    this.#recompute(kind, key, base);
   }
 
   /** `spec.replicas` and `status.replicas` (which defaults to spec: no controller runs). */
@@ -272,13 +271,13 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     }
     const base = this.#mustBase(kind, key, "set scale of");
     const served = this.#current.get(kind)!.get(key)!;
-    const o = this.#overridesOf(kind, key);
+    const o = this.#overridesOf(kind, key, base);
     o.replicas = { file: JSON.stringify(base.spec?.replicas ?? null), value: replicas };
     o.status = {
       file: JSON.stringify(base.status ?? null),
       value: { ...clone(served.status ?? {}), replicas },
     };
-    this.#recompute(kind, key);
+    this.#recompute(kind, key, base);
   }
 
   /**
@@ -336,16 +335,17 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     return KIND_RESOURCES[kind].namespaced ? `${namespace ?? "default"}/${name}` : name;
   }
 
+  /** The object as its file defines it: the served one unless writes were applied to it. */
   #mustBase(kind: Kind, key: string, what: string): KubeObject {
-    const base = this.#bases.get(kind)?.get(key);
+    const base = this.#overrides.get(`${kind}|${key}`)?.base ?? this.#current.get(kind)?.get(key);
     if (!base) throw new Error(`${what} ${kind} ${key}: not found`);
     return base;
   }
 
-  #overridesOf(kind: Kind, key: string): Overrides {
+  #overridesOf(kind: Kind, key: string, base: KubeObject): Overrides {
     const id = `${kind}|${key}`;
     let o = this.#overrides.get(id);
-    if (!o) this.#overrides.set(id, o = {});
+    if (!o) this.#overrides.set(id, o = { base });
     return o;
   }
 
@@ -396,28 +396,30 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     const errors = [...pathErrors];
     for (const [file, state] of next) {
       if (state.error) errors.push(state.error);
-      for (const e of state.entries) {
-        const id = `${e.kind}|${e.key}`;
+      for (const object of state.objects) {
+        const kind = kindOf(object.apiVersion, object.kind)!;
+        const key = this.#key(kind, object.metadata.namespace, object.metadata.name);
+        const id = `${kind}|${key}`;
         const first = sourceOf.get(id);
         if (first !== undefined) {
           errors.push(
-            `${file}: duplicate ${e.kind} "${e.key}" ignored (first defined in ${first})`,
+            `${file}: duplicate ${kind} "${key}" ignored (first defined in ${first})`,
           );
           continue;
         }
         sourceOf.set(id, file);
-        bases.get(e.kind)!.set(e.key, e.object);
+        bases.get(kind)!.set(key, object);
       }
     }
-    this.#bases = bases;
     this.#currentErrors = errors;
     for (const e of errors) this.#report(e);
     // a problem that went away may be reported again if it comes back
     for (const r of [...this.#reported]) if (!errors.includes(r)) this.#reported.delete(r);
     for (const kind of KINDS) {
-      const keys = new Set([...this.#current.get(kind)!.keys(), ...bases.get(kind)!.keys()]);
-      for (const key of bases.get(kind)!.keys()) this.#recompute(kind, key);
-      for (const key of keys) if (!bases.get(kind)!.has(key)) this.#recompute(kind, key);
+      const next = bases.get(kind)!;
+      const gone = [...this.#current.get(kind)!.keys()].filter((key) => !next.has(key));
+      for (const [key, base] of next) this.#recompute(kind, key, base);
+      for (const key of gone) this.#recompute(kind, key, undefined);
     }
   }
 
@@ -443,25 +445,25 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       return {
         signature: "",
-        entries: previous?.entries ?? [],
+        objects: previous?.objects ?? [],
         error: `${file}: ${errorMessage(e)}`,
       };
     }
     try {
-      const entries = this.#entriesOf(parseManifests(text, file), file);
-      return { signature, entries, ...(racy ? { racyText: text } : {}) };
+      const objects = this.#objectsOf(parseManifests(text, file), file);
+      return { signature, objects, ...(racy ? { racyText: text } : {}) };
     } catch (e) {
       return {
         signature,
-        entries: previous?.entries ?? [],
+        objects: previous?.objects ?? [],
         error: errorMessage(e),
         ...(racy ? { racyText: text } : {}),
       };
     }
   }
 
-  #entriesOf(objects: KubeObject[], file: string): Entry[] {
-    const out: Entry[] = [];
+  #objectsOf(objects: KubeObject[], file: string): KubeObject[] {
+    const out: KubeObject[] = [];
     for (const raw of objects) {
       const kind = kindOf(raw.apiVersion, raw.kind);
       if (!kind) {
@@ -480,11 +482,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
       if (KIND_RESOURCES[kind].namespaced) object.metadata.namespace ??= "default";
       else delete object.metadata.namespace;
       delete object.metadata.resourceVersion;
-      out.push({
-        kind,
-        key: this.#key(kind, object.metadata.namespace, object.metadata.name),
-        object,
-      });
+      out.push(object);
     }
     return out;
   }
@@ -494,9 +492,8 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
    * without overrides is served as its base itself (no second copy of every object is kept):
    * bases are never mutated but for the resourceVersion, and consumers do not mutate objects.
    */
-  #recompute(kind: Kind, key: string): void {
+  #recompute(kind: Kind, key: string, base: KubeObject | undefined): void {
     const id = `${kind}|${key}`;
-    const base = this.#bases.get(kind)?.get(key);
     const served = this.#current.get(kind)!;
     const old = served.get(key);
     if (!base) {
@@ -510,6 +507,7 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
     let obj = base;
     const o = this.#overrides.get(id);
     if (o) {
+      o.base = base;
       const status = o.status && o.status.file === JSON.stringify(base.status ?? null);
       const replicas = o.replicas &&
         o.replicas.file === JSON.stringify(base.spec?.replicas ?? null);

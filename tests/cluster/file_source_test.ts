@@ -304,6 +304,16 @@ describe("FileClusterSource", () => {
         replicas: 2,
         note: "mine",
       });
+      // a write after the file changed applies to the file's new object (replicas 5)
+      await source.updateStatus("Deployment", "default", "web", { replicas: 3 });
+      assert.equal(source.get("Deployment", "default", "web")?.spec.replicas, 5);
+      assert.deepEqual(source.get("Deployment", "default", "web")?.status, { replicas: 3 });
+      await source.setScale("Deployment", "default", "web", 6);
+      assert.equal(source.get("Deployment", "default", "web")?.spec.replicas, 6);
+      assert.deepEqual(await source.getScale("Deployment", "default", "web"), {
+        specReplicas: 6,
+        statusReplicas: 6,
+      });
 
       // the file changes the status: the file wins
       await write("one.yaml", deploymentYaml("web", 5, "status: {replicas: 4}\n"));
