@@ -1,15 +1,17 @@
 // The fake pod fleet (a child process of bench/run.mjs, run by node): one HTTP listener per fake
 // pod address (127.0.x.y, loopback only) answering `{"rps":N}` on any path, and optionally the
 // fake queue endpoint on 127.0.0.1 answering `{"length":N}` at /queue/I. It counts scrapes per
-// pod and the longest gap between two scrapes of a pod, and reports them on a control listener.
+// pod and the longest gap between two scrapes of a pod, and reports them on a control listener;
+// with `queueCount` N (and `queue`), the same per queue index 0..N-1 (`queue` in the stats).
 //
-// usage: node bench/fleet.mjs '{"port":P,"from":0,"count":10000,"base":1,"queue":false}'
+// usage: node bench/fleet.mjs '{"port":P,"from":0,"count":10000,"base":1,"queue":false,
+//          "queueCount":0}'
 // prints one line `{"ready":true,"control":PORT,"failed":N}` once every listener is up.
 import { createServer } from "node:http";
 import { fakePodRps, fakeQueueLength, podAddress } from "./manifests.mjs";
 
 const cfg = JSON.parse(process.argv[2]);
-const { port, from, count, base = 1, queue = false, keepAliveMs = 1000 } = cfg;
+const { port, from, count, base = 1, queue = false, queueCount = 0, keepAliveMs = 1000 } = cfg;
 
 const index = new Map();
 const bodies = [];
@@ -24,6 +26,21 @@ const lastHit = new Float64Array(count);
 const maxGap = new Float64Array(count);
 let windowStart = 0;
 let queueHits = 0;
+// per queue index (queueCount > 0): reads, the last read, the longest gap between two reads
+const qHits = new Uint32Array(queueCount);
+const qLastHit = new Float64Array(queueCount);
+const qMaxGap = new Float64Array(queueCount);
+
+/** Count a hit of index `i` in `hits`/`last`/`gaps` (a gap only within the window). */
+function hit(i, hits, last, gaps) {
+  const now = performance.timeOrigin + performance.now();
+  if (last[i] > 0 && last[i] >= windowStart) {
+    const gap = now - last[i];
+    if (gap > gaps[i]) gaps[i] = gap;
+  }
+  last[i] = now;
+  hits[i]++;
+}
 
 function onPod(req, res) {
   const i = index.get(req.socket.localAddress);
@@ -31,13 +48,7 @@ function onPod(req, res) {
     res.writeHead(404).end();
     return;
   }
-  const now = performance.timeOrigin + performance.now();
-  if (lastHit[i] > 0 && lastHit[i] >= windowStart) {
-    const gap = now - lastHit[i];
-    if (gap > maxGap[i]) maxGap[i] = gap;
-  }
-  lastHit[i] = now;
-  hits[i]++;
+  hit(i, hits, lastHit, maxGap);
   res.writeHead(200, { "content-type": "application/json" });
   res.end(bodies[i]);
 }
@@ -49,6 +60,8 @@ function onQueue(req, res) {
     return;
   }
   queueHits++;
+  const q = Number(m[1]);
+  if (q < queueCount) hit(q, qHits, qLastHit, qMaxGap);
   res.writeHead(200, { "content-type": "application/json" });
   res.end(`{"length":${fakeQueueLength(Number(m[1]))}}`);
 }
@@ -81,30 +94,63 @@ if (queue) {
   } else servers.push(s);
 }
 
-function stats() {
+/**
+ * Hits, never hit (`inWindow`: not since the window's start; else not ever), the longest gap
+ * (and its index), the 99th percentile of the per-index longest gaps, the oldest last hit.
+ */
+function tally(n, hits, last, gaps, inWindow) {
   const now = performance.timeOrigin + performance.now();
   let total = 0;
   let never = 0;
   let worstGap = 0;
+  let worstIndex = -1;
   let worstAge = 0;
-  const gaps = [];
-  for (let i = 0; i < count; i++) {
+  const sorted = [];
+  for (let i = 0; i < n; i++) {
     total += hits[i];
-    if (lastHit[i] === 0) never++;
-    else worstAge = Math.max(worstAge, now - lastHit[i]);
-    worstGap = Math.max(worstGap, maxGap[i]);
-    gaps.push(maxGap[i]);
+    if (inWindow ? hits[i] === 0 : last[i] === 0) never++;
+    if (last[i] > 0) worstAge = Math.max(worstAge, now - last[i]);
+    if (gaps[i] > worstGap) {
+      worstGap = gaps[i];
+      worstIndex = i;
+    }
+    sorted.push(gaps[i]);
   }
-  gaps.sort((a, b) => a - b);
+  sorted.sort((a, b) => a - b);
   return {
-    pods: count,
-    scrapes: total,
-    queueHits,
-    neverScraped: never,
+    total,
+    never,
     maxGapMs: Math.round(worstGap),
-    p99MaxGapMs: Math.round(gaps[Math.floor(gaps.length * 0.99)] ?? 0),
-    oldestScrapeAgeMs: Math.round(worstAge),
+    worstIndex,
+    p99MaxGapMs: Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0),
+    oldestAgeMs: Math.round(worstAge),
   };
+}
+
+function stats() {
+  const p = tally(count, hits, lastHit, maxGap, false);
+  const out = {
+    pods: count,
+    scrapes: p.total,
+    queueHits,
+    neverScraped: p.never,
+    maxGapMs: p.maxGapMs,
+    p99MaxGapMs: p.p99MaxGapMs,
+    oldestScrapeAgeMs: p.oldestAgeMs,
+  };
+  if (queueCount > 0) {
+    const q = tally(queueCount, qHits, qLastHit, qMaxGap, true);
+    out.queue = {
+      count: queueCount,
+      reads: q.total,
+      neverRead: q.never,
+      maxGapMs: q.maxGapMs,
+      worstIndex: q.worstIndex,
+      p99MaxGapMs: q.p99MaxGapMs,
+      oldestReadAgeMs: q.oldestAgeMs,
+    };
+  }
+  return out;
 }
 
 const control = createServer((req, res) => {
@@ -113,6 +159,8 @@ const control = createServer((req, res) => {
     hits.fill(0);
     maxGap.fill(0);
     queueHits = 0;
+    qHits.fill(0);
+    qMaxGap.fill(0);
   }
   res.writeHead(200, { "content-type": "application/json" });
   res.end(JSON.stringify(stats()));

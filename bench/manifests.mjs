@@ -8,6 +8,8 @@
 //   formula set:  H HPAs, each served one External formula metric over two hidden inputs: a Pods
 //                 json-path metric on its P pods (each on its own loopback address) and an
 //                 External json-path metric on its own queue endpoint.
+//   shard set:    H HPAs, each with one External json-path metric on its own queue endpoint
+//                 (one distinct query each), for kubectl in cluster mode.
 //
 // Files are YAML (block style, as people write them), one file per kind.
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -381,4 +383,58 @@ export function formulaHiddenPaths(h) {
     `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/pods/*/rps?labelSelector=app%3D${hpa}`,
     `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/queue-length`,
   ];
+}
+
+/** Namespaces the shard set spreads its HPAs over. */
+export const SHARD_NAMESPACES = 8;
+
+/** Where shard-set HPA number `h` is: its namespace and name (also its queue's label). */
+export function shardNames(h) {
+  return { ns: `shard-${pad(h % SHARD_NAMESPACES, 2)}`, hpa: `q-${pad(h)}` };
+}
+
+/**
+ * Write the shard set (issue 29, created with kubectl): `hpas` HPAs, HPA h with one External
+ * json-path metric on http://127.0.0.1:PORT/queue/h (one distinct query, so one collection, per
+ * HPA) collected every `interval`. Returns the namespaces.
+ */
+export function writeShardManifests(dir, { hpas, port, interval }) {
+  mkdirSync(dir, { recursive: true });
+  const hpaDocs = [];
+  for (let h = 0; h < hpas; h++) {
+    const { ns, hpa } = shardNames(h);
+    hpaDocs.push({
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: hpa,
+        namespace: ns,
+        annotations: {
+          "metric-config.external.queue-length.json-path/endpoint":
+            `http://127.0.0.1:${port}/queue/${h}`,
+          "metric-config.external.queue-length.json-path/json-key": "$.length",
+          "metric-config.external.queue-length.json-path/interval": interval,
+        },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: hpa },
+        minReplicas: 1,
+        maxReplicas: 50,
+        metrics: [{
+          type: "External",
+          external: {
+            metric: {
+              name: "queue-length",
+              selector: { matchLabels: { type: "json-path", queue: hpa } },
+            },
+            target: { type: "AverageValue", averageValue: "30" },
+          },
+        }],
+      },
+    });
+  }
+  writeDocs(join(dir, "hpas.yaml"), hpaDocs);
+  const namespaces = [];
+  for (let i = 0; i < Math.min(hpas, SHARD_NAMESPACES); i++) namespaces.push(shardNames(i).ns);
+  return { namespaces };
 }

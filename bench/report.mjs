@@ -26,7 +26,7 @@ export function renderReport(report) {
 \`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
 version (about a minute: the binary only, 2,000 HPAs, the same scrape rate on fewer pods, and
 shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
-\`--only startup,serving,tls,fanout,formula,fairshare,cluster\`,
+\`--only startup,serving,tls,fanout,formula,fairshare,cluster,shard\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
 working tree into a temp folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
@@ -86,6 +86,22 @@ What is measured (everything on loopback, every process stopped by its PID):
   "file" reads manifests; mode "cluster" is the binary against the end-to-end suite's real
   control plane (kube-apiserver, controller manager), the 2,000 HPAs and their schedules created
   with kubectl (full run only).
+- **Sharded collection** (section \`shard\`, issue 29, full run only): the fan-out row's 1,333
+  collections/s in cluster mode, on the end-to-end control plane: 1,333 HPAs (kubectl), each
+  one External json-path metric on its own queue endpoint (one distinct query each) every
+  second, answered by the fake fleet in the harness's network namespace. Two runs, each on a
+  fresh control plane: one replica of the binary, then three with \`--shard-collection\`
+  (Leases of 4 s renewed every second); the replica guard, the Knative reconciler and
+  ScalingSchedules off, \`--v=0\`. Before the HPAs, each replica's CPU over 10 s with none
+  (results.json: \`idleCores\`). Once every replica holds every value (sharded: sees three
+  members, and the owned shares add up to 1,333), 5 s, then a 30 s window: the fleet's reads
+  of every index and the longest gap between two of them (or since the last, at the end), the
+  collections of all replicas together, CPU and RSS (median of one reading a second) of each
+  replica, the values each holds (the stored external values: every replica serves every
+  value), push failures. Budget: every index read in the window, no gap over the interval +
+  1 s, collections/s within 5% of the target, every value held by every replica, no push
+  failure, and the most loaded of three replicas at most ${b.shardCoresRatio ?? 0.5}x the single
+  replica's cores (a third plus the push and receive of the peers' values).
 - **Startup**: process start to \`/readyz\` 200, with no HPAs (and with 2,000 for information),
   the certificate already on disk. Budget: < ${b.startupMs} ms for the binary.
 
@@ -247,6 +263,47 @@ row measured under a load average well above 2 is noise, not a result.
         f.valuesMs,
         f.load1,
         budgetMark(f.runtime, f.ok) + (f.ok ? "" : ` (${f.misses.join(", ")})`),
+      ]),
+    ));
+    out.push("");
+  }
+  if (r.shard?.length > 0) {
+    out.push("### Sharded collection\n");
+    const each = (rows, k) => rows.map((x) => x[k]).join(" / ");
+    out.push(table(
+      [
+        "replicas",
+        "HPAs",
+        "interval",
+        "collections/s (target)",
+        "max gap ms",
+        "never collected",
+        "cores (each)",
+        "cores (sum)",
+        "single-replica cores",
+        "largest / single",
+        "RSS MiB (each)",
+        "values held (each)",
+        "push failures",
+        "load",
+        "budget",
+      ],
+      r.shard.map((x) => [
+        x.replicas,
+        x.hpas,
+        `${x.intervalSeconds} s`,
+        `${x.collectionsPerSecond} (${x.targetCollectionsPerSecond})`,
+        x.maxGapMs,
+        x.neverCollected,
+        each(x.perReplica, "cores"),
+        x.coresSum,
+        x.singleCores ?? "",
+        x.replicas > 1 ? (x.maxCoresRatio ?? "") : "",
+        each(x.perReplica, "rssMiB"),
+        each(x.perReplica, "storedExternal"),
+        x.replicas > 1 ? x.pushFailures : "",
+        x.load1,
+        mark(x.ok) + (x.ok ? "" : ` (${x.misses.join(", ")})`),
       ]),
     ));
     out.push("");

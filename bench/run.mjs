@@ -5,11 +5,12 @@
 // process it starts is stopped by its PID.
 //
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,tls,fanout,
-//          formula,fairshare,startup,cluster] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
+//          formula,fairshare,startup,cluster,shard] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
 //          [--no-write] [--no-pin]
 //
 // The cluster section (in the full run, not in --quick) measures the binary's memory against the
-// real control plane of the end-to-end suite (tests/e2e/harness.ts: root, Go, kubectl).
+// real control plane of the end-to-end suite (tests/e2e/harness.ts: root, Go, kubectl); the
+// shard section (full run only too) runs one and three adapter replicas on it (issue 29).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
@@ -27,6 +28,7 @@ import {
   writeFanoutManifests,
   writeFormulaManifests,
   writeServingManifests,
+  writeShardManifests,
 } from "./manifests.mjs";
 import {
   buildLoadgen,
@@ -62,6 +64,11 @@ export const BUDGETS = {
   fanoutCores: 1.5,
   memoryMiBAt2000: 128,
   startupMs: 300,
+  /**
+   * Sharded collection (issue 29): the most loaded of three replicas against the single
+   * replica's cores, at most (a third plus the push and receive of the peers' values).
+   */
+  shardCoresRatio: 0.5,
 };
 
 function parseArgs(argv) {
@@ -116,6 +123,7 @@ const plan = {
       "formula",
       "fairshare",
       "cluster",
+      "shard",
     ]),
   warmSeconds: quick ? 1 : 2,
   // Quick warms each server once, before its first path, to stay under a minute (the paths
@@ -157,6 +165,25 @@ const plan = {
     warmSeconds: quick ? 4 : 18,
     windowSeconds: quick ? 6 : 45,
     runtimes: opts.runtimes ?? ["binary"],
+  },
+  // Sharded collection (issue 29, cluster mode, full run only): the fan-out row's rate
+  // (1,333 collections/s) as 1,333 HPAs, each one External json-path metric on its own queue
+  // every second, on one replica and then on three sharing the collection. Off: what the
+  // measurement does not need (the replica guard, the Knative reconciler, ScalingSchedules) and
+  // the e2e suite's --v=2, which logs every collection.
+  shard: {
+    hpas: 1333,
+    intervalSeconds: 1,
+    replicas: [1, 3],
+    idleSeconds: 10,
+    warmSeconds: 5,
+    windowSeconds: quick ? 10 : 30,
+    adapterArgs: [
+      "--estafette-hpa-scaler=false",
+      "--knative-autoscaler=false",
+      "--scaling-schedule=false",
+      "--v=0",
+    ],
   },
 };
 
@@ -297,6 +324,14 @@ async function ownMetrics(adapter) {
   return {
     collectionsOk: val("kube_metrics_adapter_collections_success"),
     collectionsError: val("kube_metrics_adapter_collections_error"),
+    storedExternal: val('kube_metrics_adapter_stored_values\\{api="external"\\}'),
+    // --shard-collection only (NaN without it)
+    shardMembers: val("hpa_metrics_adapter_shard_members"),
+    shardOwned: val("hpa_metrics_adapter_shard_owned_collections"),
+    shardCollections: val("hpa_metrics_adapter_shard_collections"),
+    shardPushed: val("hpa_metrics_adapter_shard_pushed_records_total"),
+    shardReceived: val("hpa_metrics_adapter_shard_received_records_total"),
+    shardPushFailures: val("hpa_metrics_adapter_shard_push_failures_total"),
   };
 }
 
@@ -321,6 +356,7 @@ const results = {
   fanout: null,
   fairshare: null,
   formula: [],
+  shard: [],
 };
 
 async function ensureCert(art) {
@@ -914,21 +950,14 @@ async function formulaSection(art, fleetScript) {
 }
 
 /**
- * The binary in cluster mode: the e2e control plane (etcd, kube-apiserver, controller manager)
- * with the adapter as the e2e suite runs it (leader election, front-proxy TLS, --v=2), then the
- * serving set's 2,000 HPAs and ScalingSchedules created with kubectl. RSS with no HPAs, and once
- * the last HPA's object metric is served through the aggregation layer plus 20 s.
+ * The e2e harness (tests/e2e/harness.ts: root, Go, kubectl) with `extraEnv` added to ours:
+ * `harnessRun(["up", "--fresh"])`, `harnessRun(["down"])`, and kubectl on its kubeconfig. The
+ * harness's output goes to e2e-harness.log in the work folder; `what` names the section in
+ * errors.
  */
-async function clusterSection(art) {
-  const size = 2000;
+function e2eTools(what, extraEnv) {
   const harness = [process.execPath, ["--import", "tsx", join(root, "tests/e2e/harness.ts")]];
-  // the HPA controller at Kubernetes' default sync period (15 s), not the suite's 2 s
-  const env = {
-    ...process.env,
-    HPA_E2E_ADAPTER_CMD: art.binary,
-    HPA_E2E_PROMETHEUS: "0",
-    HPA_E2E_HPA_SYNC_PERIOD: "15",
-  };
+  const env = { ...process.env, ...extraEnv };
   const logFile = join(work, "e2e-harness.log");
   const harnessRun = (args) => {
     const r = spawnSync(harness[0], [...harness[1], ...args], {
@@ -940,7 +969,7 @@ async function clusterSection(art) {
     writeFileSync(logFile, (r.stdout ?? "") + (r.stderr ?? ""), { flag: "a" });
     if (r.status !== 0) {
       throw new Error(
-        `cluster section: harness ${args[0]} exited ${r.status} (needs root, Go and kubectl; ` +
+        `${what}: harness ${args[0]} exited ${r.status} (needs root, Go and kubectl; ` +
           `see tests/e2e/harness.ts):\n${(r.stderr || r.stdout || "").slice(-1500)}`,
       );
     }
@@ -955,6 +984,24 @@ async function clusterSection(art) {
     if (r.status !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr.slice(-800)}`);
     return r.stdout;
   };
+  return { harnessRun, kubectl };
+}
+
+/**
+ * The binary in cluster mode: the e2e control plane (etcd, kube-apiserver, controller manager)
+ * with the adapter as the e2e suite runs it (leader election, front-proxy TLS, --v=2), then the
+ * serving set's 2,000 HPAs and ScalingSchedules created with kubectl. RSS with no HPAs, and once
+ * the last HPA's object metric is served through the aggregation layer plus 20 s.
+ */
+async function clusterSection(art) {
+  const size = 2000;
+  // the HPA controller at Kubernetes' default sync period (15 s), not the suite's 2 s
+  const { harnessRun, kubectl } = e2eTools("cluster section", {
+    HPA_E2E_ADAPTER_CMD: art.binary,
+    HPA_E2E_PROMETHEUS: "0",
+    HPA_E2E_HPA_SYNC_PERIOD: "15",
+  });
+  const kubeconfig = join(root, ".e2e", "kubeconfig");
   log("cluster: starting the e2e control plane with the binary");
   harnessRun(["up", "--fresh"]);
   let fleet = null;
@@ -1045,6 +1092,227 @@ async function clusterSection(art) {
 }
 
 /**
+ * Sharded collection (issue 29, `serve --shard-collection`): the binary in cluster mode on the
+ * e2e control plane, once with one replica (no sharding) and once with three sharing the
+ * collection (HPA_E2E_SHARD_REPLICAS=3: Leases of 4 s renewed each second), each on a fresh
+ * control plane. `plan.shard.hpas` HPAs (kubectl), each with one External json-path metric on
+ * its own queue endpoint (one distinct query, so one collection, per HPA) every interval,
+ * answered by the fake fleet inside the harness's network namespace, which records the reads
+ * of every index and the longest gap between two of them. Once every replica holds every value
+ * (and, sharded, sees all the members and the owned shares add up to the whole), a steady
+ * window: reads and gaps per index, the collections of all replicas together, CPU and RSS of
+ * each replica, pushes and push failures.
+ */
+async function shardSection(art) {
+  const f = plan.shard;
+  const interval = `${f.intervalSeconds}s`;
+  const fleetPort = 18080;
+  const dir = join(work, "shard-set");
+  const { namespaces } = writeShardManifests(dir, {
+    hpas: f.hpas,
+    port: fleetPort,
+    interval,
+  });
+  results.shard = [];
+  for (const replicas of f.replicas) {
+    const { harnessRun, kubectl } = e2eTools("shard section", {
+      HPA_E2E_ADAPTER_CMD: art.binary,
+      HPA_E2E_PROMETHEUS: "0",
+      HPA_E2E_HPA_SYNC_PERIOD: "15",
+      HPA_E2E_SHARD_REPLICAS: String(replicas),
+      HPA_E2E_ADAPTER_ARGS: f.adapterArgs.join(" "),
+    });
+    log(`shard: starting the e2e control plane with ${replicas} replica(s) of the binary`);
+    harnessRun(["up", "--fresh"]);
+    let fleet = null;
+    try {
+      fleet = await startReadyLine("ip", [
+        "netns",
+        "exec",
+        "hpa-e2e",
+        process.execPath,
+        join(here, "fleet.mjs"),
+        JSON.stringify({
+          port: fleetPort,
+          from: 0,
+          count: 0,
+          queue: true,
+          queueCount: f.hpas,
+          keepAliveMs: 5000,
+        }),
+      ], { logFile: join(work, "shard-fleet.log") });
+      // the fleet's control listener is on the namespace's loopback: read it from there
+      const control = async (method = "GET") => {
+        const r = spawnSync("ip", [
+          "netns",
+          "exec",
+          "hpa-e2e",
+          "curl",
+          "-sf",
+          "-X",
+          method,
+          `http://127.0.0.1:${fleet.info.control}/window`,
+        ], { encoding: "utf8" });
+        if (r.status !== 0) throw new Error(`shard: fleet control: ${r.stderr || r.status}`);
+        return JSON.parse(r.stdout);
+      };
+      const state = JSON.parse(readFileSync(join(root, ".e2e", "state.json"), "utf8"));
+      const pids = readFileSync(join(root, ".e2e", "pids"), "utf8");
+      const members = state.replicas.map((x) => {
+        const all = [...pids.matchAll(new RegExp(`^${x.name} (\\d+) `, "gm"))];
+        const pid = Number(all.at(-1)?.[1]);
+        if (!(pid > 0)) throw new Error(`shard: no ${x.name} in .e2e/pids:\n${pids}`);
+        return { ...x, pid, metricsHost: x.ip, metricsPort: 7979 };
+      });
+      if (members.length !== replicas) {
+        throw new Error(`shard: ${members.length} replicas up, want ${replicas}`);
+      }
+      // what each replica costs with no HPAs (watches; sharded: its Lease, the others')
+      await sleep(5000);
+      const idle0 = members.map((m) => procStats(m.pid).cpuSeconds);
+      const idleT0 = performance.now();
+      await sleep(f.idleSeconds * 1000);
+      const idleS = (performance.now() - idleT0) / 1000;
+      const idleCores = members.map((m, k) =>
+        round((procStats(m.pid).cpuSeconds - idle0[k]) / idleS, 3)
+      );
+      kubectl(
+        ["create", "-f", "-"],
+        namespaces.map((n) =>
+          JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: n } })
+        ).join("\n"),
+      );
+      const applied = performance.now();
+      kubectl(["create", "-f", join(dir, "hpas.yaml")]);
+      const createdS = (performance.now() - applied) / 1000;
+      // every replica holds every value; sharded: every replica sees all the members and the
+      // whole set, and the owned shares add up to it
+      const ready = (oms) =>
+        oms.every((m) => m.storedExternal === f.hpas) &&
+        (replicas === 1 ||
+          (oms.every((m) => m.shardMembers === replicas && m.shardCollections === f.hpas) &&
+            oms.reduce((n, m) => n + m.shardOwned, 0) === f.hpas));
+      const end = performance.now() + 180_000;
+      let oms = [];
+      for (;;) {
+        oms = await Promise.all(
+          members.map((m) => ownMetrics(m).catch((e) => ({ error: e.message }))),
+        );
+        if (ready(oms)) break;
+        if (performance.now() > end) {
+          throw new Error(
+            `shard: ${replicas} replica(s) not collecting all ${f.hpas} queries 180 s after ` +
+              `the HPAs were created: ${JSON.stringify(oms)}`,
+          );
+        }
+        await sleep(1000);
+      }
+      const allHeldMs = Math.round(performance.now() - applied);
+      log(
+        `shard ${replicas}: ${f.hpas} HPAs created in ${round(createdS)} s; every replica holds ` +
+          `every value after ${allHeldMs} ms; warming ${f.warmSeconds} s`,
+      );
+      await sleep(f.warmSeconds * 1000);
+      await control("POST");
+      const cpu0 = members.map((m) => procStats(m.pid).cpuSeconds);
+      const fleetCpu0 = procStats(fleet.pid).cpuSeconds;
+      const om0 = await Promise.all(members.map((m) => ownMetrics(m)));
+      const load0 = loadavg()[0];
+      const t0 = performance.now();
+      const rss = members.map(() => []);
+      for (let i = 0; i < f.windowSeconds; i++) {
+        await sleep(t0 + (i + 1) * 1000 - performance.now());
+        members.forEach((m, k) => rss[k].push(procStats(m.pid).rssMiB));
+      }
+      const stats = await control();
+      const seconds = (performance.now() - t0) / 1000;
+      const cpu1 = members.map((m) => procStats(m.pid).cpuSeconds);
+      const fleetCores = (procStats(fleet.pid).cpuSeconds - fleetCpu0) / seconds;
+      const om1 = await Promise.all(members.map((m) => ownMetrics(m)));
+      const q = stats.queue;
+      const perReplica = members.map((m, k) => ({
+        name: m.name,
+        ip: m.ip,
+        idleCores: idleCores[k],
+        // three decimals: a third of a tenth of a core is what is compared
+        cores: round((cpu1[k] - cpu0[k]) / seconds, 3),
+        rssMiB: round(median(rss[k])),
+        rssMaxMiB: round(Math.max(...rss[k])),
+        collectionsPerSecond: round((om1[k].collectionsOk - om0[k].collectionsOk) / seconds),
+        ...(replicas > 1
+          ? {
+            members: om1[k].shardMembers,
+            owned: om1[k].shardOwned,
+            pushedPerSecond: round((om1[k].shardPushed - om0[k].shardPushed) / seconds),
+            receivedPerSecond: round((om1[k].shardReceived - om0[k].shardReceived) / seconds),
+            pushFailures: om1[k].shardPushFailures - om0[k].shardPushFailures,
+            pushFailuresSinceStart: om1[k].shardPushFailures,
+          }
+          : {}),
+        storedExternal: om1[k].storedExternal,
+      }));
+      const sum = (k) => perReplica.reduce((n, x) => n + (x[k] ?? 0), 0);
+      const single = results.shard.find((x) => x.replicas === 1);
+      const maxCores = Math.max(...perReplica.map((x) => x.cores));
+      const row = {
+        replicas,
+        hpas: f.hpas,
+        intervalSeconds: f.intervalSeconds,
+        windowSeconds: round(seconds),
+        createdSeconds: round(createdS),
+        allHeldMs,
+        targetCollectionsPerSecond: round(f.hpas / f.intervalSeconds),
+        collectionsPerSecond: round(
+          om1.reduce((n, x, k) => n + x.collectionsOk - om0[k].collectionsOk, 0) / seconds,
+        ),
+        collectionsError: om1.reduce(
+          (n, x, k) => n + x.collectionsError - om0[k].collectionsError,
+          0,
+        ),
+        endpointReadsPerSecond: round(q.reads / seconds),
+        // the longest gap between two reads of one index in the window, or since its last read
+        // at the window's end, if longer
+        maxGapMs: Math.max(q.maxGapMs, q.oldestReadAgeMs),
+        p99GapMs: q.p99MaxGapMs,
+        worstIndex: q.worstIndex,
+        neverCollected: q.neverRead,
+        perReplica,
+        coresSum: round(sum("cores"), 3),
+        maxCores,
+        singleCores: single ? single.maxCores : null,
+        maxCoresRatio: single ? round(maxCores / single.maxCores, 2) : null,
+        // cores of all replicas together against the single replica's
+        sumCoresRatio: single ? round(sum("cores") / single.maxCores, 2) : null,
+        rssSumMiB: round(sum("rssMiB")),
+        pushFailures: sum("pushFailures"),
+        valuesHeld: perReplica.map((x) => x.storedExternal),
+        fleetCores: round(fleetCores, 2),
+        load1: round(load0, 2),
+      };
+      const misses = [];
+      if (row.neverCollected > 0) misses.push("never collected");
+      if (row.maxGapMs > f.intervalSeconds * 1000 + 1000) misses.push("gap");
+      if (Math.abs(row.collectionsPerSecond / row.targetCollectionsPerSecond - 1) > 0.05) {
+        misses.push("rate");
+      }
+      if (row.pushFailures > 0) misses.push("push failures");
+      if (perReplica.some((x) => x.storedExternal !== f.hpas)) misses.push("values held");
+      if (replicas > 1) {
+        if (row.maxCoresRatio === null) misses.push("no single-replica row");
+        else if (row.maxCoresRatio > BUDGETS.shardCoresRatio) misses.push("cpu");
+      }
+      row.misses = misses;
+      row.ok = misses.length === 0;
+      results.shard.push(row);
+      log(`shard ${replicas}: ${JSON.stringify(row)}`);
+    } finally {
+      await fleet?.stop();
+      harnessRun(["down"]);
+    }
+  }
+}
+
+/**
  * The load generator for the client-certificate rows (built from bench/loadgen), and the
  * front-proxy PKI it makes: a CA for the adapter's --requestheader-client-ca-file and the
  * client certificate (CN front-proxy-client) the aggregator would present.
@@ -1120,7 +1388,11 @@ async function main() {
     await fairShareSection(art, fleetScript);
     load.push(loadavg()[0]);
   }
-  if (plan.sections.includes("cluster")) await clusterSection(art);
+  if (plan.sections.includes("cluster")) {
+    await clusterSection(art);
+    load.push(loadavg()[0]);
+  }
+  if (plan.sections.includes("shard")) await shardSection(art);
 
   const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" })
     .stdout.trim();
@@ -1153,6 +1425,7 @@ async function main() {
       fanout: plan.fanout,
       fairshare: plan.fairshare,
       formula: plan.formula,
+      ...(plan.sections.includes("shard") ? { shard: plan.shard } : {}),
     },
     budgets: BUDGETS,
     results,
