@@ -15,11 +15,7 @@ import { ShardMembership } from "../cluster/shard_membership.ts";
 import { type ShardMember, ShardRing } from "../core/shard.ts";
 import type { Engine, EngineStore } from "../engine/engine.ts";
 import type { Logger } from "../engine/logger.ts";
-import {
-  type PeerRecordSink,
-  type ShardBatch,
-  ShardReplicator,
-} from "../engine/shard_replication.ts";
+import { type PeerRecordSink, ShardReplicator } from "../engine/shard_replication.ts";
 import { createTlsFetch, type TlsFetch } from "../runtime/tls_fetch.ts";
 import { UsageError } from "./command.ts";
 import { type FlagValues, numberFlag, stringFlag } from "./flags.ts";
@@ -86,7 +82,7 @@ export function shardingFromFlags(
 
   // one TLS client per client certificate (a kubeconfig may carry one; tokens go in headers)
   let client: { key: string; fetch: TlsFetch } | null = null;
-  const send = async (peer: ShardMember, batch: ShardBatch): Promise<void> => {
+  const send = async (peer: ShardMember, body: string): Promise<void> => {
     const creds = await kubeSource.kubeConfig.credentials();
     const key = `${creds.tls.cert ?? ""}\n${creds.tls.key ?? ""}`;
     if (client === null || client.key !== key) {
@@ -103,7 +99,7 @@ export function shardingFromFlags(
     const res = await client.fetch.fetch(`${peer.address}${SHARD_SAMPLES_PATH}`, {
       method: "POST",
       headers: { ...creds.headers, "Content-Type": "application/json" },
-      body: JSON.stringify(batch),
+      body,
       signal: AbortSignal.timeout(10_000),
     });
     const text = await res.text();

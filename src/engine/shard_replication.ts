@@ -3,7 +3,8 @@
  * its store for a plan (a collection's samples, a failure, a formula's or a fallback's value)
  * is also pushed to its live peers, which write it to theirs. Reads stay local on every
  * replica, owned value or not, so the HPA controller's read latency is the same as without
- * sharding; the cost is one small POST per peer per 250 ms while values change.
+ * sharding; the cost is one POST per peer per 500 ms while values change, its body serialized
+ * once for all peers.
  *
  * Why push rather than forwarding reads to the owner: a forwarded read costs a round trip on
  * the HPA controller's path (the budget is 20 ms p99 against < 5 ms local), the owner may be
@@ -59,9 +60,12 @@ export const MAX_SHARD_BATCH_BYTES = 32 * 1024 * 1024;
 /** Options of {@linkcode ShardReplicator}. */
 export interface ShardReplicatorOptions {
   identity: string;
-  /** Sends one batch to one peer; rejects on failure (the records are not sent again). */
-  send: (peer: ShardMember, batch: ShardBatch) => Promise<void>;
-  /** How long writes are gathered before a push, ms (default 250). */
+  /**
+   * Sends one batch (a {@linkcode ShardBatch} as JSON) to one peer; rejects on failure (the
+   * records are not sent again).
+   */
+  send: (peer: ShardMember, body: string) => Promise<void>;
+  /** How long writes are gathered before a push, ms (default 500). */
   flushMs?: number;
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (handle: unknown) => void;
@@ -104,11 +108,7 @@ export class ShardReplicator {
     const before = new Set(this.#peers.map((p) => `${p.identity} ${p.address}`));
     this.#peers = members.filter((m) => m.identity !== this.#o.identity);
     const joined = this.#peers.filter((p) => !before.has(`${p.identity} ${p.address}`));
-    for (const peer of joined) {
-      if (this.#latest.size > 0) {
-        this.#push(peer, [...this.#latest.values()]);
-      }
-    }
+    if (joined.length > 0 && this.#latest.size > 0) this.#push(joined, [...this.#latest.values()]);
     for (const key of [...this.#lastFailure.keys()]) {
       if (!this.#peers.some((p) => p.identity === key)) this.#lastFailure.delete(key);
     }
@@ -122,7 +122,7 @@ export class ShardReplicator {
       if (this.#peers.length === 0) return;
       this.#pending.push(r);
       if (this.#timer === null) {
-        this.#timer = this.#setTimer(() => this.#flush(), this.#o.flushMs ?? 250);
+        this.#timer = this.#setTimer(() => this.#flush(), this.#o.flushMs ?? 500);
       }
     };
     return {
@@ -219,15 +219,19 @@ export class ShardReplicator {
     const byKey = new Map<string, ShardRecord>();
     for (const r of this.#pending) byKey.set(r.k, r);
     this.#pending = [];
-    const records = [...byKey.values()];
-    for (const peer of this.#peers) this.#push(peer, records);
+    this.#push(this.#peers, [...byKey.values()]);
   }
 
-  #push(peer: ShardMember, records: ShardRecord[]): void {
+  #push(peers: readonly ShardMember[], records: ShardRecord[]): void {
     const batch: ShardBatch = { v: 1, from: this.#o.identity, records };
-    const p = this.#o.send(peer, batch).then(
+    const body = JSON.stringify(batch);
+    for (const peer of peers) this.#pushTo(peer, body, records.length);
+  }
+
+  #pushTo(peer: ShardMember, body: string, count: number): void {
+    const p = this.#o.send(peer, body).then(
       () => {
-        this.#stats.recordsSent += records.length;
+        this.#stats.recordsSent += count;
         if (this.#lastFailure.delete(peer.identity)) {
           this.#log.info("shard peer reachable again", { peer: peer.identity });
         }

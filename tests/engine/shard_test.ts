@@ -93,14 +93,15 @@ function replicas(
   link: (from: string, to: string) => boolean = () => true,
 ): Replica[] {
   const all: Replica[] = [];
-  const send = (peer: ShardMember, batch: ShardBatch): Promise<void> => {
+  const send = (peer: ShardMember, body: string): Promise<void> => {
+    const batch = JSON.parse(body) as ShardBatch;
     const to = all.find((r) => r.id === peer.identity);
     if (!to || !link(batch.from, peer.identity)) {
       return Promise.reject(new Error(`connection refused (${peer.address})`));
     }
     // through JSON, as on the wire
     const problem = to.replicator.receive(
-      JSON.parse(JSON.stringify(batch)),
+      batch,
       (key, outcome, at) => to.engine.peerRecord(to.store, key, outcome, at),
     );
     to.received += batch.records.length;
@@ -155,7 +156,7 @@ describe("sharded engines", () => {
     await a.engine.start();
     await b.engine.start();
     await settle();
-    await timers.advance(300); // one flush of the pushes
+    await timers.advance(600); // one flush of the pushes
     const share = a.engine.shardShare();
     assert.equal(share.total, N);
     assert.equal(share.owned + b.engine.shardShare().owned, N);
@@ -185,7 +186,7 @@ describe("sharded engines", () => {
     await a.engine.start();
     await b.engine.start();
     await settle();
-    await timers.advance(300);
+    await timers.advance(600);
     const bs = Array.from({ length: N }, (_, i) => i).filter((i) =>
       a.ring.current.owner(`fake|q-${i}`) === "r-b"
     );
@@ -222,7 +223,7 @@ describe("sharded engines", () => {
     await a.engine.start();
     await b.engine.start();
     await settle();
-    await timers.advance(300);
+    await timers.advance(600);
     const bShare = b.engine.shardShare().owned;
     await b.engine.stop();
     const before = callsOf(calls, "r-a");
@@ -250,8 +251,8 @@ describe("sharded engines", () => {
     const batches: ShardBatch[] = [];
     const joining = new ShardReplicator({
       identity: "r-a",
-      send: (_peer, batch) => {
-        batches.push(batch);
+      send: (_peer, body) => {
+        batches.push(JSON.parse(body));
         return Promise.resolve();
       },
     });
@@ -313,10 +314,10 @@ describe("a formula over inputs that two replicas collect", () => {
       c.set("HorizontalPodAutoscaler", formula);
       const replicator = new ShardReplicator({
         identity: id,
-        send: (peer, batch) => {
+        send: (peer, body) => {
           const to = all.find((r) => r.id === peer.identity)!;
           const problem = to.replicator.receive(
-            JSON.parse(JSON.stringify(batch)),
+            JSON.parse(body),
             (key, outcome, at) => to.engine.peerRecord(to.store, key, outcome, at),
           );
           return problem === null ? Promise.resolve() : Promise.reject(new Error(problem));
@@ -349,7 +350,7 @@ describe("a formula over inputs that two replicas collect", () => {
     for (const r of all) r.replicator.setMembers(members);
     for (const r of all) await r.engine.start();
     await settle();
-    await timers.advance(300);
+    await timers.advance(600);
     assert.deepEqual([...calls.entries()].sort(), [["r-a q-4", 1], ["r-b q-7", 1]]);
     for (const r of all) {
       const res = r.store.lookupExternal(
@@ -469,5 +470,59 @@ describe("ShardReplicator.receive", () => {
       "3 of 4 records refused; first: record of a: a sample has no numeric value and timestamp",
     );
     assert.deepEqual(s.writes, ["ok c 3 1"]);
+  });
+});
+
+describe("Engine.reconcile of an update", () => {
+  it("plans nothing again when only the status changed, and again when an annotation did", async () => {
+    const timers = new ManualTimers();
+    const c = new MemoryCluster();
+    let created = 0;
+    const factory = counting(new Map(), "r");
+    const registry = createCollectorRegistry([{
+      ...factory,
+      create(ctx) {
+        created++;
+        return factory.create(ctx);
+      },
+    }]);
+    const reconciles: boolean[] = [];
+    const engine = new Engine({
+      cluster: c,
+      store: new MetricStore({ ttlSeconds: 900 }),
+      registry,
+      now: timers.clock,
+      setTimer: timers.setTimer,
+      clearTimer: timers.clearTimer,
+      logger: memoryLogger(),
+      onReconcile: (r) => reconciles.push(r.ok),
+    });
+    const h = hpa(1);
+    c.set("HorizontalPodAutoscaler", h);
+    await engine.start();
+    await settle();
+    assert.equal(created, 1);
+    for (let i = 2; i < 5; i++) {
+      c.set("HorizontalPodAutoscaler", {
+        ...h,
+        status: { currentReplicas: i, desiredReplicas: i },
+      });
+    }
+    await settle();
+    assert.equal(created, 1, "a status update creates no collector");
+    assert.deepEqual(reconciles, [true, true, true, true], "each update still counts");
+    c.set("HorizontalPodAutoscaler", {
+      ...h,
+      metadata: {
+        ...h.metadata,
+        annotations: {
+          ...h.metadata.annotations,
+          "metric-config.external.m1.json-path/endpoint": "http://q-2.example/",
+        },
+      },
+    });
+    await settle();
+    assert.equal(created, 2, "a new endpoint: a new collector");
+    await engine.stop();
   });
 });
