@@ -4,7 +4,8 @@
  * one per request). Every query is collected once per interval across the three, not three
  * times (counted at an HTTP endpoint this test serves on the harness's host address), every
  * replica serves every value, and the real HPA controller keeps scaling a Deployment while a
- * replica is killed, while another stops, and after the killed one comes back.
+ * replica is killed, while another stops, and after the killed one comes back. Queries to the
+ * harness's real Prometheus are counted too (its own prometheus_http_requests_total).
  *
  * Run by `harness.ts test` in its fourth phase (HPA_E2E_SHARD_REPLICAS=3); without such a
  * harness every case is skipped (HPA_E2E_REQUIRED=1 turns that into a failure).
@@ -40,17 +41,24 @@ if (!sharded && process.env.HPA_E2E_REQUIRED) {
     "the e2e harness is not up with three sharded replicas: run `HPA_E2E_SHARD_REPLICAS=3 node --import tsx tests/e2e/harness.ts up` first",
   );
 }
-const SKIP: string | false = sharded
-  ? false
-  : "the e2e harness is not up with three replicas (HPA_E2E_SHARD_REPLICAS=3)";
+if (sharded && !state?.prometheus && process.env.HPA_E2E_REQUIRED) {
+  throw new Error("the e2e harness runs no Prometheus (Debian package prometheus)");
+}
+const SKIP: string | false = !sharded
+  ? "the e2e harness is not up with three replicas (HPA_E2E_SHARD_REPLICAS=3)"
+  : !state?.prometheus
+  ? "no Prometheus server (Debian package prometheus)"
+  : false;
 const kube: KubeClient | null = state ? createKubeClient(loadKubeconfig(state.kubeconfig)) : null;
 const WAIT_MS = 60_000;
 /** Queries counted: HPAs q0..q23, one External json-path metric each (every 1 s). */
 const QUERIES = 24;
 /** HPAs whose endpoint answers 500: each gets a Warning event from the leader, whoever collects. */
 const BROKEN = 6;
-/** Every collection: the counted ones, web's and the broken ones. */
-const COLLECTIONS = QUERIES + 1 + BROKEN;
+/** HPAs p0..p3 with an External prometheus metric each (`vector(100 + i)`, every 1 s). */
+const PROMQL = 4;
+/** Every collection: the counted ones, web's, the broken ones and the PromQL ones. */
+const COLLECTIONS = QUERIES + 1 + BROKEN + PROMQL;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -132,6 +140,39 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
         `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`,
         {
           body: hpa(`broken${i}`, `/broken${i}`),
+        },
+      );
+    }
+    for (let i = 0; i < PROMQL; i++) {
+      const p = `metric-config.external.p${i}.prometheus/`;
+      await kube!.request(
+        "POST",
+        `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`,
+        {
+          body: {
+            apiVersion: "autoscaling/v2",
+            kind: "HorizontalPodAutoscaler",
+            metadata: {
+              name: `p${i}`,
+              annotations: {
+                [`${p}query`]: `vector(${100 + i})`,
+                [`${p}prometheus-server`]: state!.prometheus!.url,
+                [`${p}interval`]: "1s",
+              },
+            },
+            spec: {
+              scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: `p${i}` },
+              minReplicas: 1,
+              maxReplicas: 10,
+              metrics: [{
+                type: "External",
+                external: {
+                  metric: { name: `p${i}`, selector: { matchLabels: { type: "prometheus" } } },
+                  target: { type: "AverageValue", averageValue: "10" },
+                },
+              }],
+            },
+          },
         },
       );
     }
@@ -230,6 +271,16 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
     );
   }
 
+  /** Instant queries the harness's Prometheus has answered so far. */
+  async function promQueries(): Promise<number> {
+    const text = await (await fetch(`${state!.prometheus!.url}/metrics`)).text();
+    const line = text.split("\n").find((l) =>
+      l.startsWith("prometheus_http_requests_total{") && l.includes('code="200"') &&
+      l.includes('handler="/api/v1/query"')
+    );
+    return line ? Number(line.split(" ").at(-1)) : 0;
+  }
+
   /** Every replica in `live` serves q0..q23 with their values. */
   async function everyReplicaServesEverything(live: { ip: string }[]): Promise<void> {
     for (const r of live) {
@@ -243,6 +294,16 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
           const items = JSON.parse(res.body).items;
           if (items.length !== 1 || items[0].value !== String(i)) {
             throw new Error(`q${i} on ${r.ip}: ${res.body}`);
+          }
+        }
+        for (let i = 0; i < PROMQL; i++) {
+          const res = await replicaGet(
+            r.ip,
+            `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/p${i}?labelSelector=type%3Dprometheus`,
+          );
+          const items = res.status === 200 ? JSON.parse(res.body).items : [];
+          if (items.length !== 1 || items[0].value !== String(100 + i)) {
+            throw new Error(`p${i} on ${r.ip}: ${res.status} ${res.body}`);
           }
         }
         return true;
@@ -273,10 +334,17 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
     for (const n of owned) assert.ok(n >= 1, `every replica owns a share: ${owned}`);
     await everyReplicaServesEverything(replicas);
     // 1 s interval: about 6 collections in 6 s; three replicas each collecting would be ~18
+    const queriesBefore = await promQueries();
     const collected = await collectionsIn(6);
+    const promql = (await promQueries()) - queriesBefore;
     for (const [i, n] of collected.entries()) {
       assert.ok(n >= 3 && n <= 9, `q${i} collected ${n} times in 6 s: ${collected}`);
     }
+    // and the PromQL metrics: ~24 queries to Prometheus in 6 s, ~72 if each replica asked
+    assert.ok(
+      promql >= PROMQL * 3 && promql <= PROMQL * 9,
+      `${promql} queries to Prometheus in 6 s for ${PROMQL} metrics`,
+    );
     await expectWebReplicas(3);
     // the leader writes the Warning events of every replica's failed collections
     for (let i = 0; i < BROKEN; i++) {
