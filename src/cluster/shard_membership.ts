@@ -109,7 +109,7 @@ export class ShardMembership {
     })();
   }
 
-  /** Stops and deletes this replica's Lease (its share moves to the others at once). */
+  /** Stops and deletes this replica's Lease (the others take its share at their next listing). */
   async stop(): Promise<void> {
     this.#running = false;
     if (this.#sleeping) {
