@@ -29,7 +29,8 @@
  * `--estafette-hpa-scaler-interval=5s` slows it, `--knative-autoscaler=false` turns the Knative
  * reconciler off); HPA_E2E_MANIFESTS replaces the deploy/ files
  * applied; HPA_E2E_INSTALL=helm makes `up` install deploy/helm/hpa-metrics-adapter with helm
- * instead (and `test` run only that phase; =kustomize only the first); HPA_E2E_PROMETHEUS=0
+ * instead (and `test` run only that phase; =kustomize only the kustomize ones), HPA_E2E_SUITE=FILE
+ * runs only the phase of that suite (e.g. tests/e2e/shard_e2e_test.ts); HPA_E2E_PROMETHEUS=0
  * skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test` (the first phase only)
  * or a failed `up` (and the suite's namespaces); HPA_E2E_HPA_SYNC_PERIOD sets the HPA
  * controller's sync period in seconds (the suite's predictions need the default 2; the bench
@@ -290,8 +291,23 @@ function recordedProcesses(): RecordedProcess[] {
   });
 }
 
+/**
+ * Whether a recorded process still runs: the same start time, and not a zombie. `harness.ts
+ * test` starts the processes and then waits for the suite in spawnSync, so it reaps none of its
+ * children until the suite ends: a replica a test stopped stays a zombie (state Z) meanwhile.
+ */
 function alive(p: RecordedProcess): boolean {
-  return processStartTime(p.pid) === p.start;
+  return processStartTime(p.pid) === p.start && processState(p.pid) !== "Z";
+}
+
+/** The state letter of /proc/PID/stat (R, S, D, Z, ...), or null when there is no such process. */
+function processState(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** Options of {@linkcode startProcess}. */
@@ -1170,11 +1186,13 @@ async function main(argv: string[]): Promise<number> {
         ["kustomize", "tests/e2e/shard_e2e_test.ts", "", "3"],
       ];
       const only = process.env.HPA_E2E_INSTALL ? installMode() : null;
+      // HPA_E2E_SUITE=tests/e2e/shard_e2e_test.ts runs that phase only
+      const suiteOnly = process.env.HPA_E2E_SUITE ?? null;
       const baseArgs = process.env.HPA_E2E_ADAPTER_ARGS ?? "";
       let rc = 0;
       for (
-        const [install, suite, args, replicas] of phases.filter(([i]) =>
-          only === null || i === only
+        const [install, suite, args, replicas] of phases.filter(([i, f]) =>
+          (only === null || i === only) && (suiteOnly === null || f === suiteOnly)
         )
       ) {
         process.env.HPA_E2E_INSTALL = install;
