@@ -502,6 +502,8 @@ describe("Engine.reconcile of an update", () => {
     await engine.start();
     await settle();
     assert.equal(created, 1);
+    // planned again, the plan would be a new object (with the same fingerprint)
+    const planned = engine.status()[0].plan;
     for (let i = 2; i < 5; i++) {
       c.set("HorizontalPodAutoscaler", {
         ...h,
@@ -510,6 +512,7 @@ describe("Engine.reconcile of an update", () => {
     }
     await settle();
     assert.equal(created, 1, "a status update creates no collector");
+    assert.equal(engine.status()[0].plan, planned, "a status update plans nothing");
     assert.deepEqual(reconciles, [true, true, true, true], "each update still counts");
     c.set("HorizontalPodAutoscaler", {
       ...h,
