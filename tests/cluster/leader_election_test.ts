@@ -106,6 +106,55 @@ describe("LeaseLeaderElector", () => {
     });
   });
 
+  it("renews with one update a period, and reads the Lease again after a conflict", async () => {
+    await withApi(async (api, kc) => {
+      let now = T0;
+      const a = candidate(kc, "pod-a", () => now);
+      const calls = () =>
+        api.requests.filter((r) => r.path.includes("/leases")).map((r) => r.method);
+      await a.elector.step(); // GET 404, POST
+      for (let i = 0; i < 3; i++) {
+        now += 2000;
+        await a.elector.step();
+      }
+      assert.deepEqual(calls(), ["GET", "POST", "PUT", "PUT", "PUT"]);
+      assert.deepEqual(lease(api), {
+        holderIdentity: "pod-a",
+        leaseDurationSeconds: 15,
+        acquireTime: "2026-01-15T12:00:00.000000Z",
+        renewTime: "2026-01-15T12:00:06.000000Z",
+        leaseTransitions: 0,
+      });
+
+      // someone else writes the Lease (a new resourceVersion, still pod-a's): the update of the
+      // kept Lease conflicts, then a read and an update renew it
+      const stored = api.object(
+        "coordination.k8s.io/v1",
+        "Lease",
+        "kube-system",
+        "hpa-metrics-adapter",
+      )!;
+      api.replace(stored);
+      api.requests.length = 0;
+      now += 2000;
+      await a.elector.step();
+      assert.deepEqual(calls(), ["PUT", "GET", "PUT"]);
+      assert.equal(a.elector.isLeader(), true);
+      assert.equal(lease(api)?.renewTime, "2026-01-15T12:00:08.000000Z");
+
+      // and after one failed attempt, a read first again
+      api.failNextRequests(2);
+      now += 2000;
+      await a.elector.step();
+      api.requests.length = 0;
+      now += 2000;
+      await a.elector.step();
+      assert.deepEqual(calls(), ["GET", "PUT"]);
+      assert.equal(lease(api)?.renewTime, "2026-01-15T12:00:12.000000Z");
+      assert.deepEqual(a.calls, ["started"]);
+    });
+  });
+
   it("lets only one of two racing candidates win (resourceVersion conflict)", async () => {
     await withApi(async (api, kc) => {
       let now = T0;
