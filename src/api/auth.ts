@@ -12,7 +12,9 @@
  *   SubjectAccessReview for `system:anonymous` instead, which clusters deny).
  * - authorization: always-allow paths, then always-allow groups (`system:masters`), then a
  *   SubjectAccessReview, allowed and denied answers cached (10 s by default). 403 with the Go
- *   server's message when denied.
+ *   server's message when denied. A user that asks about a second object of one API group
+ *   within the allow TTL (the HPA controller, every sync) is asked about the whole group once
+ *   (resource `*`); its allow decides all the group's requests of that verb (auth_review.ts).
  *
  * CA bundles and header names come from the options or from the
  * `kube-system/extension-apiserver-authentication` ConfigMap, polled for changes
@@ -43,6 +45,7 @@ import {
   type AuthResult,
   createReviewPath,
   type RequestPathOptions,
+  type ReviewStats,
 } from "./auth_review.ts";
 import type { RequestHeaderConfig } from "./front_proxy.ts";
 import type { KubeRequest } from "./kube_request.ts";
@@ -77,6 +80,11 @@ export interface DelegatedAuthOptions {
   allowCacheTtlSeconds?: number;
   /** How long denied SubjectAccessReview answers are cached, seconds. */
   denyCacheTtlSeconds?: number;
+  /**
+   * Ask about a user's whole API group (resource `*`) once it asks about a second object of
+   * it within the allow TTL (auth_review.ts; default true).
+   */
+  groupReviews?: boolean;
   /** The clock, ms since the epoch (default `Date.now`). */
   now?: () => number;
   log?: AuthLogger;
@@ -133,6 +141,8 @@ export interface DelegatedAuth {
    * SubjectAccessReview answer is cached. False means "ask `check`" (not "denied").
    */
   allowsWithoutIo?(request: PlainRequest): boolean;
+  /** The SubjectAccessReview cache and counters (for own metrics). */
+  reviewStats?(): ReviewStats;
 }
 
 /**
@@ -172,9 +182,10 @@ export function createDelegatedAuth(options: DelegatedAuthOptions = {}): Delegat
     tokenTtlMs: (options.tokenCacheTtlSeconds ?? defaults.tokenCacheTtlSeconds) * 1000,
     allowTtlMs: (options.allowCacheTtlSeconds ?? defaults.allowCacheTtlSeconds) * 1000,
     denyTtlMs: (options.denyCacheTtlSeconds ?? defaults.denyCacheTtlSeconds) * 1000,
+    groupReviews: options.groupReviews,
     log: options.log,
   });
-  const fast = createFastPath(paths, review.sarCache);
+  const fast = createFastPath(paths, review);
   const listeners: Array<(bundle: string) => void> = [];
   let timer: ReturnType<typeof setInterval> | undefined;
 
@@ -248,5 +259,6 @@ export function createDelegatedAuth(options: DelegatedAuthOptions = {}): Delegat
       listeners.push(listener);
     },
     check: review.check,
+    reviewStats: review.stats,
   };
 }

@@ -9,12 +9,7 @@
  */
 import type { ConnectionInfo, PeerCertificate, PlainRequest } from "../runtime/serve.ts";
 import { isLocal } from "./auth_config.ts";
-import {
-  type RequestPathOptions,
-  type ReviewDecision,
-  sarSpec,
-  type TtlCache,
-} from "./auth_review.ts";
+import type { RequestPathOptions, ReviewPath } from "./auth_review.ts";
 import { type UserInfo, withAuthenticatedGroup } from "./auth_user.ts";
 import { verifyPeer } from "./client_cert.ts";
 import {
@@ -31,9 +26,10 @@ interface FastIdentity {
   user: UserInfo;
   /**
    * By URL (`METHOD url` for other methods than GET): allowed without a review (true), never
-   * on the fast path (false), or the key of the SubjectAccessReview answer that decides.
+   * on the fast path (false), or the keys of the SubjectAccessReview answers that decide (any
+   * cached allow allows: the group review's, the request's own).
    */
-  decisions: Map<string, boolean | string>;
+  decisions: Map<string, boolean | string[]>;
 }
 
 /** The identity headers a connection sent last (names and values as sent) and their user. */
@@ -51,6 +47,8 @@ interface FastMemo {
   byCertificate: WeakMap<PeerCertificate, FastIdentity>;
   /** Decisions kept in all identities; past {@linkcode FAST_DECISIONS_LIMIT} all are dropped. */
   decisions: number;
+  /** One copy of each group review key (many URLs share one). */
+  groupKeys: Map<string, string>;
 }
 
 const FAST_USERS_LIMIT = 1_000;
@@ -62,6 +60,7 @@ function newFastMemo(): FastMemo {
     lastSent: new WeakMap(),
     byCertificate: new WeakMap(),
     decisions: 0,
+    groupKeys: new Map(),
   };
 }
 
@@ -78,14 +77,15 @@ export interface FastPath {
  *
  * @example
  * ```ts
- * const fast = createFastPath(paths, review.sarCache);
+ * const fast = createFastPath(paths, review);
  * if (fast.allows(request)) serveWithoutIo(request);
  * ```
  */
 export function createFastPath(
   paths: RequestPathOptions,
-  sarCache: TtlCache<ReviewDecision>,
+  review: Pick<ReviewPath, "sarCache" | "decisionKeys">,
 ): FastPath {
+  const { sarCache } = review;
   const { config, kubeRequest, alwaysAllowPaths, alwaysAllowGroups, now } = paths;
   const hasCluster = kubeRequest !== null;
   /** The memo of the config in force. */
@@ -149,10 +149,15 @@ export function createFastPath(
     memo.lastSent = new WeakMap();
     memo.byCertificate = new WeakMap();
     memo.decisions = 0;
+    memo.groupKeys.clear();
   }
 
   /** What decides `method url` for `identity`, as {@linkcode FastIdentity.decisions} keeps it. */
-  function fastDecision(identity: FastIdentity, method: string, url: string): boolean | string {
+  function fastDecision(
+    identity: FastIdentity,
+    method: string,
+    url: string,
+  ): boolean | string[] {
     const key = method === "GET" ? url : `${method} ${url}`;
     let decision = identity.decisions.get(key);
     if (decision !== undefined) return decision;
@@ -163,7 +168,7 @@ export function createFastPath(
     return decision;
   }
 
-  function decide(user: UserInfo, method: string, target: string): boolean | string {
+  function decide(user: UserInfo, method: string, target: string): boolean | string[] {
     let url: URL;
     try {
       url = new URL(target, "https://localhost");
@@ -174,7 +179,13 @@ export function createFastPath(
     if (!attrs.isResourceRequest && pathAlwaysAllowed(attrs.path, alwaysAllowPaths)) return true;
     if (user.groups.some((g) => alwaysAllowGroups.includes(g))) return true;
     if (!kubeRequest) return true;
-    return JSON.stringify(sarSpec(user, attrs));
+    const keys = review.decisionKeys(user, attrs);
+    if (keys.length > 1) {
+      const shared = memo.groupKeys.get(keys[0]);
+      if (shared === undefined) memo.groupKeys.set(keys[0], keys[0]);
+      else keys[0] = shared;
+    }
+    return keys;
   }
 
   function allowsWithoutIo(request: PlainRequest): boolean {
@@ -183,7 +194,11 @@ export function createFastPath(
     if (identity === null) return false;
     const decision = fastDecision(identity, request.method, request.url);
     if (typeof decision === "boolean") return decision;
-    return sarCache.get(decision, now())?.allowed === true;
+    const t = now();
+    for (const key of decision) {
+      if (sarCache.get(key, t)?.allowed === true) return true;
+    }
+    return false;
   }
 
   return {

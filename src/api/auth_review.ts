@@ -4,6 +4,17 @@
  * and the authorizer (always-allowed paths and groups, then a SubjectAccessReview), with their
  * short caches. The fast path (auth_fast_path.ts) answers from what this path has cached.
  *
+ * Group reviews: the HPA controller reads every metric of every HPA each sync (15 s by
+ * default), each its own question (namespace, object, metric name), and the answers are cached
+ * for only 10 s, so 2,000 HPAs with a ScalingSchedule metric each cost a steady ~130
+ * SubjectAccessReviews a second. A user who asks about a second object of one API group and
+ * verb within the allow TTL is asked about the whole group instead (resource `*`, no
+ * subresource, all namespaces, all names: "may this user get every resource of
+ * custom.metrics.k8s.io?"). Allowed, that one cached answer decides every such request of the
+ * user (RBAC allows resource `*` only through a rule for every resource, which covers every
+ * subresource, name and namespace too). Denied, it is cached as well and requests are asked
+ * about one by one, as before.
+ *
  * @module
  */
 import { createHash } from "node:crypto";
@@ -46,7 +57,26 @@ export interface ReviewPathOptions {
   tokenTtlMs: number;
   allowTtlMs: number;
   denyTtlMs: number;
+  /**
+   * Ask about the whole API group once a user asks about a second object of it within the
+   * allow TTL (see the module doc; default true).
+   */
+  groupReviews?: boolean;
+  /** SubjectAccessReviews in flight at most; more wait their turn (default 16). */
+  maxConcurrentReviews?: number;
   log?: AuthLogger;
+}
+
+/** Counters of the review path (for own metrics and the bench). */
+export interface ReviewStats {
+  /** SubjectAccessReview answers cached (expired ones included until they are pushed out). */
+  cacheEntries: number;
+  /** SubjectAccessReviews sent. */
+  reviews: number;
+  /** Of those, group reviews (resource `*`). */
+  groupReviews: number;
+  /** Requests decided by a cached group review's allow. */
+  decidedByGroup: number;
 }
 
 /** A SubjectAccessReview's answer. */
@@ -61,13 +91,31 @@ export interface ReviewPath {
   check(request: Request, connection: ConnectionInfo | undefined): Promise<AuthResult>;
   /** SubjectAccessReview answers by the JSON of their spec ({@linkcode sarSpec}). */
   sarCache: TtlCache<ReviewDecision>;
+  /**
+   * The keys of the cached answers that decide `attrs` for `user`, in the order they are
+   * read: the group review's (when group reviews are on and `attrs` is not already the whole
+   * group) and the request's own. Allowed when any of them is a cached allow.
+   */
+  decisionKeys(user: UserInfo, attrs: RequestAttributes): string[];
+  /** The counters. */
+  stats(): ReviewStats;
 }
 
 const MAX_CACHE_ENTRIES = 10_000;
+/** Expired entries a `set` drops from the front of the cache at most. */
+const PRUNE_PER_SET = 4;
 
-/** A cache whose entries expire; past its size the oldest entry goes. */
+/**
+ * A cache whose entries expire; past its size the oldest entry goes. Each `set` also drops
+ * up to {@linkcode PRUNE_PER_SET} expired entries from the oldest end, so that entries nobody
+ * asks for again do not stay until the cache is full.
+ */
 export class TtlCache<V> {
   #entries = new Map<string, { value: V; expires: number }>();
+  /** Entries held, expired ones not yet dropped included. */
+  get size(): number {
+    return this.#entries.size;
+  }
   get(key: string, now: number): V | undefined {
     const e = this.#entries.get(key);
     if (!e) return undefined;
@@ -77,8 +125,17 @@ export class TtlCache<V> {
     }
     return e.value;
   }
-  set(key: string, value: V, expires: number): void {
+  /** Store `value` under `key` until `expires`; `now` lets expired entries go. */
+  set(key: string, value: V, expires: number, now?: number): void {
     this.#entries.delete(key);
+    if (now !== undefined) {
+      let pruned = 0;
+      for (const [k, e] of this.#entries) {
+        if (pruned >= PRUNE_PER_SET || e.expires > now) break;
+        this.#entries.delete(k);
+        pruned++;
+      }
+    }
     if (this.#entries.size >= MAX_CACHE_ENTRIES) {
       this.#entries.delete(this.#entries.keys().next().value as string);
     }
@@ -95,6 +152,22 @@ function bearerToken(request: Request): string | null {
   const parts = header.split(" ");
   if (parts.length < 2 || parts[0].toLowerCase() !== "bearer" || !parts[1]) return null;
   return parts[1];
+}
+
+/**
+ * The attributes of the group review that decides `attrs` when allowed: the same verb, API
+ * group and version, resource `*`, no subresource, namespace or name; null for a non-resource
+ * request or one that already asks about the whole group.
+ */
+export function groupAttributes(attrs: RequestAttributes): RequestAttributes | null {
+  if (!attrs.isResourceRequest) return null;
+  if (
+    attrs.resource === "*" && attrs.subresource === "" && attrs.namespace === "" &&
+    attrs.name === ""
+  ) {
+    return null;
+  }
+  return { ...attrs, namespace: "", resource: "*", subresource: "", name: "" };
 }
 
 /** The spec of the SubjectAccessReview that decides `attrs` for `user`. */
@@ -142,6 +215,25 @@ export function createReviewPath(
   const sarCache = new TtlCache<ReviewDecision>();
   const inflight = new Map<string, Promise<ReviewDecision>>();
   const hasCluster = kubeRequest !== null;
+  const groupReviews = options.groupReviews ?? true;
+  /** Per group review key: how many of the group's requests were asked about one by one. */
+  const askedInGroup = new TtlCache<{ count: number }>();
+  const stats = { reviews: 0, groupReviews: 0, decidedByGroup: 0 };
+  const maxReviews = options.maxConcurrentReviews ?? 16;
+  let reviewsInFlight = 0;
+  const waiting: Array<() => void> = [];
+
+  /** Run `send` when fewer than `maxReviews` reviews are in flight. */
+  async function bounded<T>(send: () => Promise<T>): Promise<T> {
+    if (reviewsInFlight >= maxReviews) await new Promise<void>((go) => waiting.push(go));
+    reviewsInFlight++;
+    try {
+      return await send();
+    } finally {
+      reviewsInFlight--;
+      waiting.shift()?.();
+    }
+  }
 
   async function tokenReview(token: string): Promise<UserInfo | null> {
     const key = createHash("sha256").update(token).digest("hex");
@@ -166,7 +258,7 @@ export function createReviewPath(
         extra: asRecord(u.extra) as Record<string, string[]>,
       };
     }
-    tokenCache.set(key, user, now() + tokenTtl);
+    tokenCache.set(key, user, now() + tokenTtl, now());
     return user;
   }
 
@@ -217,17 +309,19 @@ export function createReviewPath(
     return { user: ANONYMOUS, frontProxy: false };
   }
 
-  async function subjectAccessReview(
-    user: UserInfo,
-    attrs: RequestAttributes,
+  /** The answer to the review of `spec` (cached under `key`), asked once for concurrent askers. */
+  async function review(
+    key: string,
+    spec: Record<string, unknown>,
+    ofGroup: boolean,
   ): Promise<ReviewDecision> {
-    const spec = sarSpec(user, attrs);
-    const key = JSON.stringify(spec);
     const cached = sarCache.get(key, now());
     if (cached) return cached;
     let pending = inflight.get(key);
     if (!pending) {
-      pending = (async () => {
+      pending = bounded(async () => {
+        stats.reviews++;
+        if (ofGroup) stats.groupReviews++;
         const res = await kubeRequest!({
           method: "POST",
           path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
@@ -241,12 +335,78 @@ export function createReviewPath(
           allowed: status.allowed === true && status.denied !== true,
           reason: typeof status.reason === "string" ? status.reason : "",
         };
-        sarCache.set(key, decision, now() + (decision.allowed ? allowTtl : denyTtl));
+        const t = now();
+        sarCache.set(key, decision, t + (decision.allowed ? allowTtl : denyTtl), t);
         return decision;
-      })().finally(() => inflight.delete(key));
+      }).finally(() => inflight.delete(key));
       inflight.set(key, pending);
     }
     return await pending;
+  }
+
+  /** The group review's spec and key for `attrs` (null without group reviews). */
+  function groupReview(
+    user: UserInfo,
+    attrs: RequestAttributes,
+  ): { key: string; spec: Record<string, unknown> } | null {
+    if (!groupReviews) return null;
+    const wide = groupAttributes(attrs);
+    if (wide === null) return null;
+    const spec = sarSpec(user, wide);
+    return { key: JSON.stringify(spec), spec };
+  }
+
+  function decisionKeys(user: UserInfo, attrs: RequestAttributes): string[] {
+    const exact = JSON.stringify(sarSpec(user, attrs));
+    const group = groupReview(user, attrs);
+    return group ? [group.key, exact] : [exact];
+  }
+
+  /**
+   * Decide `attrs` for `user`: a cached allow of the group review, else the request's own
+   * cached (or pending) answer, else (when the user asked about another object of the group
+   * within the allow TTL, and the group review is not cached) the group review, else the
+   * request's own review. A failed group review falls back to the request's own.
+   */
+  async function subjectAccessReview(
+    user: UserInfo,
+    attrs: RequestAttributes,
+  ): Promise<ReviewDecision> {
+    const spec = sarSpec(user, attrs);
+    const key = JSON.stringify(spec);
+    const group = groupReview(user, attrs);
+    const t = now();
+    const groupCached = group ? sarCache.get(group.key, t) : undefined;
+    if (groupCached?.allowed) {
+      stats.decidedByGroup++;
+      return groupCached;
+    }
+    const cached = sarCache.get(key, t);
+    if (cached) return cached;
+    const pending = inflight.get(key);
+    if (pending) return await pending; // the same question, asked already
+    if (group) {
+      let asked = askedInGroup.get(group.key, t);
+      if (asked && asked.count > 0 && groupCached === undefined) {
+        try {
+          const decision = await review(group.key, group.spec, true);
+          if (decision.allowed) {
+            stats.decidedByGroup++;
+            return decision;
+          }
+        } catch (err) {
+          options.log?.warn("group authorization review failed", {
+            error: (err as Error).message,
+          });
+        }
+      }
+      if (!asked) {
+        asked = { count: 0 };
+        askedInGroup.set(group.key, asked, t + allowTtl, t);
+      }
+      asked.count++;
+    }
+    return await review(key, spec, false);
   }
 
   async function check(
@@ -287,5 +447,10 @@ export function createReviewPath(
     }
   }
 
-  return { check, sarCache };
+  return {
+    check,
+    sarCache,
+    decisionKeys,
+    stats: () => ({ cacheEntries: sarCache.size, ...stats }),
+  };
 }

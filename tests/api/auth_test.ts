@@ -892,3 +892,228 @@ describe("local use", () => {
     }
   });
 });
+
+describe("group reviews: a user that reads many objects of a group is asked about the group", () => {
+  const HPA_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
+  const hpa = [
+    "X-Remote-User",
+    HPA_USER,
+    "X-Remote-Group",
+    "system:serviceaccounts",
+    "X-Remote-Group",
+    "system:authenticated",
+  ];
+  const groups = ["system:serviceaccounts", "system:authenticated"];
+  const object = (ns: string, name: string) =>
+    `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/scalingschedules.zalando.org/${name}/${name}`;
+  const external = (ns: string) =>
+    `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/queue-length?labelSelector=queue%3Dq1`;
+  const GROUP_GET = {
+    resourceAttributes: {
+      verb: "get",
+      group: "custom.metrics.k8s.io",
+      version: "v1beta2",
+      resource: "*",
+    },
+    user: HPA_USER,
+    groups,
+  };
+  const exactGet = (ns: string, name: string) => ({
+    resourceAttributes: {
+      namespace: ns,
+      verb: "get",
+      group: "custom.metrics.k8s.io",
+      version: "v1beta2",
+      resource: "scalingschedules.zalando.org",
+      subresource: name,
+      name,
+    },
+    user: HPA_USER,
+    groups,
+  });
+  let pki: TestPki;
+  let fake: FakeAuthApi;
+  let peer: PeerCertificate;
+  let clock = 7_000_000;
+
+  const connection = (rawHeaders: string[]) => ({
+    remoteAddress: "127.0.0.1",
+    encrypted: true,
+    peerCertificate: peer,
+    rawHeaders,
+  });
+  /** The status `auth.check` answers for a GET of `url` with `rawHeaders`. */
+  const slow = async (auth: DelegatedAuth, url: string, rawHeaders = hpa): Promise<number> => {
+    const headers = new Headers();
+    for (let i = 0; i < rawHeaders.length; i += 2) headers.append(rawHeaders[i], rawHeaders[i + 1]);
+    const result = await auth.check(
+      new Request(`https://localhost${url}`, { headers }),
+      connection(rawHeaders),
+    );
+    return result.response?.status ?? 200;
+  };
+  const fast = (auth: DelegatedAuth, url: string, rawHeaders = hpa): boolean =>
+    auth.allowsWithoutIo!({ method: "GET", url, headers: {}, connection: connection(rawHeaders) });
+  const newAuth = async (extra: Partial<DelegatedAuthOptions> = {}) => {
+    const auth = createDelegatedAuth({
+      ...flagsConfig(pki),
+      kubeRequest: fake.kubeRequest,
+      lookupConfigMap: false,
+      now: () => clock,
+      ...extra,
+    });
+    await auth.start();
+    return auth;
+  };
+
+  before(async () => {
+    pki = makeTestPki();
+    fake = await startFakeAuthApi();
+    peer = {
+      authorized: true,
+      authorizationError: null,
+      commonName: "front-proxy-client",
+      organizations: [],
+      chain: [new Uint8Array(new X509Certificate(pki.frontProxy.cert).raw)],
+      notAfter: clock + 3_600_000,
+    };
+  });
+  after(async () => {
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.sars.length = 0;
+    fake.failWith = null;
+  });
+
+  it("asks the request's own question first, the group's at the second object, then none", async () => {
+    const auth = await newAuth();
+    fake.decide = () => ({ allowed: true });
+    assert.equal(await slow(auth, object("a", "s1")), 200);
+    assert.equal(await slow(auth, object("b", "s2")), 200);
+    assert.equal(await slow(auth, object("c", "s3")), 200);
+    assert.equal(await slow(auth, object("a", "s1")), 200);
+    assert.deepEqual(fake.sars, [exactGet("a", "s1"), GROUP_GET]);
+    // never read before, yet allowed without I/O: the group's allow decides it
+    assert.equal(fast(auth, object("d", "s4")), true);
+    assert.deepEqual(auth.reviewStats!(), {
+      cacheEntries: 2,
+      reviews: 2,
+      groupReviews: 1,
+      // s2 (the group review's answer), s3 and s1 again (its cached allow)
+      decidedByGroup: 3,
+    });
+  });
+
+  it("asks about each API group and verb apart (list for external metrics)", async () => {
+    const auth = await newAuth();
+    fake.decide = () => ({ allowed: true });
+    for (const ns of ["a", "b", "c"]) assert.equal(await slow(auth, external(ns)), 200);
+    assert.deepEqual(fake.sars.map((s) => s.resourceAttributes), [
+      {
+        namespace: "a",
+        verb: "list",
+        group: "external.metrics.k8s.io",
+        version: "v1beta1",
+        resource: "queue-length",
+      },
+      { verb: "list", group: "external.metrics.k8s.io", version: "v1beta1", resource: "*" },
+    ]);
+    // the custom metrics group is another question
+    assert.equal(fast(auth, object("a", "s1")), false);
+  });
+
+  it("keeps asking one by one when the group is denied, and caches that denial", async () => {
+    const auth = await newAuth();
+    fake.decide = (spec) => ({
+      allowed: spec.resourceAttributes.namespace === "a",
+      reason: spec.resourceAttributes.resource === "*" ? "no rule for every resource" : "",
+    });
+    assert.equal(await slow(auth, object("a", "s1")), 200);
+    assert.equal(await slow(auth, object("b", "s2")), 403);
+    assert.equal(await slow(auth, object("a", "s3")), 200);
+    assert.deepEqual(fake.sars, [
+      exactGet("a", "s1"),
+      GROUP_GET,
+      exactGet("b", "s2"),
+      exactGet("a", "s3"),
+    ]);
+    assert.deepEqual(
+      [fast(auth, object("a", "s1")), fast(auth, object("b", "s2")), fast(auth, object("a", "s9"))],
+      [true, false, false],
+    );
+  });
+
+  it("asks again after the TTL: the request's own question first", async () => {
+    const auth = await newAuth();
+    fake.decide = () => ({ allowed: true });
+    assert.equal(await slow(auth, object("a", "s1")), 200);
+    assert.equal(await slow(auth, object("b", "s2")), 200);
+    clock += 10_000;
+    assert.equal(fast(auth, object("c", "s3")), false);
+    assert.equal(await slow(auth, object("c", "s3")), 200);
+    assert.equal(await slow(auth, object("d", "s4")), 200);
+    assert.equal(await slow(auth, object("e", "s5")), 200);
+    assert.deepEqual(fake.sars, [exactGet("a", "s1"), GROUP_GET, exactGet("c", "s3"), GROUP_GET]);
+  });
+
+  it("falls back to the request's own question when the group review fails", async () => {
+    const auth = await newAuth();
+    fake.decide = () => ({ allowed: true });
+    assert.equal(await slow(auth, object("a", "s1")), 200);
+    let calls = 0;
+    const failing = await newAuth({
+      kubeRequest: (req) =>
+        ++calls === 2 ? Promise.reject(new Error("gone")) : fake.kubeRequest(req),
+    });
+    assert.equal(await slow(failing, object("a", "s1")), 200);
+    assert.equal(await slow(failing, object("b", "s2")), 200);
+    assert.equal(calls, 3);
+    assert.deepEqual(fake.sars.slice(1), [exactGet("a", "s1"), exactGet("b", "s2")]);
+  });
+
+  it("asks only the request's own questions with groupReviews: false", async () => {
+    const auth = await newAuth({ groupReviews: false });
+    fake.decide = () => ({ allowed: true });
+    assert.equal(await slow(auth, object("a", "s1")), 200);
+    assert.equal(await slow(auth, object("b", "s2")), 200);
+    assert.deepEqual(fake.sars, [exactGet("a", "s1"), exactGet("b", "s2")]);
+  });
+
+  it("has at most maxConcurrentReviews reviews in flight", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const gates: Array<() => void> = [];
+    const auth = createDelegatedAuth({
+      ...flagsConfig(pki),
+      lookupConfigMap: false,
+      now: () => clock,
+      groupReviews: false,
+      kubeRequest: async (req) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await new Promise<void>((go) => gates.push(go));
+        inFlight--;
+        return fake.kubeRequest(req);
+      },
+    });
+    fake.decide = () => ({ allowed: true });
+    // (createDelegatedAuth's default is 16; 20 distinct questions at once)
+    const answers = Promise.all(
+      Array.from({ length: 20 }, (_, i) => slow(auth, object("a", `s${i}`))),
+    );
+    while (gates.length < 16) await new Promise((r) => setTimeout(r, 1));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(gates.length, 16);
+    while (gates.length > 0) {
+      gates.shift()!();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    while (fake.sars.length < 20) {
+      gates.shift()?.();
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.deepEqual(await answers, new Array(20).fill(200));
+    assert.equal(most, 16);
+  });
+});
