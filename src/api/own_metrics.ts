@@ -682,6 +682,41 @@ export function createShardMetrics(registry: MetricsRegistry, read: () => ShardG
   });
 }
 
+/** The authorizer's counters ({@linkcode ReviewStats} of auth_review.ts). */
+export interface AuthorizationGauges {
+  cacheEntries: number;
+  reviews: number;
+  groupReviews: number;
+  decidedByGroup: number;
+}
+
+/** The own metrics of delegated authorization: its SubjectAccessReview cache and reviews. */
+export function createAuthorizationMetrics(
+  registry: MetricsRegistry,
+  read: () => AuthorizationGauges,
+): void {
+  registry.gauge({
+    name: "hpa_metrics_adapter_authorization_cache_entries",
+    help: "SubjectAccessReview answers cached (expired ones until they are pushed out)",
+    collect: () => read().cacheEntries,
+  });
+  registry.counter({
+    name: "hpa_metrics_adapter_subject_access_reviews_total",
+    help: "SubjectAccessReviews sent to the Kubernetes API (group reviews included)",
+    collect: () => read().reviews,
+  });
+  registry.counter({
+    name: "hpa_metrics_adapter_group_subject_access_reviews_total",
+    help: "SubjectAccessReviews about a whole API group (resource *) sent",
+    collect: () => read().groupReviews,
+  });
+  registry.counter({
+    name: "hpa_metrics_adapter_authorization_group_decisions_total",
+    help: "Requests allowed by a group review's answer on the review path",
+    collect: () => read().decidedByGroup,
+  });
+}
+
 /** Options of {@linkcode createMetricsApp}. */
 export interface MetricsAppOptions {
   /**

@@ -17,6 +17,7 @@ import type { KubeRequest } from "../api/kube_request.ts";
 import { parseCertificateBundle } from "../api/pem.ts";
 import {
   createAdapterMetrics,
+  createAuthorizationMetrics,
   createDelegateMetrics,
   createGuardMetrics,
   createMetricsApp,
@@ -395,6 +396,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     });
     await auth.start();
     closers.push(() => auth.stop());
+    if (auth.reviewStats) createAuthorizationMetrics(metrics.registry, auth.reviewStats);
 
     const tlsCert = stringFlag(flags, "tls-cert-file");
     const tlsKey = stringFlag(flags, "tls-private-key-file");

@@ -1,6 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { createShardMetrics, MetricsRegistry } from "../../src/api/own_metrics.ts";
+import {
+  createAuthorizationMetrics,
+  createShardMetrics,
+  MetricsRegistry,
+} from "../../src/api/own_metrics.ts";
 
 describe("createShardMetrics", () => {
   it("shows the replica's share as gauges and its pushes as counters, read at each scrape", () => {
@@ -30,5 +34,30 @@ describe("createShardMetrics", () => {
     ) assert.ok(text.split("\n").includes(line), `${line} in\n${text}`);
     now.owned = 20;
     assert.ok(registry.render().includes("\nhpa_metrics_adapter_shard_owned_collections 20\n"));
+  });
+});
+
+describe("createAuthorizationMetrics", () => {
+  it("shows the SubjectAccessReview cache as a gauge and the reviews as counters", () => {
+    const registry = new MetricsRegistry();
+    const now = { cacheEntries: 4, reviews: 9, groupReviews: 2, decidedByGroup: 3_996 };
+    createAuthorizationMetrics(registry, () => now);
+    const text = registry.render();
+    for (
+      const line of [
+        "# TYPE hpa_metrics_adapter_authorization_cache_entries gauge",
+        "hpa_metrics_adapter_authorization_cache_entries 4",
+        "# TYPE hpa_metrics_adapter_subject_access_reviews_total counter",
+        "hpa_metrics_adapter_subject_access_reviews_total 9",
+        "# TYPE hpa_metrics_adapter_group_subject_access_reviews_total counter",
+        "hpa_metrics_adapter_group_subject_access_reviews_total 2",
+        "# TYPE hpa_metrics_adapter_authorization_group_decisions_total counter",
+        "hpa_metrics_adapter_authorization_group_decisions_total 3996",
+      ]
+    ) assert.ok(text.split("\n").includes(line), `${line} in\n${text}`);
+    now.cacheEntries = 2_020;
+    assert.ok(
+      registry.render().includes("\nhpa_metrics_adapter_authorization_cache_entries 2020\n"),
+    );
   });
 });
