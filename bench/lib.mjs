@@ -215,6 +215,7 @@ function benchJson(out) {
     requests: r.requests,
     errors: r.errConnect + r.errRead + r.errWrite + r.errStatus + r.errTimeout,
     statusErrors: r.errStatus,
+    ...(r.passes === undefined ? {} : { passes: r.passes, statuses: r.statuses }),
   };
 }
 
@@ -258,6 +259,37 @@ export function loadgen(bin, url, { seconds, connections, cpus = null, delayMs =
     ...Object.entries(tls.headers).flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
     ...(delayMs === null ? [] : ["-delay", `${delayMs}ms`]),
   ], { cpus });
+}
+
+/**
+ * Run bench/loadgen over the request URIs of `pathsFile` (one a line, in turn) on the host of
+ * `url`, `rate` requests a second between `connections` connections, with a client
+ * certificate and `headers` ([name, value] pairs; a name may repeat). Resolves with wrk's
+ * numbers plus `passes` (whole lists read) and `statuses` (answers by status code).
+ */
+export function loadgenPaths(
+  bin,
+  url,
+  { pathsFile, rate, seconds, connections, certFile, keyFile, headers },
+) {
+  return runGenerator(bin, [
+    "run",
+    "-url",
+    url,
+    "-paths",
+    pathsFile,
+    "-rate",
+    String(rate),
+    "-c",
+    String(connections),
+    "-d",
+    `${seconds}s`,
+    "-cert",
+    certFile,
+    "-key",
+    keyFile,
+    ...headers.flatMap(([k, v]) => ["-H", `${k}: ${v}`]),
+  ], {});
 }
 
 /** Median of numbers. */

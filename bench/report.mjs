@@ -84,8 +84,30 @@ What is measured (everything on loopback, every process stopped by its PID):
   second for a minute ("RSS" is the median, "highest" the largest reading): it rises and falls
   with the garbage collector. Budget: < ${b.memoryMiBAt2000} MiB at 2,000 (the median). Mode
   "file" reads manifests; mode "cluster" is the binary against the end-to-end suite's real
-  control plane (kube-apiserver, controller manager), the 2,000 HPAs and their schedules created
-  with kubectl (full run only).
+  control plane (kube-apiserver, controller manager, the HPA controller at its default 15 s
+  sync), the 2,000 HPAs and their schedules created with kubectl (section \`cluster\`, full run
+  only): RSS from 15 s after the last value is served, for 30 s, while nobody reads values (the
+  HPAs' scale targets do not exist, so the HPA controller reads none). Mode "cluster, full
+  read" (issue 28) is the same adapter while it is read as the HPA controller reads: every value
+  (each HPA's object metric on its ScalingSchedule and its external metric, 4,000 URLs, with the
+  HPA controller's query strings) through the aggregator's identity (the harness's front-proxy
+  client certificate; X-Remote-User
+  \`system:serviceaccount:kube-system:horizontal-pod-autoscaler\`, the user of the harness's
+  controller manager with \`--use-service-account-credentials\`, and its three groups) straight
+  to the adapter's port in the harness's network namespace, by \`bench/loadgen\` on 8
+  connections, the whole list once every 15 s (267 reads/s) for a minute; RSS read once a
+  second over that minute (median, highest). Same budget.
+- **Cluster at rest** (section \`cluster\`, issue 28, full run only): the same control plane
+  and 2,000 HPAs, before the full read, for a minute with nobody reading values: the adapter's
+  requests to kube-apiserver (counted by kube-apiserver's audit log of the adapter's service
+  account, \`HPA_E2E_AUDIT_LOG=1\` in the harness; by verb and resource in results.json), its CPU
+  seconds a minute and its collections a minute (own metrics), and CPU per collection. Budget:
+  <= ${b.apiRequestsPerMinuteAtRest ?? 50} requests a minute (the leader's Lease renewals included: 30 a minute at
+  the default 2 s retry period). ScalingSchedule status writes come in bursts (a schedule
+  starts or ends), so a minute may hold some. The row also shows the SubjectAccessReviews the
+  adapter asked during the full read (a minute), and the authorization caches' cost after the
+  full read's URLs (\`bench/auth_cache_cost.ts\` on Bun: answers cached, bytes per cached
+  answer without group reviews, bytes per URL of the fast path's memo).
 - **Sharded collection** (section \`shard\`, issue 29, full run only): the fan-out row's 1,333
   collections/s in cluster mode, on the end-to-end control plane: 1,333 HPAs (kubectl), each
   one External json-path metric on its own queue endpoint (one distinct query each) every
@@ -264,6 +286,45 @@ row measured under a load average well above 2 is noise, not a result.
         f.load1,
         budgetMark(f.runtime, f.ok) + (f.ok ? "" : ` (${f.misses.join(", ")})`),
       ]),
+    ));
+    out.push("");
+  }
+  if (r.clusterRest) {
+    const c = r.clusterRest;
+    const f = c.fullRead ?? {};
+    const cost = f.authCache ?? {};
+    out.push("### Cluster at rest, and the full read's authorization\n");
+    out.push(table(
+      [
+        "HPAs",
+        "API requests/min at rest",
+        "by verb and resource",
+        "CPU s/min",
+        "collections/min",
+        "CPU ms/collection",
+        "SubjectAccessReviews/min (full read)",
+        "answers cached (without group reviews)",
+        "bytes per cached answer",
+        "fast-path bytes per URL",
+        "load",
+        "budget",
+      ],
+      [[
+        c.hpas,
+        c.apiRequestsPerMinute,
+        Object.entries(c.apiRequestsByVerbResource).map(([k, v]) => `${k} ${v}`).join(", "),
+        c.cpuSecondsPerMinute,
+        c.collectionsPerMinute,
+        c.cpuMsPerCollection,
+        f.subjectAccessReviewsPerMinute ?? "",
+        cost.groupReviews
+          ? `${f.authCacheEntries ?? cost.groupReviews.sarCacheEntries} (${cost.exactOnly?.sarCacheEntries})`
+          : "",
+        cost.exactOnly?.bytesPerSarEntry ?? "",
+        cost.groupReviews?.fastMemoBytesPerUrl ?? "",
+        c.load1,
+        mark(c.ok),
+      ]],
     ));
     out.push("");
   }

@@ -38,6 +38,7 @@ import {
   haveWrk,
   killAll,
   loadgen,
+  loadgenPaths as runLoadgenPaths,
   mapLimit,
   median,
   pin,
@@ -69,7 +70,29 @@ export const BUDGETS = {
    * replica's cores, at most (a third plus the push and receive of the peers' values).
    */
   shardCoresRatio: 0.5,
+  /**
+   * Cluster mode at rest (issue 28): the adapter's requests to kube-apiserver a minute with
+   * 2,000 HPAs synced and nobody reading, the leader's Lease renewals included.
+   */
+  apiRequestsPerMinuteAtRest: 50,
 };
+
+/**
+ * The cluster section's full read: every value once per this many seconds (the HPA
+ * controller's default sync period).
+ */
+const CLUSTER_READ_PASS_SECONDS = 15;
+
+/**
+ * The identity the aggregator forwards for the HPA controller of the harness's controller
+ * manager (--use-service-account-credentials: the horizontal-pod-autoscaler service account).
+ */
+const HPA_CONTROLLER_HEADERS = [
+  ["X-Remote-User", "system:serviceaccount:kube-system:horizontal-pod-autoscaler"],
+  ["X-Remote-Group", "system:serviceaccounts"],
+  ["X-Remote-Group", "system:serviceaccounts:kube-system"],
+  ["X-Remote-Group", "system:authenticated"],
+];
 
 function parseArgs(argv) {
   const o = {
@@ -332,6 +355,10 @@ async function ownMetrics(adapter) {
     shardPushed: val("hpa_metrics_adapter_shard_pushed_records_total"),
     shardReceived: val("hpa_metrics_adapter_shard_received_records_total"),
     shardPushFailures: val("hpa_metrics_adapter_shard_push_failures_total"),
+    // delegated authorization (NaN before issue 28's metrics)
+    authCacheEntries: val("hpa_metrics_adapter_authorization_cache_entries"),
+    subjectAccessReviews: val("hpa_metrics_adapter_subject_access_reviews_total"),
+    groupReviews: val("hpa_metrics_adapter_group_subject_access_reviews_total"),
   };
 }
 
@@ -357,6 +384,7 @@ const results = {
   fairshare: null,
   formula: [],
   shard: [],
+  clusterRest: null,
 };
 
 async function ensureCert(art) {
@@ -988,20 +1016,85 @@ function e2eTools(what, extraEnv) {
 }
 
 /**
+ * The adapter's requests to kube-apiserver that the audit log (harness, HPA_E2E_AUDIT_LOG=1)
+ * shows received in [fromMs, toMs): how many, and how many by "verb resource[/subresource]".
+ */
+function auditCounts(file, fromMs, toMs) {
+  const seen = new Set();
+  const byVerbResource = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (!line) continue;
+    let e;
+    try {
+      e = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (seen.has(e.auditID)) continue; // a watch has two stages
+    const t = Date.parse(e.requestReceivedTimestamp);
+    if (!(t >= fromMs && t < toMs)) continue;
+    seen.add(e.auditID);
+    const o = e.objectRef;
+    const what = o?.resource
+      ? `${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}`
+      : `${e.verb} ${String(e.requestURI).split("?")[0]}`;
+    byVerbResource[what] = (byVerbResource[what] ?? 0) + 1;
+  }
+  const sorted = Object.fromEntries(Object.entries(byVerbResource).sort((a, b) => b[1] - a[1]));
+  return { total: seen.size, byVerbResource: sorted };
+}
+
+/**
+ * The authorization caches' cost after the full read's 4,000 URLs (bench/auth_cache_cost.ts on
+ * Bun, the binary's engine): with group reviews (the default) and without.
+ */
+function authCacheCost() {
+  const one = (args) => {
+    const r = spawnSync(bunBin, [join(here, "auth_cache_cost.ts"), ...args], {
+      cwd: root,
+      encoding: "utf8",
+    });
+    const line = (r.stdout ?? "").split("\n").find((l) => l.startsWith("BENCHJSON "));
+    if (r.status !== 0 || !line) {
+      return { error: `${r.status}: ${(r.stderr || r.stdout || "").slice(-300)}` };
+    }
+    return JSON.parse(line.slice("BENCHJSON ".length));
+  };
+  return { groupReviews: one([]), exactOnly: one(["--group-reviews=false"]) };
+}
+
+/** Counts of a window scaled to a minute, rounded to 0.1. */
+const perMinute = (counts, seconds) =>
+  Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, round((v * 60) / seconds)]));
+
+/**
  * The binary in cluster mode: the e2e control plane (etcd, kube-apiserver, controller manager)
  * with the adapter as the e2e suite runs it (leader election, front-proxy TLS, --v=2), then the
  * serving set's 2,000 HPAs and ScalingSchedules created with kubectl. RSS with no HPAs, and once
- * the last HPA's object metric is served through the aggregation layer plus 20 s.
+ * the last HPA's object metric is served through the aggregation layer plus 15 s (30 s of
+ * readings). Then, at rest (nobody reads values: the harness's HPA controller finds no scale
+ * target, so it reads none), a minute of the adapter's requests to kube-apiserver (the
+ * harness's audit log of the adapter's user), its CPU and its collections. Then a minute of
+ * reads as the HPA controller makes them: every value (each HPA's object metric and external
+ * metric) through the front proxy's identity (its certificate from the harness's PKI, the HPA
+ * controller's user and groups) straight to the adapter, 8 connections, the whole list once
+ * every CLUSTER_READ_PASS_SECONDS s; RSS read once a second, and the SubjectAccessReviews the
+ * adapter asked meanwhile (audit log).
  */
 async function clusterSection(art) {
   const size = 2000;
+  const restSeconds = quick ? 20 : 60;
+  const readSeconds = quick ? 30 : 60;
   // the HPA controller at Kubernetes' default sync period (15 s), not the suite's 2 s
   const { harnessRun, kubectl } = e2eTools("cluster section", {
     HPA_E2E_ADAPTER_CMD: art.binary,
     HPA_E2E_PROMETHEUS: "0",
     HPA_E2E_HPA_SYNC_PERIOD: "15",
+    HPA_E2E_AUDIT_LOG: "1",
   });
   const kubeconfig = join(root, ".e2e", "kubeconfig");
+  const auditLog = join(root, ".e2e", "logs", "audit.log");
+  const lg = buildLoadgen(work);
   log("cluster: starting the e2e control plane with the binary");
   harnessRun(["up", "--fresh"]);
   let fleet = null;
@@ -1085,6 +1178,109 @@ async function clusterSection(art) {
         `peak ${round(settled.hwmMiB)}); collections ${om.collectionsOk} ok, ` +
         `${om.collectionsError} failed`,
     );
+
+    // at rest: nobody reads values
+    const restFrom = Date.now();
+    const rest0 = { stats: procStats(pid), om };
+    await sleep(restSeconds * 1000);
+    const restTo = Date.now();
+    const rest1 = {
+      stats: procStats(pid),
+      om: await ownMetrics({ metricsPort: 7979, metricsHost: "10.213.0.2" }),
+    };
+    await sleep(1000); // the audit log's last events
+    const restAudit = auditCounts(auditLog, restFrom, restTo);
+    const restS = (restTo - restFrom) / 1000;
+    const cpuPerMinute = ((rest1.stats.cpuSeconds - rest0.stats.cpuSeconds) * 60) / restS;
+    const collectionsPerMinute = ((rest1.om.collectionsOk + rest1.om.collectionsError -
+      rest0.om.collectionsOk - rest0.om.collectionsError) * 60) / restS;
+    const rest = {
+      hpas: size,
+      seconds: round(restS),
+      apiRequestsPerMinute: round((restAudit.total * 60) / restS),
+      apiRequestsByVerbResource: perMinute(restAudit.byVerbResource, restS),
+      cpuSecondsPerMinute: round(cpuPerMinute, 3),
+      collectionsPerMinute: round(collectionsPerMinute),
+      cpuMsPerCollection: round((cpuPerMinute * 1000) / collectionsPerMinute, 3),
+      collectionsError: rest1.om.collectionsError - rest0.om.collectionsError,
+      load1: round(loadavg()[0], 2),
+    };
+    rest.ok = rest.apiRequestsPerMinute <= BUDGETS.apiRequestsPerMinuteAtRest;
+    results.clusterRest = rest;
+    log(`cluster at rest: ${JSON.stringify(rest)}`);
+
+    // a full read, as the HPA controller reads: every value each pass, through the front proxy
+    const paths = [];
+    for (let i = 0; i < size; i++) {
+      const p = servingPaths(i);
+      paths.push(p.object, p.external);
+    }
+    const pathsFile = join(work, "cluster-read-paths.txt");
+    writeFileSync(pathsFile, paths.join("\n") + "\n");
+    const pki = join(root, ".e2e", "pki");
+    const rate = paths.length / CLUSTER_READ_PASS_SECONDS;
+    const readFrom = Date.now();
+    const cpu0 = procStats(pid).cpuSeconds;
+    const reading = runLoadgenPaths(lg, "https://10.213.0.2:6443", {
+      pathsFile,
+      rate,
+      seconds: readSeconds,
+      connections: 8,
+      certFile: join(pki, "frontProxyClient.crt"),
+      keyFile: join(pki, "frontProxyClient.key"),
+      headers: HPA_CONTROLLER_HEADERS,
+    });
+    const readSamples = [];
+    let readDone = false;
+    reading.finally(() => (readDone = true)).catch(() => {});
+    while (!readDone) {
+      readSamples.push(procStats(pid).rssMiB);
+      await sleep(1000);
+    }
+    const read = await reading;
+    const readTo = Date.now();
+    const cpu1 = procStats(pid).cpuSeconds;
+    const omRead = await ownMetrics({ metricsPort: 7979, metricsHost: "10.213.0.2" });
+    await sleep(1000);
+    const readAudit = auditCounts(auditLog, readFrom, readTo);
+    const readS = (readTo - readFrom) / 1000;
+    const sars = readAudit.byVerbResource["create subjectaccessreviews"] ?? 0;
+    const fullRead = {
+      runtime: "binary",
+      mode: "cluster, full read",
+      hpas: size,
+      rssMiB: round(median(readSamples)),
+      rssMaxMiB: round(Math.max(...readSamples)),
+      peakMiB: round(procStats(pid).hwmMiB),
+      paths: paths.length,
+      passSeconds: CLUSTER_READ_PASS_SECONDS,
+      requestsPerSecond: round(read.requests / readS),
+      passes: read.passes,
+      statuses: read.statuses,
+      errors: read.errors,
+      p99Ms: round(read.p99Ms, 2),
+      cores: round((cpu1 - cpu0) / readS, 3),
+      subjectAccessReviewsPerMinute: round((sars * 60) / readS),
+      // the adapter's own count (since its start) and its cache at the end of the read
+      subjectAccessReviewsOwn: omRead.subjectAccessReviews,
+      groupReviewsOwn: omRead.groupReviews,
+      authCacheEntries: omRead.authCacheEntries,
+      apiRequestsPerMinute: round((readAudit.total * 60) / readS),
+      load1: round(loadavg()[0], 2),
+    };
+    results.memory.push(fullRead);
+    rest.fullRead = {
+      subjectAccessReviewsPerMinute: fullRead.subjectAccessReviewsPerMinute,
+      apiRequestsPerMinute: fullRead.apiRequestsPerMinute,
+      requestsPerSecond: fullRead.requestsPerSecond,
+      statuses: fullRead.statuses,
+      rssMiB: fullRead.rssMiB,
+      rssMaxMiB: fullRead.rssMaxMiB,
+      authCacheEntries: fullRead.authCacheEntries,
+      authCache: authCacheCost(),
+    };
+    log(`cluster full read: ${JSON.stringify(fullRead)}`);
+    log(`cluster authorization caches: ${JSON.stringify(rest.fullRead.authCache)}`);
   } finally {
     await fleet?.stop();
     harnessRun(["down"]);

@@ -6,10 +6,17 @@
 //	    writes DIR/ca.crt, DIR/client.crt and DIR/client.key: a CA and a client certificate
 //	    (CN front-proxy-client) it signed, ECDSA P-256, valid for a day.
 //	loadgen run -url URL [-c 8] [-d 2s] [-delay 0] [-cert F -key F] [-H "Name: value"]...
+//	    [-paths FILE [-rate R]]
 //	    keeps -c connections busy for -d (each waits -delay before each request, a paced
 //	    load) and prints one line "BENCHJSON {...}" with the fields bench/wrk_report.lua
 //	    prints for wrk (requests, durationUs, bytes, err*, meanUs, p50Us, p90Us, p99Us,
 //	    maxUs). The server certificate is not verified (wrk does not verify it either).
+//	    With -paths, the connections read the file's request URIs (one a line, e.g.
+//	    "/apis/...?labelSelector=...") in turn, from the first to the last and again, on the
+//	    host of -url; with -rate, R requests a second between all connections (a request
+//	    waits for its turn; a slow server is not given more than R a second), so that every
+//	    path is read once per lines/R seconds. The JSON then also has "passes" (how many
+//	    times the whole list was read) and "statuses" (answers by status code).
 //
 // Each connection writes one HTTP/1.1 request and reads the whole answer before the next
 // (Content-Length or chunked bodies); a latency is the time from writing the request to the
@@ -39,6 +46,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,6 +83,7 @@ type result struct {
 	latencies                                []uint32 // microseconds
 	bytes                                    int64
 	errConnect, errRead, errWrite, errStatus int
+	statuses                                 map[int]int
 }
 
 func run(args []string) {
@@ -85,6 +94,8 @@ func run(args []string) {
 	delay := fs.Duration("delay", 0, "wait before each request, per connection")
 	certFile := fs.String("cert", "", "client certificate (PEM)")
 	keyFile := fs.String("key", "", "client key (PEM)")
+	pathsFile := fs.String("paths", "", "file of request URIs to read in turn (one a line)")
+	rate := fs.Float64("rate", 0, "with -paths: requests a second between all connections (0: no limit)")
 	var extra headers
 	fs.Var(&extra, "H", "request header \"Name: value\" (repeatable)")
 	_ = fs.Parse(args)
@@ -100,22 +111,71 @@ func run(args []string) {
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n", u.RequestURI(), u.Host)
-	for _, h := range extra {
-		fmt.Fprintf(&req, "%s\r\n", h)
+	request := func(uri string) []byte {
+		var req bytes.Buffer
+		fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n", uri, u.Host)
+		for _, h := range extra {
+			fmt.Fprintf(&req, "%s\r\n", h)
+		}
+		req.WriteString("\r\n")
+		return req.Bytes()
 	}
-	req.WriteString("\r\n")
+	var requests [][]byte
+	if *pathsFile != "" {
+		text, err := os.ReadFile(*pathsFile)
+		if err != nil {
+			fail(err.Error())
+		}
+		for _, line := range strings.Split(string(text), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				requests = append(requests, request(line))
+			}
+		}
+		if len(requests) == 0 {
+			fail(fmt.Sprintf("no request URIs in %s", *pathsFile))
+		}
+	} else {
+		requests = [][]byte{request(u.RequestURI())}
+	}
 
 	start := time.Now()
 	end := start.Add(*duration)
+	// one URI and no rate (the tls section): every connection writes it as fast as it can,
+	// with no hand-over between goroutines
+	var turns chan int
+	var passes atomic.Int64
+	if len(requests) > 1 || *rate > 0 {
+		turns = make(chan int)
+	}
+	go func() {
+		if turns == nil {
+			return
+		}
+		// hands out the requests in turn, at -rate a second if given
+		defer close(turns)
+		for k := 0; ; k++ {
+			if *rate > 0 {
+				at := start.Add(time.Duration(float64(k) / *rate * float64(time.Second)))
+				if wait := time.Until(at); wait > 0 {
+					time.Sleep(wait)
+				}
+			}
+			if !time.Now().Before(end) {
+				return
+			}
+			turns <- k % len(requests)
+			if k%len(requests) == len(requests)-1 {
+				passes.Add(1)
+			}
+		}
+	}()
 	results := make([]result, *conns)
 	var wg sync.WaitGroup
 	for i := 0; i < *conns; i++ {
 		wg.Add(1)
 		go func(r *result) {
 			defer wg.Done()
-			worker(u.Host, cfg, req.Bytes(), end, *delay, r)
+			worker(u.Host, cfg, requests, turns, end, *delay, r)
 		}(&results[i])
 	}
 	wg.Wait()
@@ -123,7 +183,11 @@ func run(args []string) {
 
 	var all []uint32
 	var total result
+	statuses := map[string]int{}
 	for _, r := range results {
+		for code, n := range r.statuses {
+			statuses[strconv.Itoa(code)] += n
+		}
 		all = append(all, r.latencies...)
 		total.bytes += r.bytes
 		total.errConnect += r.errConnect
@@ -150,26 +214,40 @@ func run(args []string) {
 	if len(all) > 0 {
 		mean = sum / float64(len(all))
 	}
-	out, _ := json.Marshal(map[string]any{
+	fields := map[string]any{
 		"requests": len(all), "durationUs": elapsed.Microseconds(), "bytes": total.bytes,
 		"errConnect": total.errConnect, "errRead": total.errRead, "errWrite": total.errWrite,
 		"errStatus": total.errStatus, "errTimeout": 0, "meanUs": mean,
 		"p50Us": pct(50), "p90Us": pct(90), "p99Us": pct(99), "maxUs": pct(100),
-	})
+	}
+	if *pathsFile != "" {
+		fields["passes"], fields["statuses"] = passes.Load(), statuses
+	}
+	out, _ := json.Marshal(fields)
 	fmt.Printf("BENCHJSON %s\n", out)
 }
 
-// worker keeps one connection busy until end, reconnecting after an error.
-func worker(host string, cfg *tls.Config, req []byte, end time.Time, delay time.Duration, r *result) {
+// worker keeps one connection busy until end (or until turns is closed), writing the request
+// of each turn it takes (the first request when turns is nil), reconnecting after an error.
+func worker(host string, cfg *tls.Config, requests [][]byte, turns <-chan int, end time.Time, delay time.Duration, r *result) {
 	var conn *tls.Conn
 	var br *bufio.Reader
+	r.statuses = map[int]int{}
 	defer func() {
 		if conn != nil {
 			conn.Close()
 		}
 	}()
 	for time.Now().Before(end) {
-		if conn == nil {
+		turn := 0
+		if turns != nil {
+			var ok bool
+			if turn, ok = <-turns; !ok {
+				return
+			}
+		}
+		req := requests[turn]
+		for conn == nil && time.Now().Before(end) {
 			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", host, cfg)
 			if err != nil {
 				r.errConnect++
@@ -177,6 +255,9 @@ func worker(host string, cfg *tls.Config, req []byte, end time.Time, delay time.
 				continue
 			}
 			conn, br = c, bufio.NewReaderSize(c, 64<<10)
+		}
+		if conn == nil {
+			return
 		}
 		if delay > 0 {
 			time.Sleep(delay)
@@ -198,6 +279,7 @@ func worker(host string, cfg *tls.Config, req []byte, end time.Time, delay time.
 		}
 		r.latencies = append(r.latencies, uint32(time.Since(t0).Microseconds()))
 		r.bytes += n
+		r.statuses[status]++
 		if status < 200 || status > 399 {
 			r.errStatus++
 		}

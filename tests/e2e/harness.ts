@@ -34,7 +34,9 @@
  * skips Prometheus; HPA_E2E_KEEP=1 keeps everything after `test` (the first phase only)
  * or a failed `up` (and the suite's namespaces); HPA_E2E_HPA_SYNC_PERIOD sets the HPA
  * controller's sync period in seconds (the suite's predictions need the default 2; the bench
- * uses Kubernetes' 15); GO names the go binary.
+ * uses Kubernetes' 15); HPA_E2E_AUDIT_LOG=1 makes kube-apiserver write an audit log of the
+ * adapter's requests ({@linkcode AUDIT_LOG}: Metadata level, one JSON event a line, nobody
+ * else's requests); GO names the go binary.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
@@ -531,6 +533,35 @@ function startEtcd(bin: string): void {
   ]);
 }
 
+/**
+ * Where kube-apiserver writes its audit log with HPA_E2E_AUDIT_LOG=1: the requests of the
+ * adapter's service account only, at Metadata level (verb, resource, user agent, status), the
+ * ResponseStarted (watches) and ResponseComplete stages, one JSON event a line.
+ */
+export const AUDIT_LOG: string = join(STATE_DIR, "logs", "audit.log");
+
+/** The apiserver flags of the audit log (HPA_E2E_AUDIT_LOG=1), after writing its policy. */
+function auditFlags(): string[] {
+  if (!process.env.HPA_E2E_AUDIT_LOG || process.env.HPA_E2E_AUDIT_LOG === "0") return [];
+  const policy = join(STATE_DIR, "audit-policy.json");
+  const user = `system:serviceaccount:${E2E.adapterNamespace}:${E2E.adapterServiceAccount}`;
+  writeFileSync(
+    policy,
+    JSON.stringify({
+      apiVersion: "audit.k8s.io/v1",
+      kind: "Policy",
+      omitStages: ["RequestReceived"],
+      rules: [{ level: "Metadata", users: [user] }, { level: "None" }],
+    }) + "\n",
+  );
+  return [
+    `--audit-policy-file=${policy}`,
+    `--audit-log-path=${AUDIT_LOG}`,
+    "--audit-log-format=json",
+    "--audit-log-maxsize=1024",
+  ];
+}
+
 function startApiserver(bin: string): void {
   startProcess("kube-apiserver", [
     join(bin, "kube-apiserver"),
@@ -558,6 +589,7 @@ function startApiserver(bin: string): void {
     "--profiling=false",
     "--allow-privileged=false",
     "--v=1",
+    ...auditFlags(),
   ]);
 }
 
