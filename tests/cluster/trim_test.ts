@@ -117,4 +117,24 @@ describe("trimForCache", () => {
     assert.equal(trimForCache("Pod", null), null);
     assert.deepEqual(trimForCache("Pod", { kind: "Pod" }), { kind: "Pod" });
   });
+  it("keeps every value when it shares repeated ones, past its limit of distinct values too", () => {
+    // 1,100 distinct kinds: more than the 1,024 kept, so the last ones stay copies
+    const objects = Array.from({ length: 1100 }, (_, i) => ({
+      apiVersion: "zalando.org/v1",
+      kind: `Kind${i}`,
+      metadata: { name: `s${i}`, annotations: { type: `t${i}` }, labels: { kind: `k${i}` } },
+      spec: {
+        schedules: [{ type: "Repeating", timezone: "UTC", period: { days: ["Mon"] } }],
+        deep: [[{ type: "x".repeat(65) }]],
+      },
+    }));
+    const before = objects.map(plain);
+    const after = objects.map((o) =>
+      plain(trimForCache("ScalingSchedule", o as unknown as KubeObject))
+    ) as typeof objects;
+    assert.deepEqual(after, before);
+    assert.equal(after[1099].kind, "Kind1099");
+    assert.equal(after[5].metadata.annotations.type, "t5");
+    assert.equal(after[7].spec.deep[0][0].type, "x".repeat(65));
+  });
 });
