@@ -28,7 +28,8 @@ version (about a minute: the binary only, 2,000 HPAs, the same scrape rate on fe
 shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
 \`--only startup,serving,tls,fanout,formula,fairshare,cluster,shard\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
-working tree into a temp folder instead of using \`dist/\`), \`--no-write\`, \`--no-pin\`. It needs
+working tree into a temp folder instead of using \`dist/\`), \`--artifacts DIR\` (the build
+\`scripts/build.mjs --outdir DIR\` made), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
 
 What is measured (everything on loopback, every process stopped by its PID):

@@ -6,7 +6,7 @@
 //
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,tls,fanout,
 //          formula,fairshare,startup,cluster,shard] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
-//          [--no-write] [--no-pin]
+//          [--artifacts DIR (a build of scripts/build.mjs --outdir DIR)] [--no-write] [--no-pin]
 //
 // The cluster section (in the full run, not in --quick) measures the binary's memory against the
 // real control plane of the end-to-end suite (tests/e2e/harness.ts: root, Go, kubectl); the
@@ -101,6 +101,7 @@ function parseArgs(argv) {
     only: null,
     sizes: null,
     build: false,
+    artifacts: null,
     seconds: null,
     connections: 8,
     write: true,
@@ -114,6 +115,7 @@ function parseArgs(argv) {
     else if (a === "--only") o.only = val().split(",");
     else if (a === "--sizes") o.sizes = val().split(",").map(Number);
     else if (a === "--build") o.build = true;
+    else if (a === "--artifacts") o.artifacts = val();
     else if (a === "--seconds") o.seconds = Number(val());
     else if (a === "--connections") o.connections = Number(val());
     else if (a === "--no-write") o.write = false;
@@ -237,6 +239,12 @@ const denoBin = join(root, "node_modules", ".bin", "deno");
 function artifacts() {
   const distBundle = join(root, "dist", "hpa-metrics-adapter.mjs");
   const distBinary = join(root, "dist", "hpa-metrics-adapter");
+  if (opts.artifacts) {
+    // a folder scripts/build.mjs --outdir wrote (another build to compare with)
+    const binary = join(opts.artifacts, "hpa-metrics-adapter");
+    const bundle = join(opts.artifacts, "hpa-metrics-adapter.mjs");
+    return { bundle, binary, source: opts.artifacts, builtAt: mtime(binary) };
+  }
   if (!opts.build && existsSync(distBundle) && existsSync(distBinary)) {
     return { bundle: distBundle, binary: distBinary, source: "dist/", builtAt: mtime(distBinary) };
   }
