@@ -18,6 +18,7 @@
  *
  * @module
  */
+import { fnv1a } from "./hash.ts";
 
 /** A replica as the others see it. */
 export interface ShardMember {
@@ -25,16 +26,6 @@ export interface ShardMember {
   identity: string;
   /** Where peers send it their new values: `https://<pod IP>:<secure port>`. */
   address: string;
-}
-
-/** FNV-1a, 32 bits. */
-function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
 }
 
 /** MurmurHash3's 32-bit finalizer: every input bit flips about half of the output bits. */
@@ -69,7 +60,7 @@ export class ShardRing {
 
   constructor(members: Iterable<string>) {
     this.members = [...new Set(members)].sort();
-    this.#hashes = this.members.map(fnv1a);
+    this.#hashes = this.members.map((m) => fnv1a(m));
   }
 
   /** The member that owns `key`, or null with no members. Ties go to the first identity. */

@@ -20,6 +20,7 @@
  * - Conflicts between plans are checked on reconcile and after collections that may reveal
  *   them, and reported once per change (conflict_index.ts).
  */
+import { fnv1a, FNV_PRIME } from "../core/hash.ts";
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { Collector, CollectResult } from "../collectors/types.ts";
@@ -324,15 +325,10 @@ function planInputsHash(hpa: KubeObject): number {
     m.creationTimestamp ?? null,
     (hpa as { spec?: unknown }).spec ?? null,
   ]);
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-  }
+  const a = fnv1a(text);
+  const b = fnv1a(text, FNV_PRIME ^ text.length, 0x5bd1e995);
   // 53 bits of the two: a collision between two versions of one HPA is not a practical concern
-  return (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+  return a * 0x200000 + (b & 0x1fffff);
 }
 
 interface Job {
@@ -401,13 +397,7 @@ function fingerprintOf(plan: MetricPlan): string {
  * ```
  */
 export function collectionPhase(queryKey: string): number {
-  // FNV-1a, 32 bits
-  let h = 0x811c9dc5;
-  for (let i = 0; i < queryKey.length; i++) {
-    h ^= queryKey.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return ((h >>> 0) % 10_000 + 1) / 10_000;
+  return (fnv1a(queryKey) % 10_000 + 1) / 10_000;
 }
 
 /** The namespace of an HPA key (`namespace/name`). */
