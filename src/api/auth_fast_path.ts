@@ -19,17 +19,33 @@ import {
   sentAgain,
   userFromHeaders,
 } from "./front_proxy.ts";
-import { pathAlwaysAllowed, requestAttributes } from "./request_attributes.ts";
+import {
+  pathAlwaysAllowed,
+  type RequestAttributes,
+  requestAttributes,
+} from "./request_attributes.ts";
+
+/**
+ * The SubjectAccessReview answers that decide a request, by their cache keys: the group
+ * review's (one string shared by all the URLs of the group; null for none) and the request's
+ * own, made the first time it is needed (while the group's allow is cached, never: each key
+ * is ~350 bytes, and the HPA controller reads thousands of URLs).
+ */
+interface FastKeys {
+  group: string | null;
+  exact: string | null;
+  method: string;
+  url: string;
+}
 
 /** A user the fast path knows, with what was decided for its requests. */
 interface FastIdentity {
   user: UserInfo;
   /**
    * By URL (`METHOD url` for other methods than GET): allowed without a review (true), never
-   * on the fast path (false), or the keys of the SubjectAccessReview answers that decide (any
-   * cached allow allows: the group review's, the request's own).
+   * on the fast path (false), or the answers that decide (a cached allow of either allows).
    */
-  decisions: Map<string, boolean | string[]>;
+  decisions: Map<string, boolean | FastKeys>;
 }
 
 /** The identity headers a connection sent last (names and values as sent) and their user. */
@@ -83,7 +99,7 @@ export interface FastPath {
  */
 export function createFastPath(
   paths: RequestPathOptions,
-  review: Pick<ReviewPath, "sarCache" | "decisionKeys">,
+  review: Pick<ReviewPath, "sarCache" | "groupKey" | "exactKey">,
 ): FastPath {
   const { sarCache } = review;
   const { config, kubeRequest, alwaysAllowPaths, alwaysAllowGroups, now } = paths;
@@ -157,7 +173,7 @@ export function createFastPath(
     identity: FastIdentity,
     method: string,
     url: string,
-  ): boolean | string[] {
+  ): boolean | FastKeys {
     const key = method === "GET" ? url : `${method} ${url}`;
     let decision = identity.decisions.get(key);
     if (decision !== undefined) return decision;
@@ -168,24 +184,28 @@ export function createFastPath(
     return decision;
   }
 
-  function decide(user: UserInfo, method: string, target: string): boolean | string[] {
-    let url: URL;
+  /** The request attributes of `method target`, or null when the target does not parse. */
+  function attributesOf(method: string, target: string): RequestAttributes | null {
     try {
-      url = new URL(target, "https://localhost");
+      return requestAttributes(method, new URL(target, "https://localhost"));
     } catch {
-      return false;
+      return null;
     }
-    const attrs = requestAttributes(method, url);
+  }
+
+  function decide(user: UserInfo, method: string, target: string): boolean | FastKeys {
+    const attrs = attributesOf(method, target);
+    if (attrs === null) return false;
     if (!attrs.isResourceRequest && pathAlwaysAllowed(attrs.path, alwaysAllowPaths)) return true;
     if (user.groups.some((g) => alwaysAllowGroups.includes(g))) return true;
     if (!kubeRequest) return true;
-    const keys = review.decisionKeys(user, attrs);
-    if (keys.length > 1) {
-      const shared = memo.groupKeys.get(keys[0]);
-      if (shared === undefined) memo.groupKeys.set(keys[0], keys[0]);
-      else keys[0] = shared;
+    let group = review.groupKey(user, attrs);
+    if (group !== null) {
+      const shared = memo.groupKeys.get(group);
+      if (shared === undefined) memo.groupKeys.set(group, group);
+      else group = shared;
     }
-    return keys;
+    return { group, exact: null, method, url: target };
   }
 
   function allowsWithoutIo(request: PlainRequest): boolean {
@@ -195,10 +215,15 @@ export function createFastPath(
     const decision = fastDecision(identity, request.method, request.url);
     if (typeof decision === "boolean") return decision;
     const t = now();
-    for (const key of decision) {
-      if (sarCache.get(key, t)?.allowed === true) return true;
+    if (decision.group !== null && sarCache.get(decision.group, t)?.allowed === true) return true;
+    if (decision.exact === null) {
+      // (decide parsed the same target, so it parses)
+      decision.exact = review.exactKey(
+        identity.user,
+        attributesOf(decision.method, decision.url)!,
+      );
     }
-    return false;
+    return sarCache.get(decision.exact, t)?.allowed === true;
   }
 
   return {

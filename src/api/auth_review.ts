@@ -92,11 +92,12 @@ export interface ReviewPath {
   /** SubjectAccessReview answers by the JSON of their spec ({@linkcode sarSpec}). */
   sarCache: TtlCache<ReviewDecision>;
   /**
-   * The keys of the cached answers that decide `attrs` for `user`, in the order they are
-   * read: the group review's (when group reviews are on and `attrs` is not already the whole
-   * group) and the request's own. Allowed when any of them is a cached allow.
+   * The key of the cached group review answer whose allow decides `attrs` for `user`: null
+   * when group reviews are off or `attrs` already asks about the whole group.
    */
-  decisionKeys(user: UserInfo, attrs: RequestAttributes): string[];
+  groupKey(user: UserInfo, attrs: RequestAttributes): string | null;
+  /** The key of the cached answer to the request's own review. */
+  exactKey(user: UserInfo, attrs: RequestAttributes): string;
   /** The counters. */
   stats(): ReviewStats;
 }
@@ -356,10 +357,8 @@ export function createReviewPath(
     return { key: JSON.stringify(spec), spec };
   }
 
-  function decisionKeys(user: UserInfo, attrs: RequestAttributes): string[] {
-    const exact = JSON.stringify(sarSpec(user, attrs));
-    const group = groupReview(user, attrs);
-    return group ? [group.key, exact] : [exact];
+  function groupKey(user: UserInfo, attrs: RequestAttributes): string | null {
+    return groupReview(user, attrs)?.key ?? null;
   }
 
   /**
@@ -450,7 +449,8 @@ export function createReviewPath(
   return {
     check,
     sarCache,
-    decisionKeys,
+    groupKey,
+    exactKey: (user, attrs) => JSON.stringify(sarSpec(user, attrs)),
     stats: () => ({ cacheEntries: sarCache.size, ...stats }),
   };
 }
