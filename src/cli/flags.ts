@@ -258,6 +258,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     DELEGATED_AUTH_DEFAULTS.denyCacheTtlSeconds,
     "how long a denied SubjectAccessReview is cached",
   ),
+  def(
+    AUTH,
+    "authorization-group-reviews",
+    "bool",
+    true,
+    "when a user reads a second object of one API group, ask once whether it may read all of the group (resource *, every namespace and name) and let that allow decide its reads; false asks about every object (as kube-metrics-adapter does)",
+  ),
 
   def(
     CLUSTER,

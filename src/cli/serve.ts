@@ -190,6 +190,7 @@ export async function authOptionsFromFlags(flags: FlagValues): Promise<Delegated
       : list("authorization-always-allow-paths"),
     allowCacheTtlSeconds: num("authorization-webhook-cache-authorized-ttl"),
     denyCacheTtlSeconds: num("authorization-webhook-cache-unauthorized-ttl"),
+    groupReviews: flags["authorization-group-reviews"] !== false,
   };
 }
 

@@ -29,6 +29,7 @@ describe("authOptionsFromFlags", () => {
         "authorization-always-allow-paths": ["/healthz"],
         "authorization-webhook-cache-authorized-ttl": 5,
         "authorization-webhook-cache-unauthorized-ttl": 2,
+        "authorization-group-reviews": false,
       });
       assert.deepEqual(options, {
         clientCa: pki.clientCa.cert,
@@ -46,10 +47,19 @@ describe("authOptionsFromFlags", () => {
         alwaysAllowPaths: ["/healthz"],
         allowCacheTtlSeconds: 5,
         denyCacheTtlSeconds: 2,
+        groupReviews: false,
       });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it("asks group reviews unless --authorization-group-reviews=false", async () => {
+    assert.equal((await authOptionsFromFlags({})).groupReviews, true);
+    assert.equal(
+      (await authOptionsFromFlags({ "authorization-group-reviews": true })).groupReviews,
+      true,
+    );
   });
 
   it("names the flag and path of a CA file it cannot read", async () => {
