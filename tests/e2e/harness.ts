@@ -1131,9 +1131,19 @@ export function runningPid(name: string): number | null {
 /** Start an adapter replica again (after a test stopped it), as `up` started it. */
 export function restartAdapterReplica(replica: { name: string; ip: string }): number {
   const state = readState();
-  return startProcess(replica.name, adapterCommand(state?.prometheus?.url ?? null, replica.ip), {
-    netns: true,
-  });
+  // sharded as `up` made it, whatever this process's HPA_E2E_SHARD_REPLICAS says
+  const env = process.env.HPA_E2E_SHARD_REPLICAS;
+  process.env.HPA_E2E_SHARD_REPLICAS = String(Math.max(1, state?.replicas?.length ?? 1));
+  try {
+    return startProcess(
+      replica.name,
+      adapterCommand(state?.prometheus?.url ?? null, replica.ip),
+      { netns: true },
+    );
+  } finally {
+    if (env === undefined) delete process.env.HPA_E2E_SHARD_REPLICAS;
+    else process.env.HPA_E2E_SHARD_REPLICAS = env;
+  }
 }
 
 export function readState(): E2eState | null {

@@ -11,6 +11,9 @@
  *   `refuse` (close the listeners), `error` (HTTP 500)
  * - `e2e.hpa-metrics-adapter/ready`: `false` marks the pod not Ready
  *
+ * `GET /e2e/requests` on any of a pod's ports answers `{"requests":N}`: the requests the pod's
+ * endpoints answered so far (this one not counted), for tests that count scrapes.
+ *
  * It runs inside the harness's network namespace (the addresses exist only there):
  *   ip netns exec hpa-e2e node --import tsx tests/e2e/kubelet.ts --kubeconfig=F --node=N \
  *     --host-ip=10.213.0.2 --addresses=10.213.0.10-10.213.0.99
@@ -59,7 +62,12 @@ interface PodEntry {
   servers: Map<number, Server>;
   sockets: Set<Socket>;
   hanging: Set<ServerResponse>;
+  /** Requests answered on the pod's ports (not counting `/e2e/requests`). */
+  requests: number;
 }
+
+/** The path on which a pod tells how many requests it answered. */
+export const REQUESTS_PATH = "/e2e/requests";
 
 /** Expand `10.213.0.10-10.213.0.99` (last octet range) or a comma list into addresses. */
 export function expandAddresses(spec: string): string[] {
@@ -105,7 +113,13 @@ export function startKubelet(options: KubeletOptions): Kubelet {
     return free;
   }
 
-  function handle(entry: PodEntry, res: ServerResponse): void {
+  function handle(entry: PodEntry, path: string, res: ServerResponse): void {
+    if (path === REQUESTS_PATH) {
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ requests: entry.requests }));
+      return;
+    }
+    entry.requests++;
     const pod = entry.pod;
     switch (answerOf(pod)) {
       case "hang":
@@ -158,7 +172,7 @@ export function startKubelet(options: KubeletOptions): Kubelet {
     }
     for (const port of containerPorts(entry.pod)) {
       if (entry.servers.has(port)) continue;
-      const server = createServer((_req, res) => handle(entry, res));
+      const server = createServer((req, res) => handle(entry, req.url ?? "/", res));
       server.on("connection", (sock) => {
         entry.sockets.add(sock);
         sock.on("close", () => entry.sockets.delete(sock));
@@ -293,6 +307,7 @@ export function startKubelet(options: KubeletOptions): Kubelet {
         servers: new Map(),
         sockets: new Set(),
         hanging: new Set(),
+        requests: 0,
       };
       entries.set(uid, entry);
     }

@@ -2,7 +2,8 @@
  * End to end (issue 29): three adapter replicas with --shard-collection on the real control
  * plane, behind one Service (the harness lists the three in its endpoints; the aggregator picks
  * one per request). Every query is collected once per interval across the three, not three
- * times (counted at an HTTP endpoint this test serves on the harness's host address), every
+ * times (counted at an HTTP endpoint this test serves on the harness's host address, and at the
+ * pods of a Pods metric, which the harness's kubelet stand-in serves and counts), every
  * replica serves every value, and the real HPA controller keeps scaling a Deployment while a
  * replica is killed, while another stops, and after the killed one comes back. Queries to the
  * harness's real Prometheus are counted too (its own prometheus_http_requests_total).
@@ -29,6 +30,7 @@ import {
 } from "./harness.ts";
 import { createKubeClient, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient } from "./kube_client.ts";
+import { ANNOTATIONS, REQUESTS_PATH } from "./kubelet.ts";
 
 // deno-lint-ignore no-explicit-any
 type Obj = any;
@@ -56,8 +58,12 @@ const QUERIES = 24;
 const BROKEN = 6;
 /** HPAs p0..p3 with an External prometheus metric each (`vector(100 + i)`, every 1 s). */
 const PROMQL = 4;
-/** Every collection: the counted ones, web's, the broken ones and the PromQL ones. */
-const COLLECTIONS = QUERIES + 1 + BROKEN + PROMQL;
+/** Pods of Deployment `scraped`, whose HPA has a Pods json-path metric (every 1 s). */
+const SCRAPED_PODS = 2;
+/** The port the `scraped` pods serve. */
+const SCRAPED_PORT = 8080;
+/** Every collection: the counted ones, web's, the broken ones, the PromQL ones, scraped's. */
+const COLLECTIONS = QUERIES + 1 + BROKEN + PROMQL + 1;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -207,6 +213,56 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
         },
       },
     });
+    // a Pods metric: the stand-in kubelet serves each pod and counts its requests
+    await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
+      body: {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "scraped" },
+        spec: {
+          replicas: SCRAPED_PODS,
+          selector: { matchLabels: { app: "scraped" } },
+          template: {
+            metadata: {
+              labels: { app: "scraped" },
+              annotations: { [ANNOTATIONS.metrics]: JSON.stringify({ rps: 4 }) },
+            },
+            spec: {
+              containers: [{
+                name: "app",
+                image: "e2e/scraped",
+                ports: [{ containerPort: SCRAPED_PORT }],
+              }],
+            },
+          },
+        },
+      },
+    });
+    const p = "metric-config.pods.rps.json-path/";
+    await kube!.request("POST", `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`, {
+      body: {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: {
+          name: "scraped",
+          annotations: {
+            [`${p}json-key`]: "$.rps",
+            [`${p}port`]: String(SCRAPED_PORT),
+            [`${p}path`]: "/metrics",
+            [`${p}interval`]: "1s",
+          },
+        },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "scraped" },
+          minReplicas: SCRAPED_PODS,
+          maxReplicas: SCRAPED_PODS,
+          metrics: [{
+            type: "Pods",
+            pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "10" } },
+          }],
+        },
+      },
+    });
   });
 
   after(async () => {
@@ -270,6 +326,26 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
     );
   }
 
+  /** The addresses of the `scraped` pods, once the stand-in kubelet gave them one each. */
+  async function scrapedPodIps(): Promise<string[]> {
+    return await waitFor(async () => {
+      const pods = await kube!.request(
+        "GET",
+        `/api/v1/namespaces/${ns}/pods?labelSelector=app%3Dscraped`,
+      );
+      const ips = (pods.items ?? []).map((x: Obj) => x.status?.podIP).filter(Boolean);
+      return ips.length === SCRAPED_PODS ? ips.sort() : false;
+    }, { what: `${SCRAPED_PODS} scraped pods with addresses`, timeoutMs: WAIT_MS });
+  }
+
+  /** The requests each pod at `ips` has answered so far (the stand-in kubelet's count). */
+  async function podRequests(ips: string[]): Promise<number[]> {
+    return await Promise.all(ips.map(async (ip) => {
+      const r = await fetch(`http://${ip}:${SCRAPED_PORT}${REQUESTS_PATH}`);
+      return (await r.json()).requests as number;
+    }));
+  }
+
   /** Instant queries the harness's Prometheus has answered so far. */
   async function promQueries(): Promise<number> {
     const text = await (await fetch(`${state!.prometheus!.url}/metrics`)).text();
@@ -305,6 +381,16 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
             throw new Error(`p${i} on ${r.ip}: ${res.status} ${res.body}`);
           }
         }
+        const pods = await replicaGet(
+          r.ip,
+          `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/pods/*/rps?labelSelector=app%3Dscraped`,
+        );
+        const values = pods.status === 200
+          ? JSON.parse(pods.body).items.map((x: Obj) => x.value)
+          : [];
+        if (values.length !== SCRAPED_PODS || values.some((v: string) => v !== "4")) {
+          throw new Error(`scraped pods on ${r.ip}: ${pods.status} ${pods.body}`);
+        }
         return true;
       }, { what: `every value on ${r.ip}`, timeoutMs: WAIT_MS });
     }
@@ -333,11 +419,18 @@ describe("e2e: three replicas share the collection", { skip: SKIP, timeout: 10 *
     for (const n of owned) assert.ok(n >= 1, `every replica owns a share: ${owned}`);
     await everyReplicaServesEverything(replicas);
     // 1 s interval: about 6 collections in 6 s; three replicas each collecting would be ~18
+    const podIps = await scrapedPodIps();
     const queriesBefore = await promQueries();
+    const scrapesBefore = await podRequests(podIps);
     const collected = await collectionsIn(6);
+    const scrapes = (await podRequests(podIps)).map((n, k) => n - scrapesBefore[k]);
     const promql = (await promQueries()) - queriesBefore;
     for (const [i, n] of collected.entries()) {
       assert.ok(n >= 3 && n <= 9, `q${i} collected ${n} times in 6 s: ${collected}`);
+    }
+    // and each pod of the Pods metric is scraped about once a second, not three times
+    for (const [k, n] of scrapes.entries()) {
+      assert.ok(n >= 3 && n <= 9, `pod ${podIps[k]} scraped ${n} times in 6 s: ${scrapes}`);
     }
     // and the PromQL metrics: ~24 queries to Prometheus in 6 s, ~72 if each replica asked
     assert.ok(
