@@ -103,28 +103,37 @@ What is measured (everything on loopback, every process stopped by its PID):
   requests to kube-apiserver (counted by kube-apiserver's audit log of the adapter's service
   account, \`HPA_E2E_AUDIT_LOG=1\` in the harness; by verb and resource in results.json), its CPU
   seconds a minute and its collections a minute (own metrics), and CPU per collection. Budget:
-  <= ${b.apiRequestsPerMinuteAtRest ?? 50} requests a minute (the leader's Lease renewals included: 30 a minute at
+  <= ${
+    b.apiRequestsPerMinuteAtRest ?? 50
+  } requests a minute (the leader's Lease renewals included: 30 a minute at
   the default 2 s retry period). ScalingSchedule status writes come in bursts (a schedule
   starts or ends), so a minute may hold some. The row also shows the SubjectAccessReviews the
   adapter asked during the full read (a minute), and the authorization caches' cost after the
   full read's URLs (\`bench/auth_cache_cost.ts\` on Bun: answers cached, bytes per cached
   answer without group reviews, bytes per URL of the fast path's memo).
-- **Sharded collection** (section \`shard\`, issue 29, full run only): the fan-out row's 1,333
-  collections/s in cluster mode, on the end-to-end control plane: 1,333 HPAs (kubectl), each
-  one External json-path metric on its own queue endpoint (one distinct query each) every
-  second, answered by the fake fleet in the harness's network namespace. Two runs, each on a
-  fresh control plane: one replica of the binary, then three with \`--shard-collection\`
-  (Leases of 4 s renewed every second); the replica guard, the Knative reconciler and
-  ScalingSchedules off, \`--v=0\`. Before the HPAs, each replica's CPU over 10 s with none
-  (results.json: \`idleCores\`). Once every replica holds every value (sharded: sees three
-  members, and the owned shares add up to 1,333), 5 s, then a 30 s window: the fleet's reads
-  of every index and the longest gap between two of them (or since the last, at the end), the
-  collections of all replicas together, CPU and RSS (median of one reading a second) of each
-  replica, the values each holds (the stored external values: every replica serves every
-  value), push failures. Budget: every index read in the window, no gap over the interval +
-  1 s, collections/s within 5% of the target, every value held by every replica, no push
-  failure, and the most loaded of three replicas at most ${b.shardCoresRatio ?? 0.5}x the single
-  replica's cores (a third plus the push and receive of the peers' values).
+- **Sharded collection** (section \`shard\`, issue 29, full run only): collection on the
+  end-to-end control plane, once by one replica of the binary and once by three with
+  \`--shard-collection\` (Leases of 4 s renewed every second), each run on a fresh control
+  plane; the replica guard, the Knative reconciler and ScalingSchedules off, \`--v=0\`. Two
+  shapes (\`--shard-shapes pods,queue\`):
+  - **pods**, the fan-out fleet's work (1,333 scrapes/s): 200 HPAs, each a Pods json-path
+    metric on the 20 pods of its StatefulSet every 3 s (66.7 collections/s of 20 scrapes and one
+    record for the peers each). 4,000 pods, bound to a node no kubelet serves and given a
+    loopback address of the harness's network namespace through their status, answered there
+    by the fake fleet (\`bench/shard_pods.mjs\`, \`bench/shard_pods_apply.ts\`). The budget row.
+  - **queue**, the most the peers' records can weigh against the collection: 1,333 HPAs, each
+    an External json-path metric on its own queue endpoint every second (1,333 collections/s of
+    one read and one record each). For information: its CPU ratio has no budget.
+
+  Before the HPAs, each replica's CPU over 10 s with none (results.json: \`idleCores\`). Once
+  every replica holds every value (sharded: sees three members, and the owned shares add up to
+  the whole), 5 s, then a 30 s window: the fleet's reads of every pod or queue and the longest
+  gap between two of them (or since the last, at the end), the collections of all replicas
+  together, CPU and RSS (median of one reading a second) of each replica, the values each holds
+  (stored custom or external values: every replica serves every value), push failures.
+  Budget: everything read in the window, no gap over the interval + 1 s, collections/s within
+  5% of the target, every value held by every replica, no push failure, and (pods) the most
+  loaded of three replicas at most ${b.shardCoresRatio ?? 0.5}x the single replica's cores.
 - **Startup**: process start to \`/readyz\` 200, with no HPAs (and with 2,000 for information),
   the certificate already on disk. Budget: < ${b.startupMs} ms for the binary.
 
@@ -319,7 +328,9 @@ row measured under a load average well above 2 is noise, not a result.
         c.cpuMsPerCollection,
         f.subjectAccessReviewsPerMinute ?? "",
         cost.groupReviews
-          ? `${f.authCacheEntries ?? cost.groupReviews.sarCacheEntries} (${cost.exactOnly?.sarCacheEntries})`
+          ? `${
+            f.authCacheEntries ?? cost.groupReviews.sarCacheEntries
+          } (${cost.exactOnly?.sarCacheEntries})`
           : "",
         cost.exactOnly?.bytesPerSarEntry ?? "",
         cost.groupReviews?.fastMemoBytesPerUrl ?? "",
@@ -334,10 +345,12 @@ row measured under a load average well above 2 is noise, not a result.
     const each = (rows, k) => rows.map((x) => x[k]).join(" / ");
     out.push(table(
       [
+        "shape",
         "replicas",
         "HPAs",
         "interval",
         "collections/s (target)",
+        "reads/s (target)",
         "max gap ms",
         "never collected",
         "cores (each)",
@@ -351,10 +364,12 @@ row measured under a load average well above 2 is noise, not a result.
         "budget",
       ],
       r.shard.map((x) => [
+        x.shape ?? "queue",
         x.replicas,
-        x.hpas,
+        x.podsPerHpa ? `${x.hpas} x ${x.podsPerHpa} pods` : x.hpas,
         `${x.intervalSeconds} s`,
         `${x.collectionsPerSecond} (${x.targetCollectionsPerSecond})`,
+        `${x.endpointReadsPerSecond} (${x.targetReadsPerSecond ?? x.targetCollectionsPerSecond})`,
         x.maxGapMs,
         x.neverCollected,
         each(x.perReplica, "cores"),
@@ -362,7 +377,7 @@ row measured under a load average well above 2 is noise, not a result.
         x.singleCores ?? "",
         x.replicas > 1 ? (x.maxCoresRatio ?? "") : "",
         each(x.perReplica, "rssMiB"),
-        each(x.perReplica, "storedExternal"),
+        x.perReplica.map((p) => p.valuesHeld ?? p.storedExternal).join(" / "),
         x.replicas > 1 ? x.pushFailures : "",
         x.load1,
         mark(x.ok) + (x.ok ? "" : ` (${x.misses.join(", ")})`),
