@@ -41,7 +41,7 @@ import { MetricHistory, recordingStore } from "../engine/history.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
 import { collectorFetch } from "../runtime/http_fetch.ts";
-import { releaseUnusedMemory } from "../runtime/memory.ts";
+import { releaseUnusedMemory, startMemoryRelease } from "../runtime/memory.ts";
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
@@ -412,6 +412,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       });
 
     let ready = false;
+    /** Requests answered so far (the memory release waits for a quiet moment). */
+    let served = 0;
     const app = createApp({
       store,
       pods: {
@@ -425,7 +427,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       ready: () => ready,
       version: { gitVersion: `v${VERSION}`, goVersion: runtimeName(), compiler: "typescript" },
       authorize: createAuthMiddleware({ auth }),
-      onRequest: (obs) => metrics.observeRequest(obs),
+      onRequest: (obs) => {
+        served++;
+        metrics.observeRequest(obs);
+      },
       delegates,
       // a peer's values go to the store as ours do, its failures to the leader's events
       ...(sharding
@@ -556,6 +561,13 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     engine.firstRound().then(() => {
       if (!closing && releaseUnusedMemory()) {
         log.debug(1, "returned the memory freed after the first collections");
+      }
+      const releaseSeconds = numberFlag(flags, "memory-release-interval");
+      if (!closing && releaseSeconds > 0) {
+        closers.push(startMemoryRelease({
+          intervalMs: releaseSeconds * 1000,
+          requests: () => served,
+        }));
       }
     });
     log.info(

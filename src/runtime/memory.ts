@@ -33,3 +33,80 @@ export function releaseUnusedMemory(): boolean {
   bun.shrink();
   return true;
 }
+
+/** Options of {@linkcode startMemoryRelease}. */
+export interface MemoryReleaseOptions {
+  /** How often to release, ms (> 0). */
+  intervalMs: number;
+  /** Requests answered so far: a release waits for a quiet moment (no new request). */
+  requests: () => number;
+  /** Does the release; returns whether anything was done (default {@linkcode releaseUnusedMemory}). */
+  release?: () => boolean;
+  /** How long no request must come before a release, ms (default 250). */
+  quietMs?: number;
+  /** How long to wait before looking for a quiet moment again, ms (default 1000). */
+  retryMs?: number;
+  setTimeout?: (fn: () => void, ms: number) => unknown;
+  clearTimeout?: (handle: unknown) => void;
+}
+
+/**
+ * Release unused memory every `intervalMs`, at a quiet moment: a full collection blocks the
+ * event loop (~45 ms at 2,000 HPAs) and `Bun.shrink()` drops compiled code, which the hot paths
+ * compile again. So it waits until no request came for `quietMs`, looking again every
+ * `retryMs`, and skips the round when the server is busy for a whole interval: under constant
+ * load nothing happens. Measured on the binary at 2,000 HPAs in file mode (RSS median of 20 s
+ * from 30 s after the start, two runs each): 130.1-130.6 MiB without, 119.6-120.4 with a release
+ * every 15 s, 119.5-123.1 every 30 s (the default of `serve`). Returns `stop()`.
+ *
+ * @example
+ * ```ts
+ * let served = 0;
+ * const stop = startMemoryRelease({ intervalMs: 60_000, requests: () => served });
+ * ```
+ */
+export function startMemoryRelease(options: MemoryReleaseOptions): () => void {
+  const release = options.release ?? releaseUnusedMemory;
+  const quietMs = options.quietMs ?? 250;
+  const retryMs = options.retryMs ?? 1000;
+  const set = options.setTimeout ??
+    ((fn: () => void, ms: number) => {
+      const t = setTimeout(fn, ms);
+      (t as { unref?: () => void }).unref?.();
+      return t;
+    });
+  const clear = options.clearTimeout ??
+    ((h: unknown) => clearTimeout(h as ReturnType<typeof setTimeout>));
+  let timer: unknown = null;
+  let stopped = false;
+  let waited = 0;
+  let seen = 0;
+  const schedule = (fn: () => void, ms: number) => {
+    if (!stopped) timer = set(fn, ms);
+  };
+  const look = () => {
+    seen = options.requests();
+    schedule(check, quietMs);
+  };
+  const check = () => {
+    if (options.requests() === seen) {
+      release();
+      waited = 0;
+      schedule(look, options.intervalMs);
+      return;
+    }
+    waited += quietMs + retryMs;
+    if (waited >= options.intervalMs) {
+      // busy the whole interval: skip this round
+      waited = 0;
+      schedule(look, options.intervalMs);
+    } else {
+      schedule(look, retryMs);
+    }
+  };
+  schedule(look, options.intervalMs);
+  return () => {
+    stopped = true;
+    if (timer !== null) clear(timer);
+  };
+}

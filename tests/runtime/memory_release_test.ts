@@ -1,0 +1,100 @@
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { startMemoryRelease } from "../../src/runtime/memory.ts";
+
+/** Timers on a fake clock: `advance(ms)` runs what falls due, in order. */
+function fakeTimers() {
+  let now = 0;
+  let seq = 0;
+  const timers = new Map<number, { at: number; fn: () => void }>();
+  return {
+    setTimeout: (fn: () => void, ms: number) => {
+      const id = ++seq;
+      timers.set(id, { at: now + ms, fn });
+      return id;
+    },
+    clearTimeout: (h: unknown) => void timers.delete(h as number),
+    advance(ms: number) {
+      const end = now + ms;
+      for (;;) {
+        const next = [...timers.entries()].filter(([, t]) => t.at <= end)
+          .sort((a, b) => a[1].at - b[1].at || a[0] - b[0])[0];
+        if (!next) break;
+        timers.delete(next[0]);
+        now = next[1].at;
+        next[1].fn();
+      }
+      now = end;
+    },
+    get now() {
+      return now;
+    },
+    get pending() {
+      return timers.size;
+    },
+  };
+}
+
+describe("startMemoryRelease", () => {
+  it("releases once per interval, after 250 ms without a request", () => {
+    const t = fakeTimers();
+    const at: number[] = [];
+    startMemoryRelease({
+      intervalMs: 60_000,
+      requests: () => 7,
+      release: () => (at.push(t.now), true),
+      setTimeout: t.setTimeout,
+      clearTimeout: t.clearTimeout,
+    });
+    t.advance(60_249);
+    assert.deepEqual(at, []);
+    t.advance(1);
+    assert.deepEqual(at, [60_250]);
+    t.advance(60_250);
+    assert.deepEqual(at, [60_250, 120_500]);
+  });
+
+  it("waits for a quiet moment, and skips a round that is busy throughout", () => {
+    const t = fakeTimers();
+    let served = 0;
+    let busyUntil = 0;
+    const at: number[] = [];
+    startMemoryRelease({
+      intervalMs: 10_000,
+      // a request every 100 ms while busy
+      requests: () => (t.now < busyUntil ? ++served : served),
+      release: () => (at.push(t.now), true),
+      setTimeout: t.setTimeout,
+      clearTimeout: t.clearTimeout,
+    });
+    busyUntil = 12_000;
+    t.advance(13_000);
+    // looks at 10,000 (busy), 11,250 (busy), 12,500 (quiet from there): released at 12,750
+    assert.deepEqual(at, [12_750]);
+    busyUntil = 1e9;
+    t.advance(40_000);
+    // from 22,750 on, every look is busy: each round gives up after its interval
+    assert.deepEqual(at, [12_750]);
+    busyUntil = 0;
+    t.advance(11_250);
+    assert.equal(at.length, 2);
+  });
+
+  it("stops", () => {
+    const t = fakeTimers();
+    let released = 0;
+    const stop = startMemoryRelease({
+      intervalMs: 1_000,
+      requests: () => 0,
+      release: () => (released++, true),
+      setTimeout: t.setTimeout,
+      clearTimeout: t.clearTimeout,
+    });
+    t.advance(1_250);
+    assert.equal(released, 1);
+    stop();
+    assert.equal(t.pending, 0);
+    t.advance(10_000);
+    assert.equal(released, 1);
+  });
+});
