@@ -77,7 +77,16 @@ function deployment(ns, name, labels, replicas) {
   };
 }
 
-function podsHpa(ns, name, target, { port, interval, metric = "rps" }) {
+/**
+ * An HPA with one Pods json-path metric (`$.rps` at /metrics on `port`) on `target` (a
+ * Deployment, or `targetKind`), between `minReplicas` and `maxReplicas` (1 and 100).
+ */
+export function podsHpa(
+  ns,
+  name,
+  target,
+  { port, interval, metric = "rps", targetKind = "Deployment", minReplicas = 1, maxReplicas = 100 },
+) {
   return {
     apiVersion: "autoscaling/v2",
     kind: "HorizontalPodAutoscaler",
@@ -92,9 +101,9 @@ function podsHpa(ns, name, target, { port, interval, metric = "rps" }) {
       },
     },
     spec: {
-      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: target },
-      minReplicas: 1,
-      maxReplicas: 100,
+      scaleTargetRef: { apiVersion: "apps/v1", kind: targetKind, name: target },
+      minReplicas,
+      maxReplicas,
       metrics: [{
         type: "Pods",
         pods: { metric: { name: metric }, target: { type: "AverageValue", averageValue: "20" } },

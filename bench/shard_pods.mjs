@@ -11,7 +11,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { fakePodRps, podAddress, READY_SINCE } from "./manifests.mjs";
+import { fakePodRps, podAddress, podsHpa, READY_SINCE } from "./manifests.mjs";
 
 const yaml = createRequire(import.meta.url)("js-yaml");
 
@@ -85,31 +85,15 @@ export function writeShardPodsManifests(dir, { hpas, pods, port, interval }) {
       });
     }
     expected.push(sum / pods);
-    hpaDocs.push({
-      apiVersion: "autoscaling/v2",
-      kind: "HorizontalPodAutoscaler",
-      metadata: {
-        name,
-        namespace: ns,
-        annotations: {
-          "metric-config.pods.rps.json-path/json-key": "$.rps",
-          "metric-config.pods.rps.json-path/port": String(port),
-          "metric-config.pods.rps.json-path/path": "/metrics",
-          "metric-config.pods.rps.json-path/interval": interval,
-        },
-      },
-      spec: {
-        scaleTargetRef: { apiVersion: "apps/v1", kind: "StatefulSet", name },
-        // the HPA controller reads every value every sync but keeps the pods as they are:
-        // scaling the StatefulSets (which nothing here runs) would only churn updates
-        minReplicas: pods,
-        maxReplicas: pods,
-        metrics: [{
-          type: "Pods",
-          pods: { metric: { name: "rps" }, target: { type: "AverageValue", averageValue: "20" } },
-        }],
-      },
-    });
+    // the HPA controller reads every value every sync but keeps the pods as they are:
+    // scaling the StatefulSets (which nothing here runs) would only churn updates
+    hpaDocs.push(podsHpa(ns, name, name, {
+      port,
+      interval,
+      targetKind: "StatefulSet",
+      minReplicas: pods,
+      maxReplicas: pods,
+    }));
   }
   writeDocs(
     join(dir, "namespaces.yaml"),
