@@ -12,6 +12,8 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import process from "node:process";
 import { createKubeClient, loadKubeconfig } from "../tests/e2e/kube_client.ts";
+// @ts-ignore: a plain ES module of the bench
+import { mapLimit } from "./lib.mjs";
 
 const yaml = createRequire(import.meta.url)("js-yaml");
 const [kubeconfig, dir] = process.argv.slice(2);
@@ -25,24 +27,15 @@ type Obj = any;
 const docs = (file: string): Obj[] =>
   yaml.loadAll(readFileSync(join(dir, file), "utf8")).filter(Boolean);
 
-/** Run `fn` over `items`, `limit` at a time; the first error stops the rest. */
-async function each<T>(items: T[], limit: number, fn: (x: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await fn(items[next++]);
-  };
-  await Promise.all(Array.from({ length: limit }, worker));
-}
-
 const t0 = performance.now();
 const sets = docs("workloads.yaml");
-await each(sets, 32, async (s) => {
+await mapLimit(sets, 32, async (s) => {
   await client.request("POST", `/apis/apps/v1/namespaces/${s.metadata.namespace}/statefulsets`, {
     body: s,
   });
 });
 const pods = docs("pods.yaml");
-await each(pods, 32, async (p) => {
+await mapLimit(pods, 32, async (p) => {
   const { status, ...rest } = p;
   const ns = p.metadata.namespace;
   const created = await client.request("POST", `/api/v1/namespaces/${ns}/pods`, { body: rest });
