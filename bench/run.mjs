@@ -109,6 +109,7 @@ function parseArgs(argv) {
     connections: 8,
     write: true,
     pin: true,
+    adapterArgs: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -124,6 +125,7 @@ function parseArgs(argv) {
     else if (a === "--connections") o.connections = Number(val());
     else if (a === "--no-write") o.write = false;
     else if (a === "--no-pin") o.pin = false;
+    else if (a === "--adapter-arg") o.adapterArgs.push(val());
     else {
       console.error(`bench: unknown argument "${a}"`);
       process.exit(2);
@@ -334,6 +336,7 @@ async function startAdapter(runtime, art, manifests, { everyMs = 5, extra = [] }
     "--cert-dir",
     certDir,
     "--scaling-schedule",
+    ...opts.adapterArgs,
     ...extra,
   ]);
   const child = startProcess(cmd, args, { logFile });
