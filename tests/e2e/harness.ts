@@ -893,7 +893,11 @@ export function adapterReplicas(): { name: string; ip: string }[] {
 /** Lease timing of the e2e's shards: a killed replica's share moves within 4 s. */
 export const SHARD_TIMING = { leaseDurationSeconds: 4, retryPeriodSeconds: 1 } as const;
 
-function adapterCommand(prometheusUrl: string | null, ip: string = E2E.adapterIp): string[] {
+function adapterCommand(
+  prometheusUrl: string | null,
+  ip: string = E2E.adapterIp,
+  replicas: number = shardReplicas(),
+): string[] {
   if (process.env.HPA_E2E_ADAPTER === "stub") {
     return [
       process.execPath,
@@ -928,7 +932,7 @@ function adapterCommand(prometheusUrl: string | null, ip: string = E2E.adapterIp
     "--knative-autoscaler",
     ...(prometheusUrl ? [`--knative-prometheus-address=${prometheusUrl}`] : []),
     "--v=2",
-    ...(shardReplicas() > 1
+    ...(replicas > 1
       ? [
         "--shard-collection",
         `--shard-advertise-address=https://${ip}:${E2E.adapterPort}`,
@@ -1121,7 +1125,6 @@ export async function down(): Promise<void> {
   rmSync(STATE_FILE, { force: true });
 }
 
-/** Read the state up left, or null when the harness is not up. */
 /** The PID of a running process `up` started (by its `.e2e/pids` name), or null. */
 export function runningPid(name: string): number | null {
   const p = recordedProcesses().filter((r) => r.name === name).at(-1);
@@ -1132,20 +1135,18 @@ export function runningPid(name: string): number | null {
 export function restartAdapterReplica(replica: { name: string; ip: string }): number {
   const state = readState();
   // sharded as `up` made it, whatever this process's HPA_E2E_SHARD_REPLICAS says
-  const env = process.env.HPA_E2E_SHARD_REPLICAS;
-  process.env.HPA_E2E_SHARD_REPLICAS = String(Math.max(1, state?.replicas?.length ?? 1));
-  try {
-    return startProcess(
-      replica.name,
-      adapterCommand(state?.prometheus?.url ?? null, replica.ip),
-      { netns: true },
-    );
-  } finally {
-    if (env === undefined) delete process.env.HPA_E2E_SHARD_REPLICAS;
-    else process.env.HPA_E2E_SHARD_REPLICAS = env;
-  }
+  return startProcess(
+    replica.name,
+    adapterCommand(
+      state?.prometheus?.url ?? null,
+      replica.ip,
+      Math.max(1, state?.replicas?.length ?? 1),
+    ),
+    { netns: true },
+  );
 }
 
+/** Read the state up left, or null when the harness is not up. */
 export function readState(): E2eState | null {
   if (!existsSync(STATE_FILE)) return null;
   return JSON.parse(readFileSync(STATE_FILE, "utf8")) as E2eState;
