@@ -99,8 +99,8 @@ export interface CustomRead {
   lookup: CustomLookup;
   labelSel: OkSelector;
   requestSelector: LabelSelector | null;
-  /** Key of the read's list body in the list cache. */
-  listKey: string;
+  /** Key of the read's list body in the list cache: made at the first read of several items. */
+  listKey?: string;
 }
 
 /** The read a custom metrics URL asks (after `/apis/<group>/<version>/`), or its 404/400. */
@@ -152,8 +152,6 @@ export function customRead(
     lookup,
     labelSel,
     requestSelector: metricSel.labelSelector,
-    listKey:
-      `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${metricSelector}\u0000${labelSel.canonical}`,
   };
 }
 
@@ -204,5 +202,7 @@ export function customMetrics(
     // one item whose JSON depends on nothing else: its body lives with it
     return plainReady(itemBody(items[0], version, make));
   }
+  read.listKey ??=
+    `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${lookup.metricSelector}\u0000${labelSel.canonical}`;
   return plainReady(caches.lists(read.listKey, items, make));
 }

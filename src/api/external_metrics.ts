@@ -43,7 +43,8 @@ export interface ExternalRead {
   group: typeof EXTERNAL_GROUP;
   route: "external";
   lookup: ExternalLookup;
-  listKey: string;
+  /** Key of the read's list body in the list cache: made at the first read of several items. */
+  listKey?: string;
 }
 
 /** The read an external metrics URL asks (after `/apis/<group>/v1beta1/`), or its 404/400. */
@@ -67,7 +68,6 @@ export function externalRead(
       selector: labelSel.sel,
       canonicalSelector: labelSel.canonical,
     },
-    listKey: ["external", namespace, metricName, labelSel.canonical].join("\u0000"),
   };
 }
 
@@ -100,5 +100,12 @@ export function externalMetrics(
   if (items.length === 1) {
     return plainReady(itemBody(items[0], "external", make));
   }
+  read.listKey ??= [
+    "external",
+    read.lookup.namespace,
+    read.lookup.metricName,
+    read.lookup.canonicalSelector,
+  ]
+    .join("\u0000");
   return plainReady(caches.lists(read.listKey, items, make));
 }

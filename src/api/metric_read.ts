@@ -40,16 +40,18 @@ export interface ReadCaches {
 /** A cache of list bodies (see {@linkcode listCache}). */
 export type ListCache = (key: string, items: readonly object[], make: () => string) => ReadyBody;
 
-/** Ready bodies of single-item lists, kept with the item they were made from. */
-const itemBodies = new WeakMap<object, Map<string, ReadyBody>>();
+/** What an answer's body can be kept with: a stored item (see `CustomItem.answers`). */
+export interface AnswerHolder {
+  answers?: Record<string, unknown>;
+}
 
-/** The ready body `make` makes for `item` under `key`, made once per item and key. */
-export function itemBody(item: object, key: string, make: () => string): ReadyBody {
-  let bodies = itemBodies.get(item);
-  if (!bodies) itemBodies.set(item, bodies = new Map());
-  let ready = bodies.get(key);
-  if (!ready) bodies.set(key, ready = readyBody(make()));
-  return ready;
+/**
+ * The ready body `make` makes for `item` under `key`, made once per item and key and kept on
+ * the item itself, so it lives exactly as long as the value it was made from.
+ */
+export function itemBody(item: AnswerHolder, key: string, make: () => string): ReadyBody {
+  const answers = item.answers ??= {};
+  return (answers[key] as ReadyBody | undefined) ??= readyBody(make());
 }
 
 /** `{"kind":...,"apiVersion":...,"metadata":{},"items":[...]}` as JSON.stringify writes it. */

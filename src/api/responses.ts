@@ -18,26 +18,38 @@ export function plainJson(body: string, status = 200): PlainResponse {
 }
 
 const utf8 = new TextEncoder();
+const utf8Text = new TextDecoder();
 
-/** A 200 JSON answer whose bytes are kept with it (made once, written many times). */
-export interface ReadyBody {
-  body: string;
-  bytes: Uint8Array;
+/**
+ * A 200 JSON answer made once and written many times: only its UTF-8 bytes are kept (the
+ * server writes them as they are); its text is decoded when someone asks for it (the regular
+ * path, tests).
+ */
+export class ReadyBody implements PlainResponse {
+  readonly status = 200;
+  readonly headers = STATUS_HEADERS;
+  constructor(readonly bytes: Uint8Array) {}
+  get body(): string {
+    return utf8Text.decode(this.bytes);
+  }
 }
 
 /** A ready body of `body`. */
 export function readyBody(body: string): ReadyBody {
-  return { body, bytes: utf8.encode(body) };
+  return new ReadyBody(utf8.encode(body));
 }
 
-/** The 200 answer of a ready body. */
+/** The 200 answer of a ready body: the body itself (it is never changed). */
 export function plainReady(ready: ReadyBody): PlainResponse {
-  return { status: 200, headers: STATUS_HEADERS, body: ready.body, bytes: ready.bytes };
+  return ready;
 }
 
 /** The Response of a plain answer. */
 export function toResponse(plain: PlainResponse): Response {
-  return new Response(plain.body, { status: plain.status, headers: { ...plain.headers } });
+  return new Response((plain.bytes as Uint8Array<ArrayBuffer> | undefined) ?? plain.body, {
+    status: plain.status,
+    headers: { ...plain.headers },
+  });
 }
 
 /** A text Response (as Go's health handlers and 404 write it). */

@@ -98,15 +98,27 @@ function decodeQuery(s: string): string {
   }
 }
 
-/** A parsed selector parameter, or the error text of a bad one. */
-export type ParsedSelector =
-  | {
-    sel: Selector;
-    canonical: string;
-    labelSelector: LabelSelector | null;
-    matches: (labels: Record<string, string>) => boolean;
+/**
+ * A parsed selector parameter: the requirements and their canonical text, and (made at first
+ * use, as most reads never need them) the `metav1.LabelSelector` form and a matcher.
+ */
+export class OkSelector {
+  #labelSelector: LabelSelector | null | undefined;
+  #matches: ((labels: Record<string, string>) => boolean) | undefined;
+  constructor(readonly sel: Selector, readonly canonical: string) {}
+  /** The selector as a `metav1.LabelSelector` (null when empty). */
+  get labelSelector(): LabelSelector | null {
+    if (this.#labelSelector === undefined) this.#labelSelector = labelSelectorOf(this.sel);
+    return this.#labelSelector;
   }
-  | { error: string };
+  /** Whether labels match the selector. */
+  get matches(): (labels: Record<string, string>) => boolean {
+    return this.#matches ??= selectorMatcher(this.sel);
+  }
+}
+
+/** A parsed selector parameter, or the error text of a bad one. */
+export type ParsedSelector = OkSelector | { error: string };
 
 /** Distinct queries remembered before the cache starts over. */
 const SELECTOR_CACHE_LIMIT = 8192;
@@ -127,12 +139,7 @@ export function selectorCache(): (search: string, name: string) => ParsedSelecto
       const raw = queryParam(search, name) ?? "";
       try {
         const sel = parseSelector(raw);
-        hit = {
-          sel,
-          canonical: formatSelector(sel),
-          labelSelector: labelSelectorOf(sel),
-          matches: selectorMatcher(sel),
-        };
+        hit = new OkSelector(sel, formatSelector(sel));
       } catch (err) {
         hit = { error: (err as Error).message };
       }
@@ -145,9 +152,6 @@ export function selectorCache(): (search: string, name: string) => ParsedSelecto
     return hit;
   };
 }
-
-/** A parsed selector parameter. */
-export type OkSelector = Exclude<ParsedSelector, { error: string }>;
 
 /** A cache of parsed selector parameters (see {@linkcode selectorCache}). */
 export type SelectorCache = ReturnType<typeof selectorCache>;

@@ -137,6 +137,8 @@ export interface CustomItem {
    * as long as what it was derived from.
    */
   memo?: Record<string, string>;
+  /** Whole answers readers made of this item alone (src/api's ready bodies), kept as `memo`. */
+  answers?: Record<string, unknown>;
 }
 
 /** One external metric value as served. */
@@ -149,6 +151,8 @@ export interface ExternalItem {
   windowSeconds?: number;
   /** As {@linkcode CustomItem.memo}. */
   memo?: Record<string, string>;
+  /** As {@linkcode CustomItem.answers}. */
+  answers?: Record<string, unknown>;
 }
 
 /**

@@ -383,6 +383,28 @@ describe("fast path (fastFetch)", () => {
     assert.match(body, /"timestamp":"2024-01-02T03:04:06Z","value":"7"/);
   });
 
+  it("keeps one answer per value, as bytes only, and its text decodes to the same body", () => {
+    const { options, store, clock } = fixture();
+    const app = createApp(options);
+    const path = `${EM}/namespaces/default/queue-length?labelSelector=queue%3Dorders`;
+    const first = app.fastFetch(plainRequest(path))!;
+    const again = app.fastFetch(plainRequest(path))!;
+    assert.equal(again, first, "the same answer object while the value is unchanged");
+    assert.deepEqual(Object.keys(first).sort(), ["bytes", "headers", "status"], "no text kept");
+    assert.equal(new TextDecoder().decode(first.bytes), first.body);
+    assert.equal(
+      first.body,
+      '{"kind":"ExternalMetricValueList","apiVersion":"external.metrics.k8s.io/v1beta1",' +
+        '"metadata":{},"items":[{"metricName":"queue-length","metricLabels":{"queue":"orders",' +
+        '"type":"sqs"},"timestamp":"2024-01-02T03:04:05Z","value":"1200k"}]}',
+    );
+    clock.now = T0 + 1000;
+    store.recordSuccess("worker#0", [{ value: 5, timestamp: T0 + 1000 }], T0 + 1000);
+    const changed = app.fastFetch(plainRequest(path))!;
+    assert.notEqual(changed, first);
+    assert.match(changed.body, /"timestamp":"2024-01-02T03:04:06Z","value":"5"/);
+  });
+
   it("serves an external value of a plan added after the selector was read", () => {
     const { options, store } = fixture();
     const app = createApp(options);
