@@ -81,6 +81,8 @@ export class Informer {
   readonly #backoffBaseMs: number;
   readonly #backoffMaxMs: number;
   readonly #objects = new Map<string, KubeObject>();
+  /** The same objects by namespace (namespaced kinds): a namespace's list reads only its own. */
+  readonly #byNamespace = new Map<string, Map<string, KubeObject>>();
   readonly #handlers = new Set<WatchHandler>();
   /** Change counters by namespace (see `version`). */
   readonly #versions = new Map<string, number>();
@@ -138,9 +140,9 @@ export class Informer {
 
   /** Objects from the cache, in one namespace or all. Do not mutate them. */
   list(namespace?: string): KubeObject[] {
-    const all = [...this.#objects.values()];
-    if (namespace === undefined || !this.#namespaced) return all;
-    return all.filter((o) => o.metadata.namespace === namespace);
+    if (namespace === undefined || !this.#namespaced) return [...this.#objects.values()];
+    const inNamespace = this.#byNamespace.get(namespace);
+    return inNamespace === undefined ? [] : [...inNamespace.values()];
   }
 
   /** One object from the cache (namespace defaults to "default" for namespaced kinds). */
@@ -423,9 +425,25 @@ export class Informer {
     const old = this.#objects.get(key);
     if (type === "DELETED") this.#objects.delete(key);
     else this.#objects.set(key, obj);
+    if (this.#namespaced) this.#index(key, type === "DELETED" ? undefined : obj, old);
     const v = obj.metadata.namespace ?? "";
     this.#versions.set(v, (this.#versions.get(v) ?? 0) + 1);
     this.#notify(type, obj, old);
+  }
+
+  /** Keep `#byNamespace` as `#objects`: `obj` (undefined: deleted) replaces `old` at `key`. */
+  #index(key: string, obj: KubeObject | undefined, old: KubeObject | undefined): void {
+    const was = old?.metadata.namespace;
+    const now = obj?.metadata.namespace;
+    if (was !== undefined && was !== now) {
+      const from = this.#byNamespace.get(was);
+      from?.delete(key);
+      if (from?.size === 0) this.#byNamespace.delete(was);
+    }
+    if (obj === undefined || now === undefined) return;
+    let into = this.#byNamespace.get(now);
+    if (into === undefined) this.#byNamespace.set(now, into = new Map());
+    into.set(key, obj);
   }
 
   #notify(type: WatchEventType, obj: KubeObject, old: KubeObject | undefined): void {

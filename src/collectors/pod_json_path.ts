@@ -51,6 +51,38 @@ function readyCondition(pod: KubeObject): { status?: string; lastTransitionTime?
   return conditions.find((c: { type?: string }) => c?.type === "Ready") ?? null;
 }
 
+/** A workload selector's pods as last selected, while the namespace's pods are unchanged. */
+interface Selected {
+  namespace: string;
+  version: number;
+  pods: KubeObject[];
+}
+
+/**
+ * Selections by view and by the workload's `spec.selector` object (a workload object, and so
+ * its selector, is replaced when it changes): each collection of a workload's pods reads its
+ * namespace's pods only when one of them changed since the last (a namespace may hold
+ * thousands; many HPAs collect each second).
+ */
+const selections = new WeakMap<ClusterView, WeakMap<LabelSelector, Selected>>();
+
+/** The pods of `namespace` that `ls` selects, in the view's order. Do not mutate the array. */
+function selectedPods(cluster: ClusterView, namespace: string, ls: LabelSelector): KubeObject[] {
+  const version = cluster.version?.("Pod", namespace);
+  let byView = version === undefined ? undefined : selections.get(cluster);
+  const hit = byView?.get(ls);
+  if (hit !== undefined && hit.version === version && hit.namespace === namespace) return hit.pods;
+  const selector = fromLabelSelector(ls);
+  const pods = cluster.list("Pod", namespace).filter((pod) =>
+    matchesSelector(selector, pod.metadata.labels ?? {})
+  );
+  if (version !== undefined) {
+    if (byView === undefined) selections.set(cluster, byView = new WeakMap());
+    byView.set(ls, { namespace, version, pods });
+  }
+  return pods;
+}
+
 /**
  * The pods of a workload that may be asked for metrics: selected by the workload's
  * `spec.selector` (matchLabels and matchExpressions), Ready, not being deleted, and Ready for
@@ -71,11 +103,9 @@ export function selectReadyPods(cluster: ClusterView, options: SelectPodsOptions
   if (!ls || (!ls.matchLabels && !ls.matchExpressions)) {
     throw new Error(`${ref.kind} ${options.namespace}/${ref.name} has no spec.selector`);
   }
-  const selector = fromLabelSelector(ls);
   const out: PodSelection = { pods: [], skipped: [] };
   const minAgeMs = options.minReadyAgeSeconds * 1000;
-  for (const pod of cluster.list("Pod", options.namespace)) {
-    if (!matchesSelector(selector, pod.metadata.labels ?? {})) continue;
+  for (const pod of selectedPods(cluster, options.namespace, ls)) {
     const name = pod.metadata.name;
     if (pod.metadata.deletionTimestamp) {
       out.skipped.push({ name, reason: "being deleted" });

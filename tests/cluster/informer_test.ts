@@ -125,6 +125,14 @@ describe("KubeClusterSource", () => {
       api.remove("apps/v1", "Deployment", "team-a", "api");
       await waitFor("the delete", () => seen.length === 5);
       assert.deepEqual(versions(), [3, 2, 0]);
+      // each namespace lists its own objects, in the order they came, changes included
+      assert.deepEqual(
+        source.list("Deployment", "default").map((d) => `${d.metadata.name}@${d.spec.replicas}`),
+        ["web@4", "db@1"],
+      );
+      assert.deepEqual(source.list("Deployment", "team-a"), []);
+      assert.deepEqual(source.list("Deployment", "team-b"), []);
+      assert.deepEqual(names(source.list("Deployment")), ["default/db", "default/web"]);
     });
   });
 

@@ -7,6 +7,7 @@ import {
   podMetricsUrl,
   selectReadyPods,
 } from "../../src/collectors/pod_json_path.ts";
+import type { ClusterView } from "../../src/cluster/types.ts";
 import type { CollectContext } from "../../src/collectors/types.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import { MemoryCluster, readyPod } from "../engine/support.ts";
@@ -107,6 +108,56 @@ describe("selectReadyPods", () => {
       { name: "deleting", reason: "being deleted" },
       { name: "young", reason: "Ready for 10s, less than 30s" },
     ]);
+  });
+
+  it("reads the namespace's pods again only when one of them or the workload changed", () => {
+    // the view of a cluster: a change counter per kind and namespace, and its lists counted
+    const cluster = deployment();
+    let version = 0;
+    let lists = 0;
+    const view: ClusterView = {
+      ensure: (kind) => cluster.ensure(kind),
+      get: (kind, namespace, name) => cluster.get(kind, namespace, name),
+      watch: (kind, handler) => cluster.watch(kind, handler),
+      close: () => cluster.close(),
+      version: () => version,
+      list: (kind, namespace) => {
+        lists++;
+        return cluster.list(kind, namespace);
+      },
+    };
+    cluster.set("Pod", readyPod("a", { ip: "127.0.0.2" }));
+    cluster.set("Pod", readyPod("other", { ip: "127.0.0.3", labels: { app: "api" } }));
+    const names = () =>
+      selectReadyPods(view, {
+        namespace: "default",
+        scaleTargetRef: { kind: "Deployment", name: "web" },
+        minReadyAgeSeconds: 0,
+        now: NOW,
+      }).pods.map((p) => p.metadata.name);
+    assert.deepEqual(names(), ["a"]);
+    assert.deepEqual(names(), ["a"]);
+    assert.equal(lists, 1, "the second collection reads no pod list");
+    // a pod comes: the namespace's counter changes
+    cluster.set("Pod", readyPod("b", { ip: "127.0.0.4" }));
+    assert.deepEqual(names(), ["a"], "the counter did not change: the selection stands");
+    version++;
+    assert.deepEqual(names(), ["a", "b"]);
+    assert.equal(lists, 2);
+    // a pod turns unready: selected by labels, skipped as before, on every read
+    cluster.set("Pod", readyPod("b", { ip: "127.0.0.4", ready: false }));
+    version++;
+    assert.deepEqual(names(), ["a"]);
+    assert.equal(lists, 3);
+    // the workload's selector changes (a new object): selected anew at the same counter
+    cluster.set("Deployment", {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "web", namespace: "default" },
+      spec: { selector: { matchLabels: { app: "api" } } },
+    });
+    assert.deepEqual(names(), ["other"]);
+    assert.equal(lists, 4);
   });
 
   it("names a missing scale target", () => {
