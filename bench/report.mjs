@@ -29,7 +29,8 @@ shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
 \`--only startup,serving,tls,fanout,formula,fairshare,cluster,shard\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
 working tree into a temp folder instead of using \`dist/\`), \`--artifacts DIR\` (the build
-\`scripts/build.mjs --outdir DIR\` made), \`--no-write\`, \`--no-pin\`. It needs
+\`scripts/build.mjs --outdir DIR\` made), \`--adapter-arg FLAG\` (repeatable: added to every
+adapter's command line, for an A/B of one flag), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
 
 What is measured (everything on loopback, every process stopped by its PID):
