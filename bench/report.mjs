@@ -1,5 +1,13 @@
-// The report writer: bench/README.md from the numbers of one run (bench/results.json).
-import { writeFileSync } from "node:fs";
+// The report writer: bench/README.md from the numbers of one run (bench/results.json), and the
+// hand-written notes of runs made with --no-write, kept as they are between two marker lines.
+import { readFileSync, writeFileSync } from "node:fs";
+
+/** The line before the kept notes (see {@linkcode keptNotes}). */
+export const NOTES_START_MARKER = "<!-- measured-on-their-own:start -->";
+/** The line after the kept notes. */
+export const NOTES_END_MARKER = "<!-- measured-on-their-own:end -->";
+/** The notes when the previous README has none (no file, or no markers). */
+export const NOTES_PLACEHOLDER = "Measurements made with `--no-write` are recorded here by hand.\n";
 
 const mark = (ok) => (ok ? "ok" : "**MISS**");
 /**
@@ -16,11 +24,63 @@ function table(head, rows) {
   ].join("\n");
 }
 
-/** Render the README of bench/ for `report`. */
-export function renderReport(report) {
+/**
+ * The hand-written notes of a README this module rendered: the text between the line
+ * {@linkcode NOTES_START_MARKER} and {@linkcode NOTES_END_MARKER}, byte for byte (each line with
+ * its newline), or null when `previousText` is null or holds neither marker. Throws when only
+ * one marker is there, or they are out of order or repeated: rendering would drop the notes.
+ *
+ * @param {string | null | undefined} previousText
+ * @returns {string | null}
+ */
+export function keptNotes(previousText) {
+  if (previousText == null) return null;
+  const start = previousText.indexOf(NOTES_START_MARKER);
+  const end = previousText.indexOf(NOTES_END_MARKER);
+  if (start < 0 && end < 0) return null;
+  if (
+    start < 0 || end < start || previousText.indexOf(NOTES_START_MARKER, start + 1) >= 0 ||
+    previousText.indexOf(NOTES_END_MARKER, end + 1) >= 0
+  ) {
+    throw new Error(
+      `markers "${NOTES_START_MARKER}" and "${NOTES_END_MARKER}" must appear once, in order`,
+    );
+  }
+  return previousText.slice(start + NOTES_START_MARKER.length, end).replace(/^\n/, "");
+}
+
+/** The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens. */
+const anchor = (heading) =>
+  heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+
+/**
+ * A line pointing from a section of the run to the notes' subsection on the same subject (its
+ * `### ` heading starts with `subject`), or null when the notes have none.
+ */
+function notesPointer(notes, subject) {
+  const heading = notes?.match(/^### (.*)$/gm)?.map((h) => h.slice(4))
+    .find((h) => h.startsWith(subject));
+  return heading ? `See also [${heading}](#${anchor(heading)}) below.\n` : null;
+}
+
+/**
+ * Render the README of bench/ for `report` (what bench/run.mjs writes to results.json), ending
+ * with the section "Measured on their own": `notes` (see {@linkcode keptNotes}) between the two
+ * marker lines, as they are, or {@linkcode NOTES_PLACEHOLDER} when null.
+ *
+ * @param {any} report
+ * @param {string | null} [notes]
+ * @returns {string}
+ */
+export function renderReport(report, notes = null) {
   const b = report.budgets;
   const r = report.results;
   const out = [];
+  /** Push the pointer to the notes on `subject`, if they have a subsection on it. */
+  const pointer = (subject) => {
+    const line = notesPointer(notes, subject);
+    if (line) out.push(line);
+  };
   out.push(`# Benchmarks
 
 \`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
@@ -114,14 +174,16 @@ What is measured (everything on loopback, every process stopped by its PID):
   answer without group reviews, bytes per URL of the fast path's memo).
 - **Sharded collection** (section \`shard\`, issue 29, full run only): collection on the
   end-to-end control plane, once by one replica of the binary and once by three with
-  \`--shard-collection\` (Leases of 4 s renewed every second), each run on a fresh control
-  plane; the replica guard, the Knative reconciler and ScalingSchedules off, \`--v=0\`. Two
-  shapes (\`--shard-shapes pods,queue\`):
-  - **pods**, the fan-out fleet's work (1,333 scrapes/s): 200 HPAs, each a Pods json-path
-    metric on the 20 pods of its StatefulSet every 3 s (66.7 collections/s of 20 scrapes and one
-    record for the peers each). 4,000 pods, bound to a node no kubelet serves and given a
-    loopback address of the harness's network namespace through their status, answered there
-    by the fake fleet (\`bench/shard_pods.mjs\`, \`bench/shard_pods_apply.ts\`). The budget row.
+  \`--shard-collection\` (the default Lease timing: 15 s, renewed every 2 s), each run on a fresh
+  control plane; the replica guard, the Knative reconciler and ScalingSchedules off, \`--v=0\`.
+  Two shapes (\`--shard-shapes pods,queue\`):
+  - **pods**, the fan-out fleet's work (1,333 scrapes/s): 500 HPAs, each a Pods json-path
+    metric on the 20 pods of its StatefulSet every 7.5 s (66.7 collections/s of 20 scrapes and
+    one record for the peers each; minReplicas = maxReplicas, so the HPA controller reads every
+    value each sync but scales nothing). 10,000 pods, bound to a node no kubelet serves and
+    given a loopback address of the harness's network namespace through their status, answered
+    there by the fake fleet (\`bench/shard_pods.mjs\`, \`bench/shard_pods_apply.ts\`). The budget
+    row.
   - **queue**, the most the peers' records can weigh against the collection: 1,333 HPAs, each
     an External json-path metric on its own queue endpoint every second (1,333 collections/s of
     one read and one record each). For information: its CPU ratio has no budget.
@@ -305,6 +367,7 @@ row measured under a load average well above 2 is noise, not a result.
     const f = c.fullRead ?? {};
     const cost = f.authCache ?? {};
     out.push("### Cluster at rest, and the full read's authorization\n");
+    pointer("Cluster at rest");
     out.push(table(
       [
         "HPAs",
@@ -343,6 +406,7 @@ row measured under a load average well above 2 is noise, not a result.
   }
   if (r.shard?.length > 0) {
     out.push("### Sharded collection\n");
+    pointer("Sharded collection");
     const each = (rows, k) => rows.map((x) => x[k]).join(" / ");
     out.push(table(
       [
@@ -388,6 +452,7 @@ row measured under a load average well above 2 is noise, not a result.
   }
   if (r.memory.length > 0) {
     out.push("### Memory (RSS MiB)\n");
+    pointer("Memory");
     out.push(table(
       [
         "runtime",
@@ -431,10 +496,29 @@ row measured under a load average well above 2 is noise, not a result.
     ));
     out.push("");
   }
+  out.push(`## Measured on their own
+
+Runs made with \`--no-write\` (one section alone, another build or flag), written by hand: a
+writing run keeps the text between the two marker lines below as it is.
+
+${NOTES_START_MARKER}
+${notes ?? NOTES_PLACEHOLDER}${NOTES_END_MARKER}
+`);
   return out.join("\n");
 }
 
-/** Write bench/README.md. */
+/**
+ * Write bench/README.md for `report`, keeping the notes of the README already there (if any).
+ *
+ * @param {string} file
+ * @param {any} report
+ */
 export function writeReport(file, report) {
-  writeFileSync(file, renderReport(report));
+  let previous = null;
+  try {
+    previous = readFileSync(file, "utf8");
+  } catch (e) {
+    if (e?.code !== "ENOENT") throw e;
+  }
+  writeFileSync(file, renderReport(report, keptNotes(previous)));
 }
