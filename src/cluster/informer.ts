@@ -62,6 +62,18 @@ function wellFormed(phase: string, obj: unknown): boolean {
   return phase === "BOOKMARK" || typeof (metadata as { name?: unknown }).name === "string";
 }
 
+/**
+ * The names changed in one namespace since version `from`: `names[i]` took it from `from + i`
+ * to `from + i + 1`.
+ */
+interface ChangeLog {
+  from: number;
+  names: string[];
+}
+
+/** Changes remembered per namespace at least (see `Informer.changedSince`). */
+const CHANGE_LOG_MIN = 1024;
+
 /** List + watch of one kind into a cache; started by `start()`, stopped by `close()`. */
 export class Informer {
   readonly kind: Kind;
@@ -86,6 +98,8 @@ export class Informer {
   readonly #handlers = new Set<WatchHandler>();
   /** Change counters by namespace (see `version`). */
   readonly #versions = new Map<string, number>();
+  /** The names changed recently, by namespace (see `changedSince`). */
+  readonly #changes = new Map<string, ChangeLog>();
   #synced = false;
   /** The CRD is not installed (last list answered 404). */
   #notInstalled = false;
@@ -153,6 +167,19 @@ export class Informer {
   /** A counter that changes whenever a cached object in `namespace` does. */
   version(namespace: string): number {
     return this.#versions.get(namespace) ?? 0;
+  }
+
+  /**
+   * The names of the objects in `namespace` that were added, changed or deleted after
+   * `version(namespace)` was `version` (a name may repeat), or null when that is too long ago to
+   * tell: then everything may have changed.
+   */
+  changedSince(namespace: string, version: number): readonly string[] | null {
+    const now = this.version(namespace);
+    if (version === now) return [];
+    const log = this.#changes.get(namespace);
+    if (log === undefined || version < log.from || version > now) return null;
+    return log.names.slice(version - log.from);
   }
 
   /** Call `handler` on every change; returns the unsubscribe function. */
@@ -427,7 +454,20 @@ export class Informer {
     else this.#objects.set(key, obj);
     if (this.#namespaced) this.#index(key, type === "DELETED" ? undefined : obj, old);
     const v = obj.metadata.namespace ?? "";
-    this.#versions.set(v, (this.#versions.get(v) ?? 0) + 1);
+    const version = this.#versions.get(v) ?? 0;
+    this.#versions.set(v, version + 1);
+    let log = this.#changes.get(v);
+    if (log === undefined) this.#changes.set(v, log = { from: version, names: [] });
+    log.names.push(obj.metadata.name);
+    // as many as the namespace has objects (at least 1,024): a reader further behind would
+    // look at more changes than objects, and looks at every object instead
+    const limit = Math.max(CHANGE_LOG_MIN, this.#byNamespace.get(v)?.size ?? 0);
+    if (log.names.length > limit) {
+      // forget the older half
+      const drop = log.names.length - Math.floor(limit / 2);
+      log.names.splice(0, drop);
+      log.from += drop;
+    }
     this.#notify(type, obj, old);
   }
 

@@ -136,6 +136,54 @@ describe("KubeClusterSource", () => {
     });
   });
 
+  it("tells which objects of a namespace changed since a version, until too many did", async () => {
+    await withSource({
+      objects: [deployment("web", 2), deployment("api", 3, "team-a")],
+    }, async ({ api, source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      const since = (ns: string, v: number) => source.changedSince("Deployment", ns, v);
+      assert.deepEqual(since("default", 1), []);
+      api.replace(deployment("web", 4));
+      api.create(deployment("db", 1));
+      api.replace(deployment("web", 5));
+      await waitFor("three events", () => seen.length === 5);
+      assert.equal(source.version("Deployment", "default"), 4);
+      assert.deepEqual(since("default", 1), ["web", "db", "web"]);
+      assert.deepEqual(since("default", 3), ["web"]);
+      assert.deepEqual(since("default", 4), []);
+      // the list's own event counts too; a version not reached yet is not known
+      assert.deepEqual(since("default", 0), ["web", "web", "db", "web"]);
+      assert.equal(since("default", 5), null);
+      assert.deepEqual(since("team-a", 1), []);
+      assert.deepEqual(since("team-b", 0), []);
+      // a kind never watched has no changes at version 0 and cannot tell any other
+      assert.deepEqual(source.changedSince("StatefulSet", "default", 0), []);
+      assert.equal(source.changedSince("StatefulSet", "default", 1), null);
+      // 1,025 changes: the oldest half is forgotten, and a reader that far behind is told null
+      for (let i = 0; i < 1021; i++) api.replace(deployment("web", 10 + i));
+      await waitFor("the replacements", () => source.version("Deployment", "default") === 1025);
+      assert.equal(since("default", 0), null);
+      assert.equal(since("default", 512), null);
+      assert.deepEqual(since("default", 1024), ["web"]);
+      assert.equal(since("default", 513)?.length, 512);
+    });
+  });
+
+  it("remembers as many changes of a namespace as it has objects", async () => {
+    const many = Array.from({ length: 1500 }, (_, i) => deployment(`d${i}`, 1));
+    await withSource({ objects: many }, async ({ api, source }) => {
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      // the list's 1,500 objects are 1,500 changes, more than the 1,024 kept at least
+      assert.equal(source.version("Deployment", "default"), 1500);
+      const all = source.changedSince("Deployment", "default", 0);
+      assert.deepEqual(new Set(all), new Set(many.map((d) => d.metadata.name)));
+      assert.equal(all?.length, 1500);
+    });
+  });
+
   it("resumes a closed watch from the last resourceVersion without listing again", async () => {
     await withSource({ objects: [deployment("web", 2)] }, async ({ api, source }) => {
       const seen = record(source, "Deployment");
