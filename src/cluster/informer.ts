@@ -98,7 +98,7 @@ export class Informer {
   readonly #handlers = new Set<WatchHandler>();
   /** Change counters by namespace (see `version`). */
   readonly #versions = new Map<string, number>();
-  /** The names changed recently, by namespace (see `changedSince`). */
+  /** The names changed recently, by namespace asked about (see `changedSince`). */
   readonly #changes = new Map<string, ChangeLog>();
   #synced = false;
   /** The CRD is not installed (last list answered 404). */
@@ -172,12 +172,14 @@ export class Informer {
   /**
    * The names of the objects in `namespace` that were added, changed or deleted after
    * `version(namespace)` was `version` (a name may repeat), or null when that is too long ago to
-   * tell: then everything may have changed.
+   * tell: then everything may have changed. The names are kept only for a namespace asked about
+   * (from the first question on), so that kinds and namespaces nobody asks about keep none.
    */
   changedSince(namespace: string, version: number): readonly string[] | null {
     const now = this.version(namespace);
-    if (version === now) return [];
     const log = this.#changes.get(namespace);
+    if (log === undefined) this.#changes.set(namespace, { from: now, names: [] });
+    if (version === now) return [];
     if (log === undefined || version < log.from || version > now) return null;
     return log.names.slice(version - log.from);
   }
@@ -456,17 +458,18 @@ export class Informer {
     const v = obj.metadata.namespace ?? "";
     const version = this.#versions.get(v) ?? 0;
     this.#versions.set(v, version + 1);
-    let log = this.#changes.get(v);
-    if (log === undefined) this.#changes.set(v, log = { from: version, names: [] });
-    log.names.push(obj.metadata.name);
-    // as many as the namespace has objects (at least 1,024): a reader further behind would
-    // look at more changes than objects, and looks at every object instead
-    const limit = Math.max(CHANGE_LOG_MIN, this.#byNamespace.get(v)?.size ?? 0);
-    if (log.names.length > limit) {
-      // forget the older half
-      const drop = log.names.length - Math.floor(limit / 2);
-      log.names.splice(0, drop);
-      log.from += drop;
+    const log = this.#changes.get(v);
+    if (log !== undefined) {
+      log.names.push(obj.metadata.name);
+      // as many as the namespace has objects (at least 1,024): a reader further behind would
+      // look at more changes than objects, and looks at every object instead
+      const limit = Math.max(CHANGE_LOG_MIN, this.#byNamespace.get(v)?.size ?? 0);
+      if (log.names.length > limit) {
+        // forget the older half
+        const drop = log.names.length - Math.floor(limit / 2);
+        log.names.splice(0, drop);
+        log.from += drop;
+      }
     }
     this.#notify(type, obj, old);
   }

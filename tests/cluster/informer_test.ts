@@ -144,6 +144,8 @@ describe("KubeClusterSource", () => {
       await source.ensure("Deployment");
       await waitFor("the watch", () => api.openWatches() === 1);
       const since = (ns: string, v: number) => source.changedSince("Deployment", ns, v);
+      // the first question about a namespace starts its log: what came before is not known
+      assert.equal(since("default", 0), null);
       assert.deepEqual(since("default", 1), []);
       api.replace(deployment("web", 4));
       api.create(deployment("db", 1));
@@ -153,21 +155,35 @@ describe("KubeClusterSource", () => {
       assert.deepEqual(since("default", 1), ["web", "db", "web"]);
       assert.deepEqual(since("default", 3), ["web"]);
       assert.deepEqual(since("default", 4), []);
-      // the list's own event counts too; a version not reached yet is not known
-      assert.deepEqual(since("default", 0), ["web", "web", "db", "web"]);
+      assert.equal(since("default", 0), null);
+      // a version not reached yet is not known either
       assert.equal(since("default", 5), null);
       assert.deepEqual(since("team-a", 1), []);
       assert.deepEqual(since("team-b", 0), []);
       // a kind never watched has no changes at version 0 and cannot tell any other
       assert.deepEqual(source.changedSince("StatefulSet", "default", 0), []);
       assert.equal(source.changedSince("StatefulSet", "default", 1), null);
-      // 1,025 changes: the oldest half is forgotten, and a reader that far behind is told null
-      for (let i = 0; i < 1021; i++) api.replace(deployment("web", 10 + i));
-      await waitFor("the replacements", () => source.version("Deployment", "default") === 1025);
-      assert.equal(since("default", 0), null);
-      assert.equal(since("default", 512), null);
-      assert.deepEqual(since("default", 1024), ["web"]);
-      assert.equal(since("default", 513)?.length, 512);
+      // 1,025 changes since the log began: the oldest half is forgotten, and a reader that far
+      // behind is told null
+      for (let i = 0; i < 1022; i++) api.replace(deployment("web", 10 + i));
+      await waitFor("the replacements", () => source.version("Deployment", "default") === 1026);
+      assert.equal(since("default", 1), null);
+      assert.equal(since("default", 513), null);
+      assert.deepEqual(since("default", 1025), ["web"]);
+      assert.equal(since("default", 514)?.length, 512);
+    });
+  });
+
+  it("keeps no names for a namespace nobody asked about", async () => {
+    await withSource({ objects: [deployment("web", 2)] }, async ({ api, source }) => {
+      const seen = record(source, "Deployment");
+      await source.ensure("Deployment");
+      await waitFor("the watch", () => api.openWatches() === 1);
+      api.replace(deployment("web", 3));
+      await waitFor("the change", () => seen.length === 2);
+      // asked only now: the change before the question is not known
+      assert.equal(source.changedSince("Deployment", "default", 1), null);
+      assert.deepEqual(source.changedSince("Deployment", "default", 2), []);
     });
   });
 
@@ -176,11 +192,13 @@ describe("KubeClusterSource", () => {
     await withSource({ objects: many }, async ({ api, source }) => {
       await source.ensure("Deployment");
       await waitFor("the watch", () => api.openWatches() === 1);
-      // the list's 1,500 objects are 1,500 changes, more than the 1,024 kept at least
-      assert.equal(source.version("Deployment", "default"), 1500);
-      const all = source.changedSince("Deployment", "default", 0);
-      assert.deepEqual(new Set(all), new Set(many.map((d) => d.metadata.name)));
-      assert.equal(all?.length, 1500);
+      assert.deepEqual(source.changedSince("Deployment", "default", 1500), []);
+      // 1,100 changes: more than the 1,024 kept at least, fewer than the namespace's objects
+      for (let i = 0; i < 1100; i++) api.replace(deployment(`d${i}`, 2));
+      await waitFor("the changes", () => source.version("Deployment", "default") === 2600);
+      const changed = source.changedSince("Deployment", "default", 1500);
+      assert.equal(changed?.length, 1100);
+      assert.deepEqual(changed?.slice(0, 2), ["d0", "d1"]);
     });
   });
 
