@@ -19,12 +19,6 @@ export interface PodLister {
    * matching a `labelSelector` are worked out once and reused until it changes.
    */
   version?(namespace: string): number;
-  /**
-   * The names of the pods of a namespace changed since `version` was what `version` returned,
-   * or null when unknown: when given, a remembered pod set is brought up to date by looking
-   * only at those pods (a namespace may hold thousands; one of them changes often).
-   */
-  changedSince?(namespace: string, version: number): readonly string[] | null;
 }
 
 /** Ready (condition Ready=True) and not being deleted. */
@@ -46,9 +40,7 @@ const POD_SET_CACHE_LIMIT = 1024;
 
 /**
  * The names of the servable pods matching a `labelSelector` in a namespace, kept while the pod
- * lister's version of the namespace stays the same (pods only change on watch events). After a
- * change, a lister that tells which pods changed (`changedSince`, with `getPod`) has only those
- * looked at again; the set is the same object while none of them joins or leaves it.
+ * lister's version of the namespace stays the same (pods only change on watch events).
  */
 export function podSetCache(): (
   namespace: string,
@@ -61,46 +53,16 @@ export function podSetCache(): (
     const version = pods.version(namespace);
     const hit = cache.get(key);
     if (hit !== undefined && hit.version === version) return hit.names;
-    const servable = (pod: KubeObject | undefined): pod is KubeObject =>
-      pod !== undefined && isServablePod(pod) &&
-      labelSelector.matches(pod.metadata.labels ?? {});
-    let names: ReadonlySet<string> | null = null;
-    if (hit !== undefined && pods.changedSince && pods.getPod) {
-      const changed = pods.changedSince(namespace, hit.version);
-      if (changed !== null) {
-        names = updatedSet(hit.names, changed, (n) => servable(pods.getPod!(namespace, n)));
+    const names = new Set<string>();
+    for (const pod of pods.listPods(namespace)) {
+      if (isServablePod(pod) && labelSelector.matches(pod.metadata.labels ?? {})) {
+        names.add(pod.metadata.name);
       }
-    }
-    if (names === null) {
-      const all = new Set<string>();
-      for (const pod of pods.listPods(namespace)) if (servable(pod)) all.add(pod.metadata.name);
-      names = all;
     }
     if (hit === undefined && cache.size >= POD_SET_CACHE_LIMIT) cache.clear();
     cache.set(key, { version, names });
     return names;
   };
-}
-
-/**
- * `names` with each of `changed` in it or not as `isIn` says: `names` itself when that changes
- * nothing, else a new set (a reader may still hold the old one, and a changed set tells that
- * the answer built from it is out of date).
- */
-function updatedSet(
-  names: ReadonlySet<string>,
-  changed: readonly string[],
-  isIn: (name: string) => boolean,
-): ReadonlySet<string> {
-  let out: Set<string> | null = null;
-  for (const name of changed) {
-    const want = isIn(name);
-    if (want === (out ?? names).has(name)) continue;
-    out ??= new Set(names);
-    if (want) out.add(name);
-    else out.delete(name);
-  }
-  return out ?? names;
 }
 
 /** A cache of pod sets (see {@linkcode podSetCache}). */

@@ -420,9 +420,6 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         listPods: (ns) => cluster.list("Pod", ns),
         getPod: (ns, name) => cluster.get("Pod", ns, name),
         version: cluster.version ? (ns) => cluster.version!("Pod", ns) : undefined,
-        changedSince: cluster.changedSince
-          ? (ns, version) => cluster.changedSince!("Pod", ns, version)
-          : undefined,
       },
       now: io.now,
       enableCustom: boolFlag(flags, "enable-custom-metrics-api"),

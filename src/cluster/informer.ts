@@ -62,18 +62,6 @@ function wellFormed(phase: string, obj: unknown): boolean {
   return phase === "BOOKMARK" || typeof (metadata as { name?: unknown }).name === "string";
 }
 
-/**
- * The names changed in one namespace since version `from`: `names[i]` took it from `from + i`
- * to `from + i + 1`.
- */
-interface ChangeLog {
-  from: number;
-  names: string[];
-}
-
-/** Changes remembered per namespace at least (see `Informer.changedSince`). */
-const CHANGE_LOG_MIN = 1024;
-
 /** List + watch of one kind into a cache; started by `start()`, stopped by `close()`. */
 export class Informer {
   readonly kind: Kind;
@@ -98,8 +86,6 @@ export class Informer {
   readonly #handlers = new Set<WatchHandler>();
   /** Change counters by namespace (see `version`). */
   readonly #versions = new Map<string, number>();
-  /** The names changed recently, by namespace asked about (see `changedSince`). */
-  readonly #changes = new Map<string, ChangeLog>();
   #synced = false;
   /** The CRD is not installed (last list answered 404). */
   #notInstalled = false;
@@ -167,21 +153,6 @@ export class Informer {
   /** A counter that changes whenever a cached object in `namespace` does. */
   version(namespace: string): number {
     return this.#versions.get(namespace) ?? 0;
-  }
-
-  /**
-   * The names of the objects in `namespace` that were added, changed or deleted after
-   * `version(namespace)` was `version` (a name may repeat), or null when that is too long ago to
-   * tell: then everything may have changed. The names are kept only for a namespace asked about
-   * (from the first question on), so that kinds and namespaces nobody asks about keep none.
-   */
-  changedSince(namespace: string, version: number): readonly string[] | null {
-    const now = this.version(namespace);
-    const log = this.#changes.get(namespace);
-    if (log === undefined) this.#changes.set(namespace, { from: now, names: [] });
-    if (version === now) return [];
-    if (log === undefined || version < log.from || version > now) return null;
-    return log.names.slice(version - log.from);
   }
 
   /** Call `handler` on every change; returns the unsubscribe function. */
@@ -456,21 +427,7 @@ export class Informer {
     else this.#objects.set(key, obj);
     if (this.#namespaced) this.#index(key, type === "DELETED" ? undefined : obj, old);
     const v = obj.metadata.namespace ?? "";
-    const version = this.#versions.get(v) ?? 0;
-    this.#versions.set(v, version + 1);
-    const log = this.#changes.get(v);
-    if (log !== undefined) {
-      log.names.push(obj.metadata.name);
-      // as many as the namespace has objects (at least 1,024): a reader further behind would
-      // look at more changes than objects, and looks at every object instead
-      const limit = Math.max(CHANGE_LOG_MIN, this.#byNamespace.get(v)?.size ?? 0);
-      if (log.names.length > limit) {
-        // forget the older half
-        const drop = log.names.length - Math.floor(limit / 2);
-        log.names.splice(0, drop);
-        log.from += drop;
-      }
-    }
+    this.#versions.set(v, (this.#versions.get(v) ?? 0) + 1);
     this.#notify(type, obj, old);
   }
 

@@ -170,13 +170,6 @@ export class KubeClusterSource implements ClusterView, ClusterWriter {
     return this.#informers.get(kind)?.version(namespace) ?? 0;
   }
 
-  /** What changed in `namespace` since `version` (see `ClusterView.changedSince`). */
-  changedSince(kind: Kind, namespace: string, version: number): readonly string[] | null {
-    const informer = this.#informers.get(kind);
-    if (informer === undefined) return version === 0 ? [] : null;
-    return informer.changedSince(namespace, version);
-  }
-
   /** Subscribe to changes of a kind and start watching it. */
   watch(kind: Kind, handler: WatchHandler): () => void {
     this.ensure(kind).catch((e) => this.#log("error", describeError(e)));

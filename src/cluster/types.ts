@@ -72,12 +72,6 @@ export interface ClusterView {
    * what it derived from them until it does. Optional: without it, nothing is cached.
    */
   version?(kind: Kind, namespace: string): number;
-  /**
-   * The names of the objects of a kind in one namespace added, changed or deleted since
-   * `version(kind, namespace)` was `version` (a name may repeat), or null when the source cannot
-   * tell (too long ago): a reader then derives anew from everything. Optional, with `version`.
-   */
-  changedSince?(kind: Kind, namespace: string, version: number): readonly string[] | null;
   /** Subscribe to changes of a kind (also ensures it). Returns the unsubscribe function. */
   watch(kind: Kind, handler: WatchHandler): () => void;
   /** Stops every watch. */

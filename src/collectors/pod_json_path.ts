@@ -62,55 +62,20 @@ interface Selected {
  * Selections by view and by the workload's `spec.selector` object (a workload object, and so
  * its selector, is replaced when it changes): each collection of a workload's pods reads its
  * namespace's pods only when one of them changed since the last (a namespace may hold
- * thousands; many HPAs collect each second), and then, when the view tells which
- * (`changedSince`), only those.
+ * thousands; many HPAs collect each second).
  */
 const selections = new WeakMap<ClusterView, WeakMap<LabelSelector, Selected>>();
 
-/**
- * The pods of `namespace` that `ls` selects, in the view's order (after a change, a pod that
- * stays keeps its place and one that joins comes last). Do not mutate the array.
- */
+/** The pods of `namespace` that `ls` selects, in the view's order. Do not mutate the array. */
 function selectedPods(cluster: ClusterView, namespace: string, ls: LabelSelector): KubeObject[] {
   const version = cluster.version?.("Pod", namespace);
   let byView = version === undefined ? undefined : selections.get(cluster);
   const hit = byView?.get(ls);
   if (hit !== undefined && hit.version === version && hit.namespace === namespace) return hit.pods;
   const selector = fromLabelSelector(ls);
-  const selects = (pod: KubeObject | undefined): pod is KubeObject =>
-    pod !== undefined && matchesSelector(selector, pod.metadata.labels ?? {});
-  let pods: KubeObject[] | null = null;
-  const changed = hit !== undefined && hit.namespace === namespace
-    ? cluster.changedSince?.("Pod", namespace, hit.version) ?? null
-    : null;
-  if (hit !== undefined && changed !== null) {
-    // each changed pod as it is now: selected (the new object) or not (undefined)
-    const updates = new Map<string, KubeObject | undefined>();
-    for (const name of changed) {
-      const pod = cluster.get("Pod", namespace, name);
-      updates.set(name, selects(pod) ? pod : undefined);
-    }
-    pods = [];
-    let same = true;
-    for (const pod of hit.pods) {
-      const name = pod.metadata.name;
-      if (!updates.has(name)) {
-        pods.push(pod);
-        continue;
-      }
-      const now = updates.get(name);
-      updates.delete(name);
-      if (now !== pod) same = false;
-      if (now !== undefined) pods.push(now);
-    }
-    for (const now of updates.values()) {
-      if (now === undefined) continue;
-      pods.push(now);
-      same = false;
-    }
-    if (same) pods = hit.pods;
-  }
-  pods ??= cluster.list("Pod", namespace).filter(selects);
+  const pods = cluster.list("Pod", namespace).filter((pod) =>
+    matchesSelector(selector, pod.metadata.labels ?? {})
+  );
   if (version !== undefined) {
     if (byView === undefined) selections.set(cluster, byView = new WeakMap());
     byView.set(ls, { namespace, version, pods });

@@ -7,7 +7,7 @@ import {
   podMetricsUrl,
   selectReadyPods,
 } from "../../src/collectors/pod_json_path.ts";
-import type { ClusterView, KubeObject } from "../../src/cluster/types.ts";
+import type { ClusterView } from "../../src/cluster/types.ts";
 import type { CollectContext } from "../../src/collectors/types.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import { MemoryCluster, readyPod } from "../engine/support.ts";
@@ -158,71 +158,6 @@ describe("selectReadyPods", () => {
     });
     assert.deepEqual(names(), ["other"]);
     assert.equal(lists, 4);
-  });
-
-  it("after a change looks only at the pods the view names as changed, when it can tell", () => {
-    // a view that logs the names of changed pods, and counts its lists and its gets by name
-    const cluster = deployment();
-    const changes: string[] = [];
-    let forgotten = false;
-    let lists = 0;
-    const gets: string[] = [];
-    const view: ClusterView = {
-      ensure: (kind) => cluster.ensure(kind),
-      get: (kind, namespace, name) => {
-        if (kind === "Pod") gets.push(name);
-        return cluster.get(kind, namespace, name);
-      },
-      watch: (kind, handler) => cluster.watch(kind, handler),
-      close: () => cluster.close(),
-      version: () => changes.length,
-      changedSince: (_kind, _namespace, version) => forgotten ? null : changes.slice(version),
-      list: (kind, namespace) => {
-        lists++;
-        return cluster.list(kind, namespace);
-      },
-    };
-    const change = (pod: KubeObject): void => {
-      cluster.set("Pod", pod);
-      changes.push(pod.metadata.name);
-    };
-    change(readyPod("a", { ip: "127.0.0.2" }));
-    change(readyPod("b", { ip: "127.0.0.3" }));
-    change(readyPod("other", { ip: "127.0.0.4", labels: { app: "api" } }));
-    const select = () =>
-      selectReadyPods(view, {
-        namespace: "default",
-        scaleTargetRef: { kind: "Deployment", name: "web" },
-        minReadyAgeSeconds: 0,
-        now: NOW,
-      });
-    const names = () => select().pods.map((p) => `${p.metadata.name}@${p.status.podIP}`);
-    assert.deepEqual(names(), ["a@127.0.0.2", "b@127.0.0.3"]);
-    assert.equal(lists, 1);
-    // a pod of another workload changes: nothing listed, only it looked up
-    change(readyPod("other", { ip: "127.0.0.5", labels: { app: "api" } }));
-    gets.length = 0;
-    assert.deepEqual(names(), ["a@127.0.0.2", "b@127.0.0.3"]);
-    assert.deepEqual([lists, gets], [1, ["other"]]);
-    // a selected pod changes (a new IP, then unready): the new object, in its place
-    change(readyPod("a", { ip: "127.0.0.9" }));
-    assert.deepEqual(names(), ["a@127.0.0.9", "b@127.0.0.3"]);
-    change(readyPod("a", { ip: "127.0.0.9", ready: false }));
-    assert.deepEqual(names(), ["b@127.0.0.3"]);
-    assert.deepEqual(select().skipped, [{ name: "a", reason: "not Ready" }]);
-    // one joins (last), one leaves its labels, one is deleted
-    change(readyPod("c", { ip: "127.0.0.6" }));
-    change(readyPod("b", { ip: "127.0.0.3", labels: { app: "api" } }));
-    assert.deepEqual(names(), ["c@127.0.0.6"]);
-    cluster.delete("Pod", "default", "c");
-    changes.push("c");
-    assert.deepEqual(names(), []);
-    assert.equal(lists, 1, "no list since the first");
-    // a view that cannot tell any more: the namespace is listed again
-    change(readyPod("d", { ip: "127.0.0.7" }));
-    forgotten = true;
-    assert.deepEqual(names(), ["d@127.0.0.7"]);
-    assert.equal(lists, 2);
   });
 
   it("names a missing scale target", () => {
