@@ -5,12 +5,14 @@
 // usage: RUNTIME bench/floor.mjs CERT KEY PORT RESPONSES.json [CLIENT_CA]
 // With CLIENT_CA it does what any server that authenticates clients by certificate must: it
 // asks each client for a certificate, verifies it against that bundle and reads it (once per
-// connection). On Bun that takes a node:tls server feeding a node:http server, as in the
-// adapter (src/runtime/serve.ts): Bun's node:https and Bun.serve verify a client certificate
-// but do not show it to the handler.
+// connection). On Bun that takes a node:tls server, as in the adapter (src/runtime/serve.ts):
+// Bun's node:https and Bun.serve verify a client certificate but do not show it to the
+// handler. Its sockets get the least HTTP/1.1 a server can do: find each head's end, read its
+// request line and header lines into strings, write the answer's head and body in one write
+// (the adapter parses them with src/runtime/http1_parser.ts, stricter and with bodies).
 // prints `{"ready":true,"port":P}` once listening.
 import { readFileSync } from "node:fs";
-import { createServer as createHttpServer } from "node:http";
+import { STATUS_CODES } from "node:http";
 import { createServer } from "node:https";
 import { createServer as createTlsServer } from "node:tls";
 
@@ -43,8 +45,36 @@ const tlsOptions = {
 };
 let server;
 if (clientCaFile && globalThis.Bun !== undefined) {
-  const http = createHttpServer(handler);
-  server = createTlsServer(tlsOptions, (socket) => http.emit("connection", socket));
+  server = createTlsServer(tlsOptions, (socket) => {
+    peers.set(socket, socket.getPeerCertificate(true));
+    socket.on("error", () => {});
+    let held = null;
+    socket.on("data", (chunk) => {
+      let buf = held === null ? chunk : Buffer.concat([held, chunk]);
+      held = null;
+      let at = 0;
+      for (;;) {
+        const end = buf.indexOf("\r\n\r\n", at, "latin1");
+        if (end < 0) break;
+        const lines = buf.toString("latin1", at, end).split("\r\n");
+        at = end + 4;
+        const headers = {};
+        for (let i = 1; i < lines.length; i++) {
+          const colon = lines[i].indexOf(":");
+          headers[lines[i].slice(0, colon).toLowerCase()] = lines[i].slice(colon + 1).trim();
+        }
+        const url = lines[0].split(" ")[1];
+        const r = responses.get(url);
+        const status = r ? r.status : 404;
+        let head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+        if (r) { for (const [k, v] of Object.entries(r.headers)) head += `${k}: ${v}\r\n`; }
+        const body = r ? r.body : Buffer.alloc(0);
+        head += `content-length: ${body.length}\r\ndate: ${new Date().toUTCString()}\r\n\r\n`;
+        socket.write(Buffer.concat([Buffer.from(head, "latin1"), body]));
+      }
+      if (at < buf.length) held = buf.subarray(at);
+    });
+  });
 } else {
   server = createServer(tlsOptions, handler);
 }

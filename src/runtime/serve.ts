@@ -16,9 +16,11 @@
  *   so the handler cannot learn who the client is. `Bun.serve` has `tls.requestCert` but no API
  *   that returns the peer certificate. Bun's `node:tls` server does expose it on its sockets
  *   (`getPeerCertificate(true)` with `raw` and the chain, `getPeerX509Certificate()`), and a
- *   `node:http` server accepts those sockets through `emit("connection", socket)`. That is the
- *   Bun path below when a client CA is set, so a `bun build --compile` binary verifies client
- *   certificates; without a client CA Bun's node:https serves (no certificate to read).
+ *   `node:http` server accepts those sockets through `emit("connection", socket)`, but parses
+ *   HTTP/1 in JavaScript with a stream per request (a fifth of a replica's JavaScript samples,
+ *   and most of the garbage of a full read). So with a client CA the Bun path below serves its
+ *   own HTTP/1.1 on those sockets (http1_server.ts): a `bun build --compile` binary verifies
+ *   client certificates; without a client CA Bun's node:https serves (no certificate to read).
  * - `node:crypto` `X509Certificate` (`checkIssued`, `verify`, `fingerprint256`) works on all
  *   three; Deno leaves `keyUsage` undefined.
  */
@@ -27,70 +29,17 @@ import * as https from "node:https";
 import * as tls from "node:tls";
 import type { AddressInfo, Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
+import { serveHttp1 } from "./http1_server.ts";
+import type { ConnectionInfo, FetchApp, PeerCertificate, PlainRequest } from "./serve_types.ts";
 
-/** The client certificate of a TLS connection, as the TLS layer verified it. */
-export interface PeerCertificate {
-  /** The chain verified against the `clientCa` bundle the server was given. */
-  authorized: boolean;
-  /** OpenSSL's reason when not authorized (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`, ...). */
-  authorizationError: string | null;
-  /** Subject common name ("" when absent). */
-  commonName: string;
-  /** Subject organizations, in certificate order. */
-  organizations: string[];
-  /** DER of the leaf and of the issuers the TLS layer found for it, leaf first. */
-  chain: Uint8Array[];
-  /** End of validity, ms since the epoch. */
-  notAfter: number;
-}
-
-/** What the server knows about the connection a request came on. */
-export interface ConnectionInfo {
-  remoteAddress: string;
-  /** Whether the connection is TLS. */
-  encrypted: boolean;
-  /** The client certificate, or null when the client sent none (or on plain HTTP). */
-  peerCertificate: PeerCertificate | null;
-  /**
-   * Request headers as received, `[name, value, name, value, ...]`: repeated headers stay
-   * apart here while `Request.headers` joins them with ", ". Empty when not available.
-   */
-  rawHeaders: readonly string[];
-}
-
-/** The second argument of `app.fetch` (Hono's `c.env`). */
-export interface ServeEnv {
-  connection: ConnectionInfo;
-}
-
-/** A request as {@linkcode FetchApp.fastFetch} sees it: no web Request object is made. */
-export interface PlainRequest {
-  method: string;
-  /** Path and query as received, e.g. `/apis/external.metrics.k8s.io/v1beta1/...?labelSelector=a%3Db`. */
-  url: string;
-  /** Request headers as the HTTP parser gave them (names in lower case). */
-  headers: Readonly<Record<string, string | string[] | undefined>>;
-  connection: ConnectionInfo;
-}
-
-/** A response written as is: no web Response object, no body stream. */
-export interface PlainResponse {
-  status: number;
-  headers: Readonly<Record<string, string>>;
-  body: string;
-  /** `body` encoded as UTF-8, when the app keeps it ready (then it is written as is). */
-  bytes?: Uint8Array;
-}
-
-/** Anything with a web-standard fetch handler, e.g. a Hono app. */
-export interface FetchApp {
-  fetch(request: Request, env: ServeEnv): Response | Promise<Response>;
-  /**
-   * Optional fast path, tried first for every request: the answer `fetch` would give, made
-   * without Request/Response objects, or null to let `fetch` answer. Must not throw.
-   */
-  fastFetch?(request: PlainRequest): PlainResponse | null;
-}
+export type {
+  ConnectionInfo,
+  FetchApp,
+  PeerCertificate,
+  PlainRequest,
+  PlainResponse,
+  ServeEnv,
+} from "./serve_types.ts";
 
 /** Options of {@linkcode serveHttps}. */
 export interface ServeHttpsOptions {
@@ -325,8 +274,8 @@ export async function serveHttps(
   app: FetchApp,
   options: ServeHttpsOptions,
 ): Promise<RunningServer> {
+  if (runtimeName() === "bun") return await serveHttpsBun(app, options);
   const listener = requestListener(app);
-  if (runtimeName() === "bun") return await serveHttpsBun(listener, options);
   let current = { cert: options.cert, key: options.key, clientCa: options.clientCa };
   const tracker = socketTracker();
   const server = httpsServerOf(listener, secureOptions({ ...current, ...options }), tracker);
@@ -367,40 +316,42 @@ function httpsServerOf(
   return server;
 }
 
-/** Bun's node:tls server (which shows the peer certificate) feeding a node:http server. */
-function bridgeServerOf(
-  listener: http.RequestListener,
+/**
+ * Bun's node:tls server (which shows the peer certificate) with this project's HTTP/1.1 server
+ * on its sockets (http1_server.ts).
+ */
+function leanServerOf(
+  app: FetchApp,
   tlsOptions: tls.SecureContextOptions & tls.TlsOptions,
   tracker: { add(socket: Socket): void },
 ): tls.Server {
-  const httpServer = http.createServer(listener);
-  httpServer.on("clientError", (_err, socket) => socket.destroy());
   const tlsServer = tls.createServer(tlsOptions, (socket) => {
     tracker.add(socket);
-    httpServer.emit("connection", socket);
+    serveHttp1(socket, app, { peerCertificate: readPeerCertificate(socket as CertSocket) });
   });
   tlsServer.on("tlsClientError", () => {});
   return tlsServer;
 }
 
 /**
- * Bun: with a client CA, the node:tls bridge (the only way to read the peer certificate); with
- * none, nobody reads it and Bun's own node:https serves (measured: 2-3x the requests/s of the
- * bridge). When an update adds or removes the client CA (or changes the certificate of the
- * node:https server, which has no setSecureContext on Bun), a new server takes over the port
- * and the old connections are closed (clients reconnect and are verified anew).
+ * Bun: with a client CA, node:tls (the only way to read the peer certificate) and
+ * http1_server.ts; with none, nobody reads it and Bun's own node:https serves. When an update
+ * adds or removes the client CA (or changes the certificate of the node:https server, which has
+ * no setSecureContext on Bun), a new server takes over the port and the old connections are
+ * closed (clients reconnect and are verified anew).
  */
 async function serveHttpsBun(
-  listener: http.RequestListener,
+  app: FetchApp,
   options: ServeHttpsOptions,
 ): Promise<RunningServer> {
+  let listener: http.RequestListener | null = null;
   let current = { cert: options.cert, key: options.key, clientCa: options.clientCa };
   const tracker = socketTracker();
   const make = (): http.Server | tls.Server => {
     const tlsOptions = secureOptions({ ...current, minVersion: options.minVersion });
     return current.clientCa
-      ? bridgeServerOf(listener, tlsOptions, tracker)
-      : httpsServerOf(listener, tlsOptions, tracker);
+      ? leanServerOf(app, tlsOptions, tracker)
+      : httpsServerOf(listener ??= requestListener(app), tlsOptions, tracker);
   };
   let server = make();
   let bridged = Boolean(current.clientCa);
