@@ -325,7 +325,8 @@ function leanServerOf(
   tlsOptions: tls.SecureContextOptions & tls.TlsOptions,
   tracker: { add(socket: Socket): void },
 ): tls.Server {
-  const tlsServer = tls.createServer(tlsOptions, (socket) => {
+  // half-open: a client that ends its side after its requests still gets the answers
+  const tlsServer = tls.createServer({ ...tlsOptions, allowHalfOpen: true }, (socket) => {
     tracker.add(socket);
     serveHttp1(socket, app, { peerCertificate: readPeerCertificate(socket as CertSocket) });
   });

@@ -51,6 +51,7 @@ function start(
   options: { idleMs?: number; now?: () => number } = {},
 ): Promise<Started> {
   const server = tls.createServer({
+    allowHalfOpen: true,
     cert: pki.server.cert,
     key: pki.server.key,
     ca: pki.requestHeaderCa.cert,
@@ -93,7 +94,14 @@ function stop(s: Started): Promise<void> {
 function exchange(
   port: number,
   input: string | string[],
-  options: { pki: TestPki; withCert?: boolean; waitMs?: number; beforePiece?: (i: number) => void },
+  options: {
+    pki: TestPki;
+    withCert?: boolean;
+    waitMs?: number;
+    beforePiece?: (i: number) => void;
+    /** End the client's side after the last piece (a half-close). */
+    end?: boolean;
+  },
 ): Promise<{ text: string; closed: boolean }> {
   return new Promise((resolve, reject) => {
     const socket = tls.connect({
@@ -122,6 +130,7 @@ function exchange(
         socket.write(piece);
         await new Promise((r) => setTimeout(r, 20));
       }
+      if (options.end) socket.end();
       if (options.waitMs !== undefined) setTimeout(() => finish(false), options.waitMs);
     });
   });
@@ -285,6 +294,19 @@ describe("serveHttp1", () => {
         },
         "malformed header name\n",
       ],
+    ]);
+  });
+
+  it("answers what a half-closed client sent, the slow answer too, then closes", async () => {
+    const { text, closed } = await exchange(
+      s.port,
+      "GET /fast/i HTTP/1.1\r\n\r\nPOST /slow HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",
+      { pki, end: true },
+    );
+    assert.equal(closed, true);
+    assert.deepEqual(responses(text).map((r) => [r.status, r.body.slice(0, 14)]), [
+      ["HTTP/1.1 200 OK", '{"url":"/fast/'],
+      ["HTTP/1.1 200 OK", "POST localhost"],
     ]);
   });
 
