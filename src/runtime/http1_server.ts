@@ -49,25 +49,43 @@ const HOST_RE = /^[^/?#@\\\s]+$/;
 /** The status line and headers of an answer, with the framing headers this server owns. */
 function headOf(
   status: number,
-  headers: Iterable<[string, string]>,
+  headerLines: string,
   length: number,
   request: Http1Request | null,
   close: boolean,
   nowMs: number,
 ): string {
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n`;
-  for (const [name, value] of headers) {
-    const key = name.toLowerCase();
-    if (key === "content-length" || key === "transfer-encoding" || key === "connection") continue;
-    if (key === "date" || key === "keep-alive") continue;
-    head += `${name}: ${value}\r\n`;
-  }
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n${headerLines}`;
   // 1xx, 204 and 304 carry no body, and no length (RFC 9110, 8.6)
   if (status >= 200 && status !== 204 && status !== 304) head += `content-length: ${length}\r\n`;
   head += `date: ${httpDate(nowMs)}\r\n`;
   if (close) head += "connection: close\r\n";
   else if (request !== null && request.minor === 0) head += "connection: keep-alive\r\n";
   return head + "\r\n";
+}
+
+/** `name: value` lines of the app's headers, without the framing headers this server owns. */
+function linesOf(headers: Iterable<[string, string]>): string {
+  let lines = "";
+  for (const [name, value] of headers) {
+    const key = name.toLowerCase();
+    if (key === "content-length" || key === "transfer-encoding" || key === "connection") continue;
+    if (key === "date" || key === "keep-alive") continue;
+    lines += `${name}: ${value}\r\n`;
+  }
+  return lines;
+}
+
+// The lines of a frozen headers object (the app's answers share a few), made once.
+const frozenLines = new WeakMap<object, string>();
+
+function plainLines(headers: Readonly<Record<string, string>>): string {
+  let lines = frozenLines.get(headers);
+  if (lines === undefined) {
+    lines = linesOf(Object.entries(headers));
+    if (Object.isFrozen(headers)) frozenLines.set(headers, lines);
+  }
+  return lines;
 }
 
 /** The web Request `app.fetch` gets for a parsed request (throws on a target no URL can hold). */
@@ -150,18 +168,18 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   const refuse = (e: Http1Error): void => {
     const body = Buffer.from(`${e.reason}\n`, "latin1");
     const headers: [string, string][] = [["content-type", "text/plain; charset=utf-8"]];
-    write(headOf(e.status, headers, body.byteLength, null, true, now()), body);
+    write(headOf(e.status, linesOf(headers), body.byteLength, null, true, now()), body);
     end();
   };
 
   const answered = (
     r: Http1Request,
     status: number,
-    headers: Iterable<[string, string]>,
+    headerLines: string,
     body: Uint8Array,
   ): void => {
     const close = !r.keepAlive;
-    const head = headOf(status, headers, body.byteLength, r, close, now());
+    const head = headOf(status, headerLines, body.byteLength, r, close, now());
     write(head, r.method === "HEAD" ? NO_BODY : body);
     if (close) end();
   };
@@ -183,12 +201,12 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
         const body = response.body === null
           ? NO_BODY
           : new Uint8Array(await response.arrayBuffer());
-        if (!closed) answered(r, response.status, responseHeaders(response), body);
+        if (!closed) answered(r, response.status, linesOf(responseHeaders(response)), body);
       })
       .catch((e: unknown) => {
         if (closed) return;
         const body = Buffer.from(`internal error: ${(e as Error)?.message ?? String(e)}\n`, "utf8");
-        answered(r, 500, [["content-type", "text/plain; charset=utf-8"]], body);
+        answered(r, 500, "content-type: text/plain; charset=utf-8\r\n", body);
       })
       .finally(() => {
         busy = false;
@@ -228,7 +246,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
         : null;
       if (answer === null) return viaFetch(r);
       const bytes = answer.bytes ?? Buffer.from(answer.body, "utf8");
-      answered(r, answer.status, Object.entries(answer.headers), bytes);
+      answered(r, answer.status, plainLines(answer.headers), bytes);
     }
     if (blocked && !closed) socket.pause();
   };
