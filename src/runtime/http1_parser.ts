@@ -77,13 +77,8 @@ const SINGLE = new Set([
   "user-agent",
 ]);
 
-interface Head {
-  method: string;
-  target: string;
-  minor: 0 | 1;
-  rawHeaders: string[];
-  headers: Record<string, string | string[]>;
-  keepAlive: boolean;
+/** A request's head as read, and how its body comes. */
+interface Head extends Omit<Http1Request, "body"> {
   /** Content-Length, or -1 for a chunked body. */
   length: number;
   expectContinue: boolean;
