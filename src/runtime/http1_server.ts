@@ -44,6 +44,7 @@ function httpDate(nowMs: number): string {
 }
 
 const NO_BODY = new Uint8Array(0);
+const TEXT_LINES = "content-type: text/plain; charset=utf-8\r\n";
 const HOST_RE = /^[^/?#@\\\s]+$/;
 
 /** The status line and headers of an answer, with the framing headers this server owns. */
@@ -89,7 +90,7 @@ function plainLines(headers: Readonly<Record<string, string>>): string {
 }
 
 /** The web Request `app.fetch` gets for a parsed request (throws on a target no URL can hold). */
-function webRequest(r: Http1Request, encrypted: boolean): Request {
+function webRequest(r: Http1Request): Request {
   let url: string;
   if (r.target.startsWith("/")) {
     const host = typeof r.headers.host === "string" && r.headers.host !== ""
@@ -97,7 +98,7 @@ function webRequest(r: Http1Request, encrypted: boolean): Request {
       : "localhost";
     // a Host that would move into the URL's path, query or user part is not a host
     if (!HOST_RE.test(host)) throw new Error(`malformed host "${host}"`);
-    url = `${encrypted ? "https" : "http"}://${host}${r.target}`;
+    url = `https://${host}${r.target}`;
   } else if (/^https?:\/\//i.test(r.target)) url = r.target;
   else throw new Error(`malformed request target "${r.target}"`);
   const headers = new Headers();
@@ -167,8 +168,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
 
   const refuse = (e: Http1Error): void => {
     const body = Buffer.from(`${e.reason}\n`, "latin1");
-    const headers: [string, string][] = [["content-type", "text/plain; charset=utf-8"]];
-    write(headOf(e.status, linesOf(headers), body.byteLength, null, true, now()), body);
+    write(headOf(e.status, TEXT_LINES, body.byteLength, null, true, now()), body);
     end();
   };
 
@@ -189,7 +189,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
     socket.pause();
     let request: Request;
     try {
-      request = webRequest(r, true);
+      request = webRequest(r);
     } catch (e) {
       busy = false;
       refuse({ status: 400, reason: (e as Error).message });
@@ -206,7 +206,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
       .catch((e: unknown) => {
         if (closed) return;
         const body = Buffer.from(`internal error: ${(e as Error)?.message ?? String(e)}\n`, "utf8");
-        answered(r, 500, "content-type: text/plain; charset=utf-8\r\n", body);
+        answered(r, 500, TEXT_LINES, body);
       })
       .finally(() => {
         busy = false;
