@@ -4,7 +4,15 @@
  */
 import process from "node:process";
 import type { Writable } from "node:stream";
-import { runCommandLine } from "./cli/commands.ts";
+import { applyHeapGrowth } from "./runtime/heap_growth.ts";
+
+// The compiled binary's `serve` runs again at once with its heap growth set (heap_growth.ts):
+// before anything else is loaded, so that nothing is done twice.
+applyHeapGrowth(
+  process,
+  (line) => process.stderr.write(`${new Date().toISOString()} WARN ${line}\n`),
+);
+const { runCommandLine } = await import("./cli/commands.ts");
 
 // Writes not yet handed to the OS, and the exit code once the command has returned. We leave
 // only when both streams are flushed: a write's callback is the one signal that means "flushed"

@@ -182,7 +182,12 @@ interface RunResult {
 }
 
 /** The `unshare` command line that runs the image's binary in the staged root as the Deployment would. */
-function sandboxCommand(root: string, spec: ImageSpec, args: string[]): string[] {
+function sandboxCommand(
+  root: string,
+  spec: ImageSpec,
+  args: string[],
+  env: Record<string, string> = {},
+): string[] {
   const chroot = which("chroot")!;
   const q = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
   const devices = ["null", "zero", "full", "random", "urandom"]
@@ -197,7 +202,9 @@ function sandboxCommand(root: string, spec: ImageSpec, args: string[]): string[]
     `mount -t tmpfs -o size=1m,mode=1777 tmpfs ${q(`${root}/tmp/certs`)}`,
     // The image's environment only: distroless sets PATH and SSL_CERT_FILE, the runtime HOME.
     `exec env -i PATH=/usr/local/bin:/usr/bin:/bin SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt ` +
-    `HOME=/home/nonroot ${chroot} --userspec=${NONROOT} ${q(root)} ` +
+    `HOME=/home/nonroot ${
+      Object.entries(env).map(([k, v]) => `${k}=${q(v)} `).join("")
+    }${chroot} --userspec=${NONROOT} ${q(root)} ` +
     [spec.binaryPath, ...args].map(q).join(" "),
   ].join(" && ");
   // No --fork: sh, env and chroot exec in turn, so the spawned process is the binary itself and
@@ -394,7 +401,11 @@ describe("image (deploy/Dockerfile) without a container engine", () => {
       });
     }
 
-    it("serves /livez and /readyz over HTTPS with a self-signed certificate in --cert-dir", async () => {
+    /** Runs serve in the sandbox until /livez answers, hands its PID to `check`, stops it. */
+    async function whileServing(
+      env: Record<string, string>,
+      check: (pid: number, stderr: () => string) => void | Promise<void>,
+    ): Promise<void> {
       const [port, metricsPort] = [await freePort(), await freePort()];
       const [cmd, ...argv] = sandboxCommand(setUp(), spec, [
         "serve",
@@ -404,7 +415,7 @@ describe("image (deploy/Dockerfile) without a container engine", () => {
         `--secure-port=${port}`,
         "--cert-dir=/tmp/certs",
         `--metrics-address=127.0.0.1:${metricsPort}`,
-      ]);
+      ], env);
       const child = spawn(cmd, argv, { stdio: ["ignore", "ignore", "pipe"] });
       let stderr = "";
       child.stderr!.setEncoding("utf8");
@@ -419,6 +430,7 @@ describe("image (deploy/Dockerfile) without a container engine", () => {
         }
         assert.deepEqual(live, { status: 200, body: "ok" }, `serve did not come up:\n${stderr}`);
         assert.deepEqual(await httpsGet(port, "/readyz"), { status: 200, body: "ok" });
+        await check(child.pid!, () => stderr);
       } finally {
         child.kill("SIGTERM");
         const stopped = await Promise.race([
@@ -431,6 +443,50 @@ describe("image (deploy/Dockerfile) without a container engine", () => {
         }
         assert.ok(stopped, `serve did not stop within 5 s of SIGTERM:\n${stderr}`);
       }
+    }
+
+    /** The process's environment variables and command line, from /proc. */
+    function processOf(pid: number): { env: Map<string, string>; cmdline: string[] } {
+      const env = new Map<string, string>();
+      for (const kv of readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")) {
+        const eq = kv.indexOf("=");
+        if (eq > 0) env.set(kv.slice(0, eq), kv.slice(eq + 1));
+      }
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, -1);
+      return { env, cmdline };
+    }
+
+    const isBunBinary = (): boolean =>
+      / \(bun [\d.]+\)\n$/.test(runInImage(setUp(), spec, ["version"]).stdout);
+
+    it("serves /livez and /readyz over HTTPS with a self-signed certificate in --cert-dir", async () => {
+      await whileServing({}, () => {});
+    });
+
+    // src/runtime/heap_growth.ts: the compiled Bun binary's serve executes itself again, in the
+    // same process, with JavaScriptCore's heap growth set (Bun would exit at once on an option
+    // its JavaScriptCore does not know); an operator's value is kept.
+    it("serves with JavaScriptCore's heap growth set, in the PID it was started as", async () => {
+      const bun = isBunBinary();
+      await whileServing({}, (pid, stderr) => {
+        const { env, cmdline } = processOf(pid);
+        assert.equal(env.get("BUN_JSC_heapGrowthMaxIncrease"), bun ? "0.4" : undefined);
+        assert.equal(env.get("BUN_JSC_minEdenToOldGenerationRatio"), bun ? "0.2" : undefined);
+        assert.equal(env.get("HOME"), "/home/nonroot");
+        assert.deepEqual(cmdline.slice(0, 3), [spec.binaryPath, "serve", "--manifests"]);
+        assert.doesNotMatch(stderr(), /could not run again/);
+      });
+    });
+
+    it("keeps the operator's BUN_JSC_heapGrowthMaxIncrease", async () => {
+      await whileServing({ BUN_JSC_heapGrowthMaxIncrease: "2" }, (pid) => {
+        const { env } = processOf(pid);
+        assert.equal(env.get("BUN_JSC_heapGrowthMaxIncrease"), "2");
+        assert.equal(
+          env.get("BUN_JSC_minEdenToOldGenerationRatio"),
+          isBunBinary() ? "0.2" : undefined,
+        );
+      });
     });
 
     it("removes the staged root", () => {
