@@ -456,8 +456,10 @@ describe("image (deploy/Dockerfile) without a container engine", () => {
       return { env, cmdline };
     }
 
+    /** Whether the image's binary is Bun's (else Node's): run `version` once, when first asked. */
+    let bunBinary: boolean | undefined;
     const isBunBinary = (): boolean =>
-      / \(bun [\d.]+\)\n$/.test(runInImage(setUp(), spec, ["version"]).stdout);
+      bunBinary ??= / \(bun [\d.]+\)\n$/.test(runInImage(setUp(), spec, ["version"]).stdout);
 
     it("serves /livez and /readyz over HTTPS with a self-signed certificate in --cert-dir", async () => {
       await whileServing({}, () => {});
