@@ -72,6 +72,11 @@ function notesPointer(notes, subject) {
  * @param {string | null} [notes]
  * @returns {string}
  */
+/** The sharded row's warm-up in a report, s (reports before it was a setting: 5). */
+function shardWarm(report) {
+  return report.settings?.shard?.warmSeconds ?? 5;
+}
+
 export function renderReport(report, notes = null) {
   const b = report.budgets;
   const r = report.results;
@@ -83,14 +88,15 @@ export function renderReport(report, notes = null) {
   };
   out.push(`# Benchmarks
 
-\`npm run bench\` runs the whole suite (about 30 minutes), \`npm run bench -- --quick\` a short
+\`npm run bench\` runs the whole suite (about 50 minutes), \`npm run bench -- --quick\` a short
 version (about a minute: the binary only, 2,000 HPAs, the same scrape rate on fewer pods, and
 shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
 \`--only startup,serving,tls,fanout,formula,fairshare,cluster,shard\`,
 \`--sizes 2000,10000\`, \`--seconds N\`, \`--connections N\`, \`--build\` (bundle and compile the
 working tree into a temp folder instead of using \`dist/\`), \`--artifacts DIR\` (the build
 \`scripts/build.mjs --outdir DIR\` made), \`--adapter-arg FLAG\` (repeatable: added to every
-adapter's command line, for an A/B of one flag), \`--no-write\`, \`--no-pin\`. It needs
+adapter's command line, for an A/B of one flag), \`--shard-shapes pods,queue\`,
+\`--shard-warm-seconds N\` (the sharded row's warm-up, default 60), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
 
 What is measured (everything on loopback, every process stopped by its PID):
@@ -192,7 +198,11 @@ What is measured (everything on loopback, every process stopped by its PID):
 
   Before the HPAs, each replica's CPU over 10 s with none (results.json: \`idleCores\`). Once
   every replica holds every value (sharded: sees three members, and the owned shares add up to
-  the whole), 5 s, then a 30 s window: the fleet's reads of every pod or queue and the longest
+  the whole), ${shardWarm(report)} s of warm-up${
+    shardWarm(report) >= 60
+      ? " (the steady state: past the HPA controller's first syncs of every HPA, and past the JIT's tier-up, which a replica running the hot paths at a third of the rate reaches later)"
+      : ""
+  }, then a 30 s window: the fleet's reads of every pod or queue and the longest
   gap between two of them (or since the last, at the end), the collections of all replicas
   together, CPU and RSS (median of one reading a second) of each replica, the values each holds
   (stored custom or external values: every replica serves every value), push failures.
