@@ -157,7 +157,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "memory-release-interval",
     "duration",
     30,
-    "how often the binary (Bun) looks whether to collect garbage and return freed memory and unused compiled code to the system: it does when its resident memory grew 8 MiB since just after the last release, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs, and the JIT compiles the hot paths again); 0 turns it off; Node and Deno do this themselves",
+    "how often the binary (Bun) collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; Node and Deno do this themselves",
   ),
 
   def(

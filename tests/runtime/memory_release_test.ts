@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { MEMORY_RELEASE_MIN_GROWTH, startMemoryRelease } from "../../src/runtime/memory.ts";
+import { startMemoryRelease } from "../../src/runtime/memory.ts";
 
 /** Timers on a fake clock: `advance(ms)` runs what falls due, in order. */
 function fakeTimers() {
@@ -35,16 +35,13 @@ function fakeTimers() {
   };
 }
 
-const MiB = 1024 * 1024;
-
 describe("startMemoryRelease", () => {
-  it("releases once per interval, after 250 ms without a request (minGrowthBytes 0)", () => {
+  it("releases once per interval, after 250 ms without a request", () => {
     const t = fakeTimers();
     const at: number[] = [];
     startMemoryRelease({
       intervalMs: 60_000,
       requests: () => 7,
-      minGrowthBytes: 0,
       release: () => (at.push(t.now), true),
       setTimeout: t.setTimeout,
       clearTimeout: t.clearTimeout,
@@ -66,7 +63,6 @@ describe("startMemoryRelease", () => {
       intervalMs: 10_000,
       // a request every 100 ms while busy
       requests: () => (t.now < busyUntil ? ++served : served),
-      minGrowthBytes: 0,
       release: () => (at.push(t.now), true),
       setTimeout: t.setTimeout,
       clearTimeout: t.clearTimeout,
@@ -92,8 +88,6 @@ describe("startMemoryRelease", () => {
     const stop = startMemoryRelease({
       intervalMs: 1_000,
       requests: () => 0,
-      rss: () => 100 * MiB,
-      minGrowthBytes: 0,
       release: () => (released++, true),
       setTimeout: t.setTimeout,
       clearTimeout: t.clearTimeout,
@@ -104,63 +98,5 @@ describe("startMemoryRelease", () => {
     assert.equal(t.pending, 0);
     t.advance(10_000);
     assert.equal(released, 1);
-  });
-
-  it("releases only once resident memory grew 8 MiB above its lowest since the last release", () => {
-    const t = fakeTimers();
-    let rss = 100 * MiB;
-    const at: number[] = [];
-    startMemoryRelease({
-      intervalMs: 10_000,
-      requests: () => 0,
-      rss: () => rss,
-      release: () => {
-        at.push(t.now);
-        rss = 95 * MiB; // what the release gives back
-        return true;
-      },
-      setTimeout: t.setTimeout,
-      clearTimeout: t.clearTimeout,
-    });
-    assert.equal(MEMORY_RELEASE_MIN_GROWTH, 8 * MiB);
-    // read at 1,000 (the caller's release is done): 100 MiB
-    t.advance(1_000);
-    rss = 107.9 * MiB;
-    t.advance(19_000);
-    // rounds at 10,000 and 20,000: under 108 MiB, no release
-    assert.deepEqual(at, []);
-    rss = 108 * MiB;
-    t.advance(10_250);
-    // the round at 30,000 finds 108: released at its quiet moment
-    assert.deepEqual(at, [30_250]);
-    // read at 31,250: 95 MiB; it climbs back to 100 (the code compiled again) and stays:
-    // the rounds at 40,250, 50,250 and 60,250 pass
-    t.advance(1_000);
-    rss = 100 * MiB;
-    t.advance(30_000);
-    assert.deepEqual(at, [30_250]);
-    // the round at 70,250 reads 90 MiB, lower than after the release: 98 is the mark now
-    rss = 90 * MiB;
-    t.advance(10_000);
-    rss = 98.5 * MiB;
-    t.advance(10_250);
-    assert.deepEqual(at, [30_250, 80_500]);
-  });
-
-  it("releases every round when resident memory cannot be read", () => {
-    const t = fakeTimers();
-    const at: number[] = [];
-    startMemoryRelease({
-      intervalMs: 10_000,
-      requests: () => 0,
-      rss: () => {
-        throw new Error("no /proc");
-      },
-      release: () => (at.push(t.now), true),
-      setTimeout: t.setTimeout,
-      clearTimeout: t.clearTimeout,
-    });
-    t.advance(22_000);
-    assert.deepEqual(at, [10_250, 20_500]);
   });
 });
