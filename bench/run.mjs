@@ -217,7 +217,8 @@ const plan = {
     // steady state (issue 29): the first ~60 s after the values are held carry the HPA
     // controller's first syncs of every HPA (status updates every replica parses) and the JIT's
     // tier-up, which a replica running the hot paths at a third of the rate reaches later; with
-    // 5 s the row measured that start (JIT threads 0.016 cores a replica, 0.005 at 60 s)
+    // 5 s the row measured that start (each replica's JIT worker at 0.015-0.018 cores; at 60 s,
+    // 0.004 without the memory release, 0.010-0.012 with its recompiles)
     warmSeconds: opts.shardWarmSeconds ?? (quick ? 5 : 60),
     windowSeconds: quick ? 10 : 30,
     adapterArgs: [
