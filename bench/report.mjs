@@ -63,6 +63,11 @@ function notesPointer(notes, subject) {
   return heading ? `See also [${heading}](#${anchor(heading)}) below.\n` : null;
 }
 
+/** The sharded row's warm-up in a report, s (reports before it was a setting: 5). */
+function shardWarm(report) {
+  return report.settings?.shard?.warmSeconds ?? 5;
+}
+
 /**
  * Render the README of bench/ for `report` (what bench/run.mjs writes to results.json), ending
  * with the section "Measured on their own": `notes` (see {@linkcode keptNotes}) between the two
@@ -72,11 +77,6 @@ function notesPointer(notes, subject) {
  * @param {string | null} [notes]
  * @returns {string}
  */
-/** The sharded row's warm-up in a report, s (reports before it was a setting: 5). */
-function shardWarm(report) {
-  return report.settings?.shard?.warmSeconds ?? 5;
-}
-
 export function renderReport(report, notes = null) {
   const b = report.budgets;
   const r = report.results;

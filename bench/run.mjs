@@ -119,7 +119,13 @@ function parseArgs(argv) {
     else if (a === "--runtimes") o.runtimes = val().split(",");
     else if (a === "--only") o.only = val().split(",");
     else if (a === "--shard-shapes") o.shardShapes = val().split(",");
-    else if (a === "--shard-warm-seconds") o.shardWarmSeconds = Number(val());
+    else if (a === "--shard-warm-seconds") {
+      o.shardWarmSeconds = Number(val());
+      if (!(o.shardWarmSeconds >= 0)) {
+        console.error("bench: --shard-warm-seconds wants a number of seconds, 0 or more");
+        process.exit(2);
+      }
+    }
     else if (a === "--sizes") o.sizes = val().split(",").map(Number);
     else if (a === "--build") o.build = true;
     else if (a === "--artifacts") o.artifacts = val();
