@@ -85,6 +85,11 @@ describe("applyHeapGrowth", () => {
     env: { PATH: "/bin" },
     execve,
   });
+  /** An execve that throws `message`. */
+  const failing = (message: string) =>
+    (() => {
+      throw new Error(message);
+    }) as never;
 
   it("executes the plan, and warns nothing", () => {
     const calls: unknown[] = [];
@@ -113,11 +118,7 @@ describe("applyHeapGrowth", () => {
   it("goes on with a warning when execve fails or is missing", () => {
     const warnings: string[] = [];
     applyHeapGrowth(
-      proc(
-        (() => {
-          throw new Error("EACCES: permission denied, execve");
-        }) as never,
-      ),
+      proc(failing("EACCES: permission denied, execve")),
       (l) => warnings.push(l),
       MAIN,
     );
@@ -135,11 +136,7 @@ describe("applyHeapGrowth", () => {
   it("does nothing when not compiled (this test's own runtime)", () => {
     const warnings: string[] = [];
     applyHeapGrowth(
-      proc(
-        (() => {
-          throw new Error("must not be called");
-        }) as never,
-      ),
+      proc(failing("must not be called")),
       (l) => warnings.push(l),
       undefined,
     );
