@@ -156,8 +156,8 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     SERVING,
     "memory-release-interval",
     "duration",
-    30,
-    "how often the binary (Bun) collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; Node and Deno do this themselves",
+    null,
+    "how often the binary (Bun) collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; default 30s, or off with --shard-collection (a replica that collects a share runs its hot code that much less often, and compiling it again after each release took a sixth of its CPU); Node and Deno do this themselves",
   ),
 
   def(
@@ -897,6 +897,12 @@ export function numberFlag(values: FlagValues, name: string): number {
   const v = values[name];
   if (typeof v !== "number") throw new Error(`flag --${name} is not numeric`);
   return v;
+}
+
+/** Read a numeric flag that has no default (null when unset). */
+export function optionalNumberFlag(values: FlagValues, name: string): number | null {
+  const v = values[name];
+  return v === null || v === undefined ? null : numberFlag(values, name);
 }
 
 /** Read a boolean flag. */

@@ -41,7 +41,11 @@ import { MetricHistory, recordingStore } from "../engine/history.ts";
 import { createLogger, type Logger } from "../engine/logger.ts";
 import { TimerWheel } from "../engine/timer_wheel.ts";
 import { collectorFetch } from "../runtime/http_fetch.ts";
-import { releaseUnusedMemory, startMemoryRelease } from "../runtime/memory.ts";
+import {
+  memoryReleaseSeconds,
+  releaseUnusedMemory,
+  startMemoryRelease,
+} from "../runtime/memory.ts";
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
@@ -52,6 +56,7 @@ import {
   type FlagValues,
   listFlag,
   numberFlag,
+  optionalNumberFlag,
   parseArgs,
   SERVE_FLAGS,
   stringFlag,
@@ -562,7 +567,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       if (!closing && releaseUnusedMemory()) {
         log.debug(1, "returned the memory freed after the first collections");
       }
-      const releaseSeconds = numberFlag(flags, "memory-release-interval");
+      const releaseSeconds = memoryReleaseSeconds(
+        optionalNumberFlag(flags, "memory-release-interval"),
+        sharding !== null,
+      );
       if (!closing && releaseSeconds > 0) {
         closers.push(startMemoryRelease({
           intervalMs: releaseSeconds * 1000,

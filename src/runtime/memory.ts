@@ -34,6 +34,30 @@ export function releaseUnusedMemory(): boolean {
   return true;
 }
 
+/** How often `serve` releases memory when `--memory-release-interval` is not given, seconds. */
+export const DEFAULT_MEMORY_RELEASE_SECONDS = 30;
+
+/**
+ * The release interval `serve` uses, seconds (0: none): the flag's value when given; else
+ * {@linkcode DEFAULT_MEMORY_RELEASE_SECONDS}, or none for a replica that shares the collection
+ * (`--shard-collection`, issue 29).
+ *
+ * Why not on a sharded replica: `Bun.shrink()` drops all compiled code, and JavaScriptCore
+ * compiles a function again only after it ran a number of times. A replica that collects a
+ * third of the queries and answers a third of the reads runs its hot code a third as often, so
+ * after each release it takes three times as long to compile it back. Measured on the bench's
+ * sharded row (500 HPAs x 20 pods every 7.5 s, three replicas, from 60 s after every value was
+ * held): with a release every 30 s (or every 120 s) each replica's JIT thread stayed at
+ * 0.009-0.014 cores and a replica cost 0.068-0.104 cores (mean 0.092), the most loaded 0.45-0.54
+ * of the single replica; without it, JIT 0.003-0.004 cores, 0.070-0.086 cores a replica (mean
+ * 0.076), the most loaded 0.37-0.42 of the single replica, RSS 145-159 MiB against 135-148.
+ * The release after the first round (the start's peak) stays.
+ */
+export function memoryReleaseSeconds(flag: number | null, sharded: boolean): number {
+  if (flag !== null) return flag;
+  return sharded ? 0 : DEFAULT_MEMORY_RELEASE_SECONDS;
+}
+
 /** Options of {@linkcode startMemoryRelease}. */
 export interface MemoryReleaseOptions {
   /** How often to release, ms (> 0). */

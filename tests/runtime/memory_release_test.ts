@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { startMemoryRelease } from "../../src/runtime/memory.ts";
+import { memoryReleaseSeconds, startMemoryRelease } from "../../src/runtime/memory.ts";
+import { optionalNumberFlag, parseArgs, SERVE_FLAGS } from "../../src/cli/flags.ts";
 
 /** Timers on a fake clock: `advance(ms)` runs what falls due, in order. */
 function fakeTimers() {
@@ -98,5 +99,27 @@ describe("startMemoryRelease", () => {
     assert.equal(t.pending, 0);
     t.advance(10_000);
     assert.equal(released, 1);
+  });
+});
+
+describe("memoryReleaseSeconds", () => {
+  /** What `serve` releases at with these arguments: the flag as parsed, sharded or not. */
+  const interval = (argv: string[]) => {
+    const flags = parseArgs(argv, SERVE_FLAGS).values;
+    return memoryReleaseSeconds(
+      optionalNumberFlag(flags, "memory-release-interval"),
+      flags["shard-collection"] === true,
+    );
+  };
+
+  it("is 30 s by default, and off on a replica that shares the collection", () => {
+    assert.equal(interval([]), 30);
+    assert.equal(interval(["--shard-collection"]), 0);
+  });
+
+  it("is what the flag says when it is given, sharded or not", () => {
+    assert.equal(interval(["--memory-release-interval=45s"]), 45);
+    assert.equal(interval(["--memory-release-interval=0"]), 0);
+    assert.equal(interval(["--shard-collection", "--memory-release-interval=2m"]), 120);
   });
 });
