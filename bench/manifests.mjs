@@ -402,6 +402,12 @@ export function shardNames(h) {
   return { ns: `shard-${pad(h % SHARD_NAMESPACES, 2)}`, hpa: `q-${pad(h)}` };
 }
 
+/** The external metric path of queue-shape HPA number `h`, as the HPA controller reads it. */
+export function shardQueuePath(h) {
+  const { ns, hpa } = shardNames(h);
+  return `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/queue-length?labelSelector=queue%3D${hpa}%2Ctype%3Djson-path`;
+}
+
 /**
  * Write the shard set (issue 29, created with kubectl): `hpas` HPAs, HPA h with one External
  * json-path metric on http://127.0.0.1:PORT/queue/h (one distinct query, so one collection, per

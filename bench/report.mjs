@@ -183,8 +183,9 @@ What is measured (everything on loopback, every process stopped by its PID):
 - **Sharded collection** (section \`shard\`, issue 29, full run only): collection on the
   end-to-end control plane, once by one replica of the binary and once by three with
   \`--shard-collection\` (the default Lease timing: 15 s, renewed every 2 s), each run on a fresh
-  control plane; the replica guard, the Knative reconciler and ScalingSchedules off, \`--v=0\`.
-  Two shapes (\`--shard-shapes pods,queue\`):
+  control plane; the replica guard, the Knative reconciler and ScalingSchedules off, \`--v=0\`;
+  each as it ships otherwise (the single replica releases memory every 30 s, the sharded ones
+  only after their first round: \`--memory-release-interval\`). Two shapes (\`--shard-shapes pods,queue\`):
   - **pods**, the fan-out fleet's work (1,333 scrapes/s): 500 HPAs, each a Pods json-path
     metric on the 20 pods of its StatefulSet every 7.5 s (66.7 collections/s of 20 scrapes and
     one record for the peers each; minReplicas = maxReplicas, so the HPA controller reads every
@@ -205,10 +206,21 @@ What is measured (everything on loopback, every process stopped by its PID):
   }, then a 30 s window: the fleet's reads of every pod or queue and the longest
   gap between two of them (or since the last, at the end), the collections of all replicas
   together, CPU and RSS (median of one reading a second) of each replica, the values each holds
-  (stored custom or external values: every replica serves every value), push failures.
-  Budget: everything read in the window, no gap over the interval + 1 s, collections/s within
-  5% of the target, every value held by every replica, no push failure, and (pods) the most
-  loaded of three replicas at most ${b.shardCoresRatio ?? 0.5}x the single replica's cores.
+  (stored custom or external values: every replica serves every value), push failures. After
+  the window, each replica in turn is read as the HPA controller reads (every HPA's pods or
+  external metric, its query string, the aggregator's identity as in the cluster full read;
+  \`bench/loadgen\` on 4 connections at ${
+    report.settings?.shard?.readRate ?? 200
+  } reads/s, ${report.settings?.shard?.readWarmSeconds ?? 2} s of warm-up, then ${
+    report.settings?.shard?.readSeconds ?? 10
+  } s): "read p99" is that run's, for information (the row's load, control plane, fleet and
+  replicas on two cores, is in its tail, the single replica's too). With the push every value is
+  local on every replica; a read forwarded to the value's owner would add one such round trip
+  between two replicas. Budget: everything read in the window, no gap over the interval + 1 s,
+  collections/s within 5% of the target, every value held by every replica, no push failure,
+  every read answered (2xx), and (pods) the most loaded of three replicas at most ${
+    b.shardCoresRatio ?? 0.5
+  }x the single replica's cores.
 - **Startup**: process start to \`/readyz\` 200, with no HPAs (and with 2,000 for information),
   the certificate already on disk. Budget: < ${b.startupMs} ms for the binary.
 
@@ -438,6 +450,7 @@ row measured under a load average well above 2 is noise, not a result.
         "single-replica cores",
         "largest / single",
         "RSS MiB (each)",
+        "read p99 ms (each)",
         "values held (each)",
         "push failures",
         "load",
@@ -457,6 +470,7 @@ row measured under a load average well above 2 is noise, not a result.
         x.singleCores ?? "",
         x.replicas > 1 ? (x.maxCoresRatio ?? "") : "",
         each(x.perReplica, "rssMiB"),
+        x.readP99Ms === undefined ? "" : each(x.perReplica, "readP99Ms"),
         x.perReplica.map((p) => p.valuesHeld ?? p.storedExternal).join(" / "),
         x.replicas > 1 ? x.pushFailures : "",
         x.load1,

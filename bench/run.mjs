@@ -29,9 +29,10 @@ import {
   writeFanoutManifests,
   writeFormulaManifests,
   writeServingManifests,
+  shardQueuePath,
   writeShardManifests,
 } from "./manifests.mjs";
-import { writeShardPodsManifests } from "./shard_pods.mjs";
+import { shardPodsPath, writeShardPodsManifests } from "./shard_pods.mjs";
 import {
   buildLoadgen,
   freePort,
@@ -227,6 +228,11 @@ const plan = {
     // 0.004 without the memory release, 0.010-0.012 with its recompiles)
     warmSeconds: opts.shardWarmSeconds ?? (quick ? 5 : 60),
     windowSeconds: quick ? 10 : 30,
+    // after the window, each replica read in turn as the HPA controller reads (every HPA's
+    // value, through the front proxy's identity), paced: a warm-up, then the measured run
+    readRate: 200,
+    readWarmSeconds: 2,
+    readSeconds: quick ? 5 : 10,
     adapterArgs: [
       "--estafette-hpa-scaler=false",
       "--knative-autoscaler=false",
@@ -1387,6 +1393,13 @@ async function shardRuns(art, f) {
   // what is collected: one query per HPA; each reads `f.pods` pods (pods) or one endpoint
   const perQuery = pods ? f.pods : 1;
   const kubeconfig = join(root, ".e2e", "kubeconfig");
+  const lg = buildLoadgen(work);
+  const readPathsFile = join(dir, "read-paths.txt");
+  writeFileSync(
+    readPathsFile,
+    Array.from({ length: f.hpas }, (_, h) => pods ? shardPodsPath(h) : shardQueuePath(h))
+      .join("\n") + "\n",
+  );
   for (const replicas of f.replicas) {
     const { harnessRun, kubectl } = e2eTools("shard section", {
       HPA_E2E_ADAPTER_CMD: art.binary,
@@ -1534,6 +1547,23 @@ async function shardRuns(art, f) {
       const cpu1 = members.map((m) => procStats(m.pid).cpuSeconds);
       const fleetCores = (procStats(fleet.pid).cpuSeconds - fleetCpu0) / seconds;
       const om1 = await Promise.all(members.map((m) => ownMetrics(m)));
+      // the HPA controller's reads, each replica on its own after the window (the load of the
+      // reads is not in the window's CPU): with the push, every value is local on every replica
+      const reads = [];
+      for (const m of members) {
+        const read = (seconds) =>
+          runLoadgenPaths(lg, `https://${m.ip}:6443`, {
+            pathsFile: readPathsFile,
+            rate: f.readRate,
+            seconds,
+            connections: 4,
+            certFile: join(root, ".e2e", "pki", "frontProxyClient.crt"),
+            keyFile: join(root, ".e2e", "pki", "frontProxyClient.key"),
+            headers: HPA_CONTROLLER_HEADERS,
+          });
+        await read(f.readWarmSeconds);
+        reads.push(await read(f.readSeconds));
+      }
       // reads of each index: a queue endpoint, or a pod
       const q = pods
         ? {
@@ -1565,6 +1595,11 @@ async function shardRuns(art, f) {
           }
           : {}),
         valuesHeld: held(om1[k]),
+        readsPerSecond: round(reads[k].rps),
+        readP50Ms: round(reads[k].p50Ms, 2),
+        readP99Ms: round(reads[k].p99Ms, 2),
+        readStatuses: reads[k].statuses,
+        readErrors: reads[k].errors,
       }));
       const sum = (k) => perReplica.reduce((n, x) => n + (x[k] ?? 0), 0);
       const single = results.shard.find((x) => x.replicas === 1 && x.shape === f.shape);
@@ -1606,6 +1641,7 @@ async function shardRuns(art, f) {
         valuesHeld: perReplica.map((x) => x.valuesHeld),
         fleetCores: round(fleetCores, 2),
         load1: round(load0, 2),
+        readP99Ms: Math.max(...perReplica.map((x) => x.readP99Ms)),
       };
       const misses = [];
       if (row.neverCollected > 0) misses.push("never collected");
@@ -1615,6 +1651,10 @@ async function shardRuns(art, f) {
       }
       if (row.pushFailures > 0) misses.push("push failures");
       if (perReplica.some((x) => x.valuesHeld !== f.hpas * perQuery)) misses.push("values held");
+      // every replica answers every read; its latency is for information: on this machine the
+      // row's load (control plane, fleet, replicas) is in every read's tail, the single
+      // replica's too
+      if (perReplica.some((x) => x.readErrors > 0)) misses.push("read errors");
       if (replicas > 1) {
         if (row.maxCoresRatio === null) misses.push("no single-replica row");
         else if (f.cpuBudget && row.maxCoresRatio > BUDGETS.shardCoresRatio) misses.push("cpu");
