@@ -214,7 +214,10 @@ What is measured (everything on loopback, every process stopped by its PID):
   } reads/s, ${report.settings?.shard?.readWarmSeconds ?? 2} s of warm-up, then ${
     report.settings?.shard?.readSeconds ?? 10
   } s): "read p99" is that run's, for information (the row's load, control plane, fleet and
-  replicas on two cores, is in its tail, the single replica's too). With the push every value is
+  replicas on two cores, is in its tail, the single replica's too). In brackets the floor's,
+  read the same way right after: \`bench/floor.mjs\` on Bun, on this host's loopback, asking
+  for and reading the client certificate and answering every path with the bytes the first
+  replica answered. With the push every value is
   local on every replica; a read forwarded to the value's owner would add one such round trip
   between two replicas. Budget: everything read in the window, no gap over the interval + 1 s,
   collections/s within 5% of the target, every value held by every replica, no push failure,
@@ -450,7 +453,7 @@ row measured under a load average well above 2 is noise, not a result.
         "single-replica cores",
         "largest / single",
         "RSS MiB (each)",
-        "read p99 ms (each)",
+        "read p99 ms (each; floor)",
         "values held (each)",
         "push failures",
         "load",
@@ -470,7 +473,11 @@ row measured under a load average well above 2 is noise, not a result.
         x.singleCores ?? "",
         x.replicas > 1 ? (x.maxCoresRatio ?? "") : "",
         each(x.perReplica, "rssMiB"),
-        x.readP99Ms === undefined ? "" : each(x.perReplica, "readP99Ms"),
+        x.readP99Ms === undefined
+          ? ""
+          : `${each(x.perReplica, "readP99Ms")}${
+            x.floorReadP99Ms === undefined ? "" : ` (${x.floorReadP99Ms})`
+          }`,
         x.perReplica.map((p) => p.valuesHeld ?? p.storedExternal).join(" / "),
         x.replicas > 1 ? x.pushFailures : "",
         x.load1,

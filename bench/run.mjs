@@ -1549,10 +1549,9 @@ async function shardRuns(art, f) {
       const om1 = await Promise.all(members.map((m) => ownMetrics(m)));
       // the HPA controller's reads, each replica on its own after the window (the load of the
       // reads is not in the window's CPU): with the push, every value is local on every replica
-      const reads = [];
-      for (const m of members) {
+      const readAt = async (base) => {
         const read = (seconds) =>
-          runLoadgenPaths(lg, `https://${m.ip}:6443`, {
+          runLoadgenPaths(lg, base, {
             pathsFile: readPathsFile,
             rate: f.readRate,
             seconds,
@@ -1562,8 +1561,12 @@ async function shardRuns(art, f) {
             headers: HPA_CONTROLLER_HEADERS,
           });
         await read(f.readWarmSeconds);
-        reads.push(await read(f.readSeconds));
-      }
+        return await read(f.readSeconds);
+      };
+      const reads = [];
+      for (const m of members) reads.push(await readAt(`https://${m.ip}:6443`));
+      // then the floor the same way, at the same load: the machine's part of the tail
+      const floorRead = await shardFloorRead(art, members[0], readPathsFile, readAt);
       // reads of each index: a queue endpoint, or a pod
       const q = pods
         ? {
@@ -1642,6 +1645,8 @@ async function shardRuns(art, f) {
         fleetCores: round(fleetCores, 2),
         load1: round(load0, 2),
         readP99Ms: Math.max(...perReplica.map((x) => x.readP99Ms)),
+        floorReadP50Ms: round(floorRead.p50Ms, 2),
+        floorReadP99Ms: round(floorRead.p99Ms, 2),
       };
       const misses = [];
       if (row.neverCollected > 0) misses.push("never collected");
@@ -1667,6 +1672,45 @@ async function shardRuns(art, f) {
       await fleet?.stop();
       harnessRun(["down"]);
     }
+  }
+}
+
+/**
+ * The sharded row's read floor: bench/floor.mjs on Bun (the client certificate asked for,
+ * verified and read, as the adapter does) on this host's loopback, answering every path of
+ * `pathsFile` with the bytes `member` answered for it, read by `readAt(base)` as the replicas
+ * were. Resolves with loadgen's numbers.
+ */
+async function shardFloorRead(art, member, pathsFile, readAt) {
+  const pki = join(root, ".e2e", "pki");
+  const headers = {};
+  for (const [k, v] of HPA_CONTROLLER_HEADERS) headers[k] = [...(headers[k] ?? []), v];
+  const tls = {
+    cert: readFileSync(join(pki, "frontProxyClient.crt")),
+    key: readFileSync(join(pki, "frontProxyClient.key")),
+    headers,
+  };
+  const responses = {};
+  for (const path of readFileSync(pathsFile, "utf8").trim().split("\n")) {
+    const r = await get(`https://${member.ip}:6443${path}`, { tls });
+    if (r.status !== 200) throw new Error(`shard floor: ${path} answered ${r.status}: ${r.body}`);
+    responses[path] = { status: r.status, headers: servedHeaders(r.headers), body: r.body };
+  }
+  const responsesFile = join(work, "shard-floor-responses.json");
+  writeFileSync(responsesFile, JSON.stringify(responses));
+  const port = await freePort();
+  const [cmd, args] = command("binary", art, join(here, "floor.mjs"), [
+    join(pki, "adapterServing.crt"),
+    join(pki, "adapterServing.key"),
+    String(port),
+    responsesFile,
+    join(pki, "frontProxyCa.crt"),
+  ]);
+  const floor = await startReadyLine(cmd, args, { logFile: join(work, "shard-floor.log") });
+  try {
+    return await readAt(`https://127.0.0.1:${port}`);
+  } finally {
+    await floor.stop();
   }
 }
 
