@@ -25,11 +25,11 @@ import {
   SERVING_NAMESPACES,
   servingNames,
   servingPaths,
+  shardQueuePath,
   writeFairShareManifests,
   writeFanoutManifests,
   writeFormulaManifests,
   writeServingManifests,
-  shardQueuePath,
   writeShardManifests,
 } from "./manifests.mjs";
 import { shardPodsPath, writeShardPodsManifests } from "./shard_pods.mjs";
