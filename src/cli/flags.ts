@@ -18,6 +18,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
 import { ENGINE_DEFAULTS } from "../engine/engine.ts";
 import { DEFAULT_NAKADI_TOKEN_NAME } from "../collectors/nakadi.ts";
+import { DEFAULT_MEMORY_RELEASE_SECONDS } from "../runtime/memory.ts";
 import { DEFAULT_CREDENTIALS_DIR } from "../collectors/oauth_backend.ts";
 import { DEFAULT_ZMON_TOKEN_NAME } from "../collectors/zmon.ts";
 import { UsageError } from "./command.ts";
@@ -157,7 +158,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "memory-release-interval",
     "duration",
     null,
-    "how often the binary (Bun) collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; default 30s, or off with --shard-collection (a replica that collects a share runs its hot code that much less often, and compiling it again after each release took a sixth of its CPU); Node and Deno do this themselves",
+    `how often the binary (Bun) collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; default ${DEFAULT_MEMORY_RELEASE_SECONDS}s, or off with --shard-collection (a replica that collects a share runs its hot code that much less often, and compiling it again after each release took a sixth of its CPU); Node and Deno do this themselves`,
   ),
 
   def(
