@@ -1,6 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { TimerWheel, type TimerWheelOptions } from "../../src/engine/timer_wheel.ts";
+import {
+  DEFAULT_TIMER_BATCH,
+  TimerWheel,
+  type TimerWheelOptions,
+} from "../../src/engine/timer_wheel.ts";
 
 /** A runtime's timers by hand: `advance(ms)` fires due runtime timers in time order. */
 class FakeRuntime {
@@ -42,10 +46,14 @@ class FakeRuntime {
   }
 }
 
-/** A wheel of 100 ms slots on `rt`'s timers and clock; `extra` adds or replaces options. */
+/**
+ * A wheel of 100 ms slots on `rt`'s timers and clock, running up to 16 timers a turn (the
+ * tests of batches set their own); `extra` adds or replaces options.
+ */
 function wheelOn(rt: FakeRuntime, extra: TimerWheelOptions = {}): TimerWheel {
   return new TimerWheel({
     slotMs: 100,
+    batch: 16,
     setTimeout: rt.setTimeout,
     clearTimeout: rt.clearTimeout,
     now: rt.clock,
@@ -244,6 +252,25 @@ describe("TimerWheel", () => {
     // the next slot has its runtime timer already
     rt.advance(100);
     assert.deepEqual(log, ["a", "b", "c", "e", "next slot"]);
+  });
+
+  it("runs one timer a turn by default, so that reads are answered between collections", () => {
+    assert.equal(DEFAULT_TIMER_BATCH, 1);
+    const rt = new FakeRuntime();
+    const turns: (() => void)[] = [];
+    const wheel = wheelOn(rt, { batch: undefined, defer: (fn) => turns.push(fn) });
+    const log: string[] = [];
+    for (const name of ["a", "b", "c"]) wheel.setTimer(() => log.push(name), 150);
+    rt.advance(200);
+    assert.deepEqual(log, ["a"]);
+    assert.equal(turns.length, 1);
+    turns.shift()!();
+    assert.deepEqual(log, ["a", "b"]);
+    assert.equal(turns.length, 1);
+    turns.shift()!();
+    assert.deepEqual(log, ["a", "b", "c"]);
+    assert.equal(turns.length, 0);
+    assert.equal(wheel.size, 0);
   });
 
   it("adds the timers of a slot that fires while batches are left to the same turns", () => {
