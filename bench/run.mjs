@@ -97,6 +97,19 @@ const HPA_CONTROLLER_HEADERS = [
   ["X-Remote-Group", "system:authenticated"],
 ];
 
+/** The e2e harness's state folder, and the certificates of its PKI the bench reads with. */
+const HARNESS = join(root, ".e2e");
+const HARNESS_PKI = {
+  /** The aggregator's front-proxy client certificate (what the HPA controller's reads carry). */
+  clientCert: join(HARNESS, "pki", "frontProxyClient.crt"),
+  clientKey: join(HARNESS, "pki", "frontProxyClient.key"),
+  /** Its CA (the adapter's --requestheader-client-ca-file in the harness). */
+  frontProxyCa: join(HARNESS, "pki", "frontProxyCa.crt"),
+  /** The adapter replicas' serving certificate. */
+  servingCert: join(HARNESS, "pki", "adapterServing.crt"),
+  servingKey: join(HARNESS, "pki", "adapterServing.key"),
+};
+
 function parseArgs(argv) {
   const o = {
     quick: false,
@@ -126,8 +139,7 @@ function parseArgs(argv) {
         console.error("bench: --shard-warm-seconds wants a number of seconds, 0 or more");
         process.exit(2);
       }
-    }
-    else if (a === "--sizes") o.sizes = val().split(",").map(Number);
+    } else if (a === "--sizes") o.sizes = val().split(",").map(Number);
     else if (a === "--build") o.build = true;
     else if (a === "--artifacts") o.artifacts = val();
     else if (a === "--seconds") o.seconds = Number(val());
@@ -481,12 +493,34 @@ async function startupSection(art, emptyDir, servingDirs) {
 }
 
 /**
- * The headers of an adapter answer that the floor must send too (the same bytes): all but the
- * ones every server sets itself.
+ * An adapter answer as the floor sends it again (the same bytes): its status, its body and
+ * its headers but the ones every server sets itself.
  */
-function servedHeaders(headers) {
+function servedAnswer(r) {
   const own = new Set(["date", "content-length", "connection", "keep-alive", "transfer-encoding"]);
-  return Object.fromEntries(Object.entries(headers).filter(([name]) => !own.has(name)));
+  const headers = Object.fromEntries(Object.entries(r.headers).filter(([name]) => !own.has(name)));
+  return { status: r.status, headers, body: r.body };
+}
+
+/**
+ * Starts bench/floor.mjs on `runtime`: a bare TLS server (`cert`, `key`) on this host's
+ * loopback answering each path of `responses` (path -> a {@link servedAnswer}) with its bytes;
+ * with `caFile` it asks for, verifies and reads the client certificate as the adapter does.
+ * `name` names its files in the work folder. Resolves with the process and its base URL.
+ */
+async function startFloor(runtime, art, { cert, key, caFile = null, responses, name }) {
+  const responsesFile = join(work, `${name}-responses.json`);
+  writeFileSync(responsesFile, JSON.stringify(responses));
+  const port = await freePort();
+  const [cmd, args] = command(runtime, art, join(here, "floor.mjs"), [
+    cert,
+    key,
+    String(port),
+    responsesFile,
+    ...(caFile ? [caFile] : []),
+  ]);
+  const proc = await startReadyLine(cmd, args, { logFile: join(work, `${name}.log`) });
+  return { proc, base: `https://127.0.0.1:${port}` };
 }
 
 /**
@@ -549,13 +583,7 @@ async function servingSection(art, servingDirs, clientCert = null) {
         const responses = {};
         const t0 = performance.now();
         for (const [name, path] of Object.entries(paths)) {
-          const r = await until200(a, path, 120000, tlsGet);
-          responses[path] = {
-            status: r.status,
-            headers: servedHeaders(r.headers),
-            body: r.body,
-            name,
-          };
+          responses[path] = { ...servedAnswer(await until200(a, path, 120000, tlsGet)), name };
         }
         const firstValuesMs = performance.now() - t0 + a.readyMs;
         await sleep(quick ? 1000 : 3000);
@@ -563,20 +591,16 @@ async function servingSection(art, servingDirs, clientCert = null) {
           a.pid,
           clientCert || size !== 2000 ? 0 : plan.memoryWindowSeconds,
         );
-        const responsesFile = join(work, `responses-${runtime}-${size}.json`);
-        writeFileSync(responsesFile, JSON.stringify(responses));
-        const floorPort = await freePort();
-        const [fcmd, fargs] = command(runtime, art, join(here, "floor.mjs"), [
-          join(certDir, "apiserver.crt"),
-          join(certDir, "apiserver.key"),
-          String(floorPort),
-          responsesFile,
-          ...(clientCert ? [clientCert.caFile] : []),
-        ]);
-        floor = await startReadyLine(fcmd, fargs, { logFile: join(work, "floor.log") });
+        floor = await startFloor(runtime, art, {
+          cert: join(certDir, "apiserver.crt"),
+          key: join(certDir, "apiserver.key"),
+          caFile: clientCert?.caFile,
+          responses,
+          name: `floor-${runtime}-${size}`,
+        });
         if (plan.pin) {
           pin(a.pid, "0");
-          pin(floor.pid, "0");
+          pin(floor.proc.pid, "0");
         }
         const cpu0 = procStats(a.pid).cpuSeconds;
         let warmed = false;
@@ -592,7 +616,7 @@ async function servingSection(art, servingDirs, clientCert = null) {
           // same bytes): a burst of other work on the machine hits both sides, and the median
           // run of each side is reported.
           const opt = { connections: plan.connections, cpus: plan.pin ? "1" : null };
-          const targets = [["adapter", a.base], ["floor", `https://127.0.0.1:${floorPort}`]];
+          const targets = [["adapter", a.base], ["floor", floor.base]];
           const runs = { adapter: [], floor: [] };
           if (plan.warmEachPath || !warmed) {
             for (const [, base] of targets) {
@@ -685,7 +709,7 @@ async function servingSection(art, servingDirs, clientCert = null) {
             `serving ${round(after.cpuSeconds - cpu0)} s`,
         );
       } finally {
-        await floor?.stop();
+        await floor?.proc.stop();
         await a.stop();
       }
     }
@@ -1047,7 +1071,7 @@ function e2eTools(what, extraEnv) {
       );
     }
   };
-  const kubeconfig = join(root, ".e2e", "kubeconfig");
+  const kubeconfig = join(HARNESS, "kubeconfig");
   const kubectl = (args, input) => {
     const r = spawnSync("kubectl", [`--kubeconfig=${kubeconfig}`, ...args], {
       encoding: "utf8",
@@ -1154,8 +1178,8 @@ async function clusterSection(art) {
     HPA_E2E_HPA_SYNC_PERIOD: "15",
     HPA_E2E_AUDIT_LOG: "1",
   });
-  const kubeconfig = join(root, ".e2e", "kubeconfig");
-  const auditLog = join(root, ".e2e", "logs", "audit.log");
+  const kubeconfig = join(HARNESS, "kubeconfig");
+  const auditLog = join(HARNESS, "logs", "audit.log");
   const lg = buildLoadgen(work);
   log("cluster: starting the e2e control plane with the binary");
   harnessRun(["up", "--fresh"]);
@@ -1172,7 +1196,7 @@ async function clusterSection(art) {
       join(here, "fleet.mjs"),
       JSON.stringify({ port: fleetPort, from: 0, count: 0, queue: true, keepAliveMs: 5000 }),
     ], { logFile: join(work, "cluster-fleet.log") });
-    const pids = readFileSync(join(root, ".e2e", "pids"), "utf8");
+    const pids = readFileSync(join(HARNESS, "pids"), "utf8");
     const pid = Number(/^adapter (\d+) /m.exec(pids)?.[1]);
     if (!(pid > 0)) throw new Error(`cluster section: no adapter in .e2e/pids:\n${pids}`);
     await sleep(10_000);
@@ -1291,7 +1315,6 @@ async function clusterSection(art) {
     }
     const pathsFile = join(work, "cluster-read-paths.txt");
     writeFileSync(pathsFile, paths.join("\n") + "\n");
-    const pki = join(root, ".e2e", "pki");
     const rate = paths.length / CLUSTER_READ_PASS_SECONDS;
     const readFrom = Date.now();
     const cpu0 = procStats(pid).cpuSeconds;
@@ -1300,8 +1323,8 @@ async function clusterSection(art) {
       rate,
       seconds: readSeconds,
       connections: 8,
-      certFile: join(pki, "frontProxyClient.crt"),
-      keyFile: join(pki, "frontProxyClient.key"),
+      certFile: HARNESS_PKI.clientCert,
+      keyFile: HARNESS_PKI.clientKey,
       headers: HPA_CONTROLLER_HEADERS,
     });
     const readSamples = [];
@@ -1392,7 +1415,7 @@ async function shardRuns(art, f) {
     : writeShardManifests(dir, { hpas: f.hpas, port: fleetPort, interval });
   // what is collected: one query per HPA; each reads `f.pods` pods (pods) or one endpoint
   const perQuery = pods ? f.pods : 1;
-  const kubeconfig = join(root, ".e2e", "kubeconfig");
+  const kubeconfig = join(HARNESS, "kubeconfig");
   const lg = buildLoadgen(work);
   const readPathsFile = join(dir, "read-paths.txt");
   writeFileSync(
@@ -1446,8 +1469,8 @@ async function shardRuns(art, f) {
         if (r.status !== 0) throw new Error(`shard: fleet control: ${r.stderr || r.status}`);
         return JSON.parse(r.stdout);
       };
-      const state = JSON.parse(readFileSync(join(root, ".e2e", "state.json"), "utf8"));
-      const pids = readFileSync(join(root, ".e2e", "pids"), "utf8");
+      const state = JSON.parse(readFileSync(join(HARNESS, "state.json"), "utf8"));
+      const pids = readFileSync(join(HARNESS, "pids"), "utf8");
       const members = state.replicas.map((x) => {
         const all = [...pids.matchAll(new RegExp(`^${x.name} (\\d+) `, "gm"))];
         const pid = Number(all.at(-1)?.[1]);
@@ -1556,8 +1579,8 @@ async function shardRuns(art, f) {
             rate: f.readRate,
             seconds,
             connections: 4,
-            certFile: join(root, ".e2e", "pki", "frontProxyClient.crt"),
-            keyFile: join(root, ".e2e", "pki", "frontProxyClient.key"),
+            certFile: HARNESS_PKI.clientCert,
+            keyFile: HARNESS_PKI.clientKey,
             headers: HPA_CONTROLLER_HEADERS,
           });
         await read(f.readWarmSeconds);
@@ -1682,35 +1705,30 @@ async function shardRuns(art, f) {
  * were. Resolves with loadgen's numbers.
  */
 async function shardFloorRead(art, member, pathsFile, readAt) {
-  const pki = join(root, ".e2e", "pki");
   const headers = {};
   for (const [k, v] of HPA_CONTROLLER_HEADERS) headers[k] = [...(headers[k] ?? []), v];
   const tls = {
-    cert: readFileSync(join(pki, "frontProxyClient.crt")),
-    key: readFileSync(join(pki, "frontProxyClient.key")),
+    cert: readFileSync(HARNESS_PKI.clientCert),
+    key: readFileSync(HARNESS_PKI.clientKey),
     headers,
   };
   const responses = {};
   for (const path of readFileSync(pathsFile, "utf8").trim().split("\n")) {
     const r = await get(`https://${member.ip}:6443${path}`, { tls });
     if (r.status !== 200) throw new Error(`shard floor: ${path} answered ${r.status}: ${r.body}`);
-    responses[path] = { status: r.status, headers: servedHeaders(r.headers), body: r.body };
+    responses[path] = servedAnswer(r);
   }
-  const responsesFile = join(work, "shard-floor-responses.json");
-  writeFileSync(responsesFile, JSON.stringify(responses));
-  const port = await freePort();
-  const [cmd, args] = command("binary", art, join(here, "floor.mjs"), [
-    join(pki, "adapterServing.crt"),
-    join(pki, "adapterServing.key"),
-    String(port),
-    responsesFile,
-    join(pki, "frontProxyCa.crt"),
-  ]);
-  const floor = await startReadyLine(cmd, args, { logFile: join(work, "shard-floor.log") });
+  const floor = await startFloor("binary", art, {
+    cert: HARNESS_PKI.servingCert,
+    key: HARNESS_PKI.servingKey,
+    caFile: HARNESS_PKI.frontProxyCa,
+    responses,
+    name: "shard-floor",
+  });
   try {
-    return await readAt(`https://127.0.0.1:${port}`);
+    return await readAt(floor.base);
   } finally {
-    await floor.stop();
+    await floor.proc.stop();
   }
 }
 
