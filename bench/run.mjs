@@ -7,7 +7,7 @@
 // usage: node bench/run.mjs [--quick] [--runtimes binary,bun,deno,node] [--only serving,tls,fanout,
 //          formula,fairshare,startup,cluster,shard] [--sizes 2000,10000] [--build] [--seconds N] [--connections N]
 //          [--artifacts DIR (a build of scripts/build.mjs --outdir DIR)] [--no-write] [--no-pin]
-//          [--shard-shapes pods,queue] [--shard-warm-seconds N]
+//          [--shard-shapes pods,queue] [--shard-warm-seconds N] [--shard-pods-interval SECONDS]
 //
 // The cluster section (in the full run, not in --quick) measures the binary's memory against the
 // real control plane of the end-to-end suite (tests/e2e/harness.ts: root, Go, kubectl); the
@@ -116,6 +116,7 @@ function parseArgs(argv) {
     runtimes: null,
     only: null,
     shardShapes: null,
+    shardPodsInterval: null,
     shardWarmSeconds: null,
     sizes: null,
     build: false,
@@ -137,6 +138,12 @@ function parseArgs(argv) {
       o.shardWarmSeconds = Number(val());
       if (!(o.shardWarmSeconds >= 0)) {
         console.error("bench: --shard-warm-seconds wants a number of seconds, 0 or more");
+        process.exit(2);
+      }
+    } else if (a === "--shard-pods-interval") {
+      o.shardPodsInterval = Number(val());
+      if (!(o.shardPodsInterval > 0)) {
+        console.error("bench: --shard-pods-interval wants a number of seconds over 0");
         process.exit(2);
       }
     } else if (a === "--sizes") o.sizes = val().split(",").map(Number);
@@ -229,7 +236,9 @@ const plan = {
   // --v=2, which logs every collection.
   shard: {
     shapes: opts.shardShapes ?? ["pods", "queue"],
-    pods: { hpas: 500, pods: 20, intervalSeconds: 7.5, cpuBudget: true },
+    // --shard-pods-interval: the same pods collected more or less often (how the ratio moves
+    // with the load while the cluster view and the heap stay the same)
+    pods: { hpas: 500, pods: 20, intervalSeconds: opts.shardPodsInterval ?? 7.5, cpuBudget: true },
     queue: { hpas: 1333, intervalSeconds: 1, cpuBudget: false },
     replicas: [1, 3],
     idleSeconds: 10,
@@ -1444,14 +1453,23 @@ async function shardRuns(art, f) {
         process.execPath,
         join(here, "fleet.mjs"),
         JSON.stringify(
-          pods ? { port: fleetPort, from: 0, count: f.hpas * f.pods, keepAliveMs: 5000 } : {
-            port: fleetPort,
-            from: 0,
-            count: 0,
-            queue: true,
-            queueCount: f.hpas,
-            keepAliveMs: 5000,
-          },
+          // pods: an idle connection closes within half an interval, so that every scrape
+          // connects anew at any --shard-pods-interval (as at 7.5 s with 5 s)
+          pods
+            ? {
+              port: fleetPort,
+              from: 0,
+              count: f.hpas * f.pods,
+              keepAliveMs: Math.min(5000, f.intervalSeconds * 500),
+            }
+            : {
+              port: fleetPort,
+              from: 0,
+              count: 0,
+              queue: true,
+              queueCount: f.hpas,
+              keepAliveMs: 5000,
+            },
         ),
       ], { logFile: join(work, "shard-fleet.log") });
       // the fleet's control listener is on the namespace's loopback: read it from there
