@@ -80,6 +80,8 @@ function shardWarm(report) {
 export function renderReport(report, notes = null) {
   const b = report.budgets;
   const r = report.results;
+  /** Whether the sharded rows have each replica's CPU alone (runs since 2026-11-28). */
+  const alone = r.shard?.some((x) => x.aloneMaxCoresRatio !== undefined) ?? false;
   const out = [];
   /** Push the pointer to the notes on `subject`, if they have a subsection on it. */
   const pointer = (subject) => {
@@ -96,7 +98,8 @@ shorter windows). Options: \`--runtimes binary,bun,deno,node\`,
 working tree into a temp folder instead of using \`dist/\`), \`--artifacts DIR\` (the build
 \`scripts/build.mjs --outdir DIR\` made), \`--adapter-arg FLAG\` (repeatable: added to every
 adapter's command line, for an A/B of one flag), \`--shard-shapes pods,queue\`,
-\`--shard-warm-seconds N\` (the sharded row's warm-up, default 60), \`--no-write\`, \`--no-pin\`. It needs
+\`--shard-warm-seconds N\` (the sharded row's warm-up, default 60), \`--shard-pods-interval S\` (its
+pods shape's interval, default 7.5), \`--no-write\`, \`--no-pin\`. It needs
 \`wrk\` (Debian package \`wrk\`) and Go (it builds \`bench/loadgen\`, standard library only).
 
 What is measured (everything on loopback, every process stopped by its PID):
@@ -209,9 +212,9 @@ What is measured (everything on loopback, every process stopped by its PID):
   (stored custom or external values: every replica serves every value), push failures. After
   the window, each replica in turn is read as the HPA controller reads (every HPA's pods or
   external metric, its query string, the aggregator's identity as in the cluster full read;
-  \`bench/loadgen\` on 4 connections at ${
-    report.settings?.shard?.readRate ?? 200
-  } reads/s, ${report.settings?.shard?.readWarmSeconds ?? 2} s of warm-up, then ${
+  \`bench/loadgen\` on 4 connections at ${report.settings?.shard?.readRate ?? 200} reads/s, ${
+    report.settings?.shard?.readWarmSeconds ?? 2
+  } s of warm-up, then ${
     report.settings?.shard?.readSeconds ?? 10
   } s): "read p99" is that run's, for information (the row's load, control plane, fleet and
   replicas on two cores, is in its tail, the single replica's too). In brackets the floor's,
@@ -219,11 +222,36 @@ What is measured (everything on loopback, every process stopped by its PID):
   for and reading the client certificate and answering every path with the bytes the first
   replica answered. With the push every value is
   local on every replica; a read forwarded to the value's owner would add one such round trip
-  between two replicas. Budget: everything read in the window, no gap over the interval + 1 s,
-  collections/s within 5% of the target, every value held by every replica, no push failure,
+  between two replicas.${
+    alone
+      ? `
+
+  "Alone": before the reads, each of three in turn with the other two paused (SIGSTOP) for ${
+        report.settings?.shard?.aloneSettleSeconds ?? 1.5
+      } s,
+  then its CPU over ${report.settings?.shard?.aloneSeconds ?? 6} s, then ${
+        report.settings?.shard?.aloneResumeSeconds ?? 10
+      } s for them to catch up; ${report.settings?.shard?.aloneRounds ?? 2} rounds.
+  So each has the two cores to itself, as a replica on a node of its own would, with the
+  control plane and the fleet (serving its share) as the single replica had them. A pause is
+  shorter than the Lease and a push's timeout: no share moves, no push fails. It receives no
+  records while paused (about 1 ms of CPU a second).`
+      : ""
+  }
+
+  Budget: everything read in the window, no gap over the interval + 1 s, collections/s within
+  5% of the target, every value held by every replica, no push failure${
+    alone ? " (also while paused)" : ""
+  },
   every read answered (2xx), and (pods) the most loaded of three replicas at most ${
     b.shardCoresRatio ?? 0.5
-  }x the single replica's cores.
+  }x
+  the single replica's cores${
+    alone && b.shardAloneCoresRatio !== undefined
+      ? ` with all three running, and at most ${b.shardAloneCoresRatio}x alone (the issue's
+  "about a third")`
+      : ""
+  }.
 - **Startup**: process start to \`/readyz\` 200, with no HPAs (and with 2,000 for information),
   the certificate already on disk. Budget: < ${b.startupMs} ms for the binary.
 
@@ -452,6 +480,7 @@ row measured under a load average well above 2 is noise, not a result.
         "cores (sum)",
         "single-replica cores",
         "largest / single",
+        "alone: cores (each); largest / single",
         "RSS MiB (each)",
         "read p99 ms (each; floor)",
         "values held (each)",
@@ -472,6 +501,9 @@ row measured under a load average well above 2 is noise, not a result.
         x.coresSum,
         x.singleCores ?? "",
         x.replicas > 1 ? (x.maxCoresRatio ?? "") : "",
+        x.aloneMaxCoresRatio === undefined
+          ? ""
+          : `${each(x.perReplica, "aloneCores")}; ${x.aloneMaxCoresRatio ?? ""}`,
         each(x.perReplica, "rssMiB"),
         x.readP99Ms === undefined
           ? ""
