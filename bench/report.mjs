@@ -226,12 +226,17 @@ What is measured (everything on loopback, every process stopped by its PID):
     alone
       ? `
 
-  "Alone": before the reads, each of three in turn with the other two paused (SIGSTOP) for ${
+  "Alone": each of three in turn with the other two paused (SIGSTOP) for ${
         report.settings?.shard?.aloneSettleSeconds ?? 1.5
-      } s,
-  then its CPU over ${report.settings?.shard?.aloneSeconds ?? 6} s, then ${
+      } s, then its CPU over
+  ${report.settings?.shard?.aloneSeconds ?? 6} s, then ${
         report.settings?.shard?.aloneResumeSeconds ?? 10
-      } s for them to catch up; ${report.settings?.shard?.aloneRounds ?? 2} rounds.
+      } s for them to catch up; ${
+        report.settings?.shard?.aloneRounds ?? 2
+      } rounds, before the reads.
+  After the floor, each is read the same way alone: ${
+        report.settings?.shard?.aloneReadWarmSeconds ?? 1
+      } s of warm-up, then ${report.settings?.shard?.aloneReadSeconds ?? 5} s.
   So each has the two cores to itself, as a replica on a node of its own would, with the
   control plane and the fleet (serving its share) as the single replica had them. A pause is
   shorter than the Lease and a push's timeout: no share moves, no push fails. It receives no
@@ -480,7 +485,7 @@ row measured under a load average well above 2 is noise, not a result.
         "cores (sum)",
         "single-replica cores",
         "largest / single",
-        "alone: cores (each); largest / single",
+        "alone: cores (each); largest / single; read p99 ms (each)",
         "RSS MiB (each)",
         "read p99 ms (each; floor)",
         "values held (each)",
@@ -503,7 +508,11 @@ row measured under a load average well above 2 is noise, not a result.
         x.replicas > 1 ? (x.maxCoresRatio ?? "") : "",
         x.aloneMaxCoresRatio === undefined
           ? ""
-          : `${each(x.perReplica, "aloneCores")}; ${x.aloneMaxCoresRatio ?? ""}`,
+          : `${each(x.perReplica, "aloneCores")}; ${x.aloneMaxCoresRatio ?? ""}${
+            x.perReplica[0]?.aloneReadP99Ms === undefined
+              ? ""
+              : `; ${each(x.perReplica, "aloneReadP99Ms")}`
+          }`,
         each(x.perReplica, "rssMiB"),
         x.readP99Ms === undefined
           ? ""

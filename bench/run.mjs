@@ -260,12 +260,15 @@ const plan = {
     readWarmSeconds: 2,
     readSeconds: quick ? 5 : 10,
     // after the window, each of three measured alone: the others paused (SIGSTOP) for
-    // aloneSettleSeconds + aloneSeconds, well within the 15 s lease and the pushes' 10 s
-    // timeout, then aloneResumeSeconds for them to catch up; aloneRounds times each
+    // aloneSettleSeconds + aloneSeconds, within the 15 s lease and the pushes' 10 s timeout,
+    // then aloneResumeSeconds for them to catch up; aloneRounds times each
     aloneSettleSeconds: 1.5,
     aloneSeconds: quick ? 4 : 6,
     aloneResumeSeconds: 10,
     aloneRounds: quick ? 1 : 2,
+    // then each alone read as above, once, within a pause
+    aloneReadWarmSeconds: 1,
+    aloneReadSeconds: quick ? 3 : 5,
     adapterArgs: [
       "--estafette-hpa-scaler=false",
       "--knative-autoscaler=false",
@@ -1601,6 +1604,39 @@ async function shardRuns(art, f) {
       const fleetCores = (procStats(fleet.pid).cpuSeconds - fleetCpu0) / seconds;
       const om1 = await Promise.all(members.map((m) => ownMetrics(m)));
       const alone = replicas > 1 ? await shardAloneCores(members, f) : null;
+      // the HPA controller's reads, each replica on its own after the window (the load of the
+      // reads is not in the window's CPU): with the push, every value is local on every replica
+      const read = (base, seconds) =>
+        runLoadgenPaths(lg, base, {
+          pathsFile: readPathsFile,
+          rate: f.readRate,
+          seconds,
+          connections: 4,
+          certFile: HARNESS_PKI.clientCert,
+          keyFile: HARNESS_PKI.clientKey,
+          headers: HPA_CONTROLLER_HEADERS,
+        });
+      const readAt = async (base) => {
+        await read(base, f.readWarmSeconds);
+        return await read(base, f.readSeconds);
+      };
+      const reads = [];
+      for (const m of members) reads.push(await readAt(`https://${m.ip}:6443`));
+      // then the floor the same way, at the same load: the machine's part of the tail
+      const floorRead = await shardFloorRead(art, members[0], readPathsFile, readAt);
+      // and each of three alone, read the same way for a shorter time (within a pause)
+      const aloneReads = [];
+      if (alone) {
+        for (const m of members) {
+          aloneReads.push(
+            await withOthersPaused(members, m, f, async () => {
+              const base = `https://${m.ip}:6443`;
+              await read(base, f.aloneReadWarmSeconds);
+              return await read(base, f.aloneReadSeconds);
+            }),
+          );
+        }
+      }
       // pushes that failed while a peer was paused (none should: a pause is shorter than the
       // push's timeout)
       const alonePushFailures = alone
@@ -1609,26 +1645,6 @@ async function shardRuns(art, f) {
           0,
         )
         : 0;
-      // the HPA controller's reads, each replica on its own after the window (the load of the
-      // reads is not in the window's CPU): with the push, every value is local on every replica
-      const readAt = async (base) => {
-        const read = (seconds) =>
-          runLoadgenPaths(lg, base, {
-            pathsFile: readPathsFile,
-            rate: f.readRate,
-            seconds,
-            connections: 4,
-            certFile: HARNESS_PKI.clientCert,
-            keyFile: HARNESS_PKI.clientKey,
-            headers: HPA_CONTROLLER_HEADERS,
-          });
-        await read(f.readWarmSeconds);
-        return await read(f.readSeconds);
-      };
-      const reads = [];
-      for (const m of members) reads.push(await readAt(`https://${m.ip}:6443`));
-      // then the floor the same way, at the same load: the machine's part of the tail
-      const floorRead = await shardFloorRead(art, members[0], readPathsFile, readAt);
       // reads of each index: a queue endpoint, or a pod
       const q = pods
         ? {
@@ -1646,7 +1662,14 @@ async function shardRuns(art, f) {
         idleCores: idleCores[k],
         // three decimals: a third of a tenth of a core is what is compared
         cores: round((cpu1[k] - cpu0[k]) / seconds, 3),
-        ...(alone ? { aloneCores: alone[k] } : {}),
+        ...(alone
+          ? {
+            aloneCores: alone[k],
+            aloneReadP50Ms: round(aloneReads[k].p50Ms, 2),
+            aloneReadP99Ms: round(aloneReads[k].p99Ms, 2),
+            aloneReadErrors: aloneReads[k].errors,
+          }
+          : {}),
         rssMiB: round(median(rss[k])),
         rssMaxMiB: round(Math.max(...rss[k])),
         collectionsPerSecond: round((om1[k].collectionsOk - om0[k].collectionsOk) / seconds),
@@ -1729,7 +1752,9 @@ async function shardRuns(art, f) {
       // every replica answers every read; its latency is for information: on this machine the
       // row's load (control plane, fleet, replicas) is in every read's tail, the single
       // replica's too
-      if (perReplica.some((x) => x.readErrors > 0)) misses.push("read errors");
+      if (perReplica.some((x) => x.readErrors > 0 || x.aloneReadErrors > 0)) {
+        misses.push("read errors");
+      }
       if (replicas > 1) {
         if (row.maxCoresRatio === null) misses.push("no single-replica row");
         else if (f.cpuBudget && row.maxCoresRatio > BUDGETS.shardCoresRatio) misses.push("cpu");
@@ -1749,32 +1774,42 @@ async function shardRuns(art, f) {
 }
 
 /**
- * Each replica's CPU alone (cores, in `members`' order): the others paused with SIGSTOP, so
- * that it has the machine's cores to itself as a replica on its own node would (the control
- * plane and the fleet still share them, as with the single replica). It collects its share
- * as always; it receives no records while the others are paused (about a millisecond a second
- * of its ~60: bench/README.md). Each pause lasts `aloneSettleSeconds +
- * aloneSeconds`: less than the Lease (15 s) and a push's timeout (10 s), so no share moves
- * and no push fails; the others are resumed whatever happens.
+ * Runs `fn` while the members but `m` are paused with SIGSTOP, `f.aloneSettleSeconds` after
+ * pausing them, so that `m` has the machine's cores to itself as a replica on its own node
+ * would (the control plane and the fleet still share them, as with the single replica); then
+ * resumes them whatever happens and gives them `f.aloneResumeSeconds` to catch up. A pause
+ * stays under 10 s: less than the Lease (15 s) and a push's timeout (10 s), so no share moves
+ * and no push fails. `m` receives no records meanwhile (about a millisecond of CPU a second:
+ * bench/README.md).
+ */
+async function withOthersPaused(members, m, f, fn) {
+  const others = members.filter((o) => o !== m);
+  try {
+    for (const o of others) process.kill(o.pid, "SIGSTOP");
+    await sleep(f.aloneSettleSeconds * 1000);
+    return await fn();
+  } finally {
+    for (const o of others) process.kill(o.pid, "SIGCONT");
+    await sleep(f.aloneResumeSeconds * 1000);
+  }
+}
+
+/**
+ * Each replica's CPU alone (cores, in `members`' order): its CPU over `f.aloneSeconds` with the
+ * others paused ({@linkcode withOthersPaused}), `f.aloneRounds` times each.
  */
 async function shardAloneCores(members, f) {
   const cpu = members.map(() => 0);
   const secs = members.map(() => 0);
   for (let round_ = 0; round_ < f.aloneRounds; round_++) {
     for (const [k, m] of members.entries()) {
-      const others = members.filter((o) => o !== m);
-      try {
-        for (const o of others) process.kill(o.pid, "SIGSTOP");
-        await sleep(f.aloneSettleSeconds * 1000);
+      await withOthersPaused(members, m, f, async () => {
         const c0 = procStats(m.pid).cpuSeconds;
         const t0 = performance.now();
         await sleep(f.aloneSeconds * 1000);
         cpu[k] += procStats(m.pid).cpuSeconds - c0;
         secs[k] += (performance.now() - t0) / 1000;
-      } finally {
-        for (const o of others) process.kill(o.pid, "SIGCONT");
-      }
-      await sleep(f.aloneResumeSeconds * 1000);
+      });
     }
   }
   return cpu.map((c, k) => round(c / secs[k], 3));
