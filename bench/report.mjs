@@ -82,6 +82,9 @@ export function renderReport(report, notes = null) {
   const r = report.results;
   /** Whether the sharded rows have each replica's CPU alone (runs since 2026-11-28). */
   const alone = r.shard?.some((x) => x.aloneMaxCoresRatio !== undefined) ?? false;
+  /** And whether they read each alone too (runs after 4f26024). */
+  const aloneReads = r.shard?.some((x) => x.perReplica?.[0]?.aloneReadP99Ms !== undefined) ??
+    false;
   const out = [];
   /** Push the pointer to the notes on `subject`, if they have a subsection on it. */
   const pointer = (subject) => {
@@ -233,10 +236,14 @@ What is measured (everything on loopback, every process stopped by its PID):
         report.settings?.shard?.aloneResumeSeconds ?? 10
       } s for them to catch up; ${
         report.settings?.shard?.aloneRounds ?? 2
-      } rounds, before the reads.
+      } rounds, before the reads.${
+        aloneReads
+          ? `
   After the floor, each is read the same way alone: ${
-        report.settings?.shard?.aloneReadWarmSeconds ?? 1
-      } s of warm-up, then ${report.settings?.shard?.aloneReadSeconds ?? 5} s.
+            report.settings?.shard?.aloneReadWarmSeconds ?? 1
+          } s of warm-up, then ${report.settings?.shard?.aloneReadSeconds ?? 5} s.`
+          : ""
+      }
   So each has the two cores to itself, as a replica on a node of its own would, with the
   control plane and the fleet (serving its share) as the single replica had them. A pause is
   shorter than the Lease and a push's timeout: no share moves, no push fails. It receives no
