@@ -51,6 +51,7 @@ import {
   toResponse,
 } from "./responses.ts";
 import { selectorCache } from "./selectors.ts";
+import { MAX_SHARD_BATCH_BYTES } from "../engine/shard_replication.ts";
 import { plainNotFound, statusPlain, statusResponse } from "./status.ts";
 
 /** Options of {@linkcode createApp}. */
@@ -80,8 +81,44 @@ export interface ApiOptions extends MetricSource {
 
 /** Where peers push their values (`shardSamples`). */
 export const SHARD_SAMPLES_PATH = "/shard/v1/samples";
-/** The largest push a replica reads, bytes. */
-const MAX_SHARD_BODY = 32 * 1024 * 1024;
+
+/**
+ * The largest request body a route reads, decided from the head (method and target as sent)
+ * before a byte of the body is: the peers' pushes when `--shard-collection` is on, and nothing
+ * else (the metrics, discovery, OpenAPI and health routes take no body).
+ */
+function bodyLimitOf(shard: boolean, method: string, target: string): number {
+  if (!shard || method !== "POST") return 0;
+  const q = target.indexOf("?");
+  return (q < 0 ? target : target.slice(0, q)) === SHARD_SAMPLES_PATH ? MAX_SHARD_BATCH_BYTES : 0;
+}
+
+/** The body of `request` as text, or null once it grows past `max` bytes (read no further). */
+async function cappedText(request: Request, max: number): Promise<string | null> {
+  if (request.body === null) return "";
+  const reader = request.body.getReader();
+  // one buffer grown by doubling: a body sent in many small pieces costs no object per piece
+  let buf = new Uint8Array(Math.min(max, 64 * 1024));
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > max) {
+      await reader.cancel().catch(() => {});
+      return null;
+    }
+    if (size + value.byteLength > buf.byteLength) {
+      const grown = new Uint8Array(
+        Math.min(max, Math.max(2 * buf.byteLength, size + value.byteLength)),
+      );
+      grown.set(buf.subarray(0, size));
+      buf = grown;
+    }
+    buf.set(value, size);
+    size += value.byteLength;
+  }
+  return new TextDecoder().decode(buf.subarray(0, size));
+}
 
 /**
  * A synchronous authorization check for the fast path: true when the `authorize` middleware
@@ -89,8 +126,14 @@ const MAX_SHARD_BODY = 32 * 1024 * 1024;
  */
 export type FastAuthorize = (request: PlainRequest) => true | null;
 
-/** An app that also answers metric reads without Request/Response objects (see serve.ts). */
-export type ApiApp = Hono & { fastFetch(request: PlainRequest): PlainResponse | null };
+/**
+ * An app that also answers metric reads without Request/Response objects, and says which
+ * routes take a body (see serve.ts).
+ */
+export type ApiApp = Hono & {
+  fastFetch(request: PlainRequest): PlainResponse | null;
+  bodyLimit(method: string, target: string): number;
+};
 
 type MetricRead = CustomRead | ExternalRead;
 
@@ -222,13 +265,13 @@ export function createApp(options: ApiOptions): ApiApp {
   const shardSamples = options.shardSamples;
   if (shardSamples) {
     app.post(SHARD_SAMPLES_PATH, async (c) => {
-      const length = Number(c.req.header("content-length") ?? "0");
-      if (length > MAX_SHARD_BODY) {
-        return statusResponse("RequestEntityTooLarge", `the push is over ${MAX_SHARD_BODY} bytes`);
-      }
-      const text = await c.req.text();
-      if (text.length > MAX_SHARD_BODY) {
-        return statusResponse("RequestEntityTooLarge", `the push is over ${MAX_SHARD_BODY} bytes`);
+      // authorized by now (the middleware ran): only now is the body read, up to the cap
+      const text = await cappedText(c.req.raw, MAX_SHARD_BATCH_BYTES);
+      if (text === null) {
+        return statusResponse(
+          "RequestEntityTooLarge",
+          `the push is over ${MAX_SHARD_BATCH_BYTES} bytes`,
+        );
       }
       let body: unknown;
       try {
@@ -388,5 +431,7 @@ export function createApp(options: ApiOptions): ApiApp {
       return null;
     }
   };
-  return Object.assign(app, { fastFetch });
+  const shard = shardSamples !== undefined;
+  const bodyLimit = (method: string, target: string): number => bodyLimitOf(shard, method, target);
+  return Object.assign(app, { fastFetch, bodyLimit });
 }

@@ -28,6 +28,80 @@ export interface ShardMember {
   address: string;
 }
 
+/**
+ * A push to the peers is split into bodies of at most this many bytes; one record larger than
+ * that travels alone.
+ */
+export const SHARD_PUSH_SPLIT_BYTES = 1024 * 1024;
+
+/**
+ * The largest push body a replica reads (`POST /shard/v1/samples`): a split body, or one record
+ * alone (about 45,000 pods' values of one Pods metric at ~90 bytes a sample). A record over it
+ * is not pushed.
+ */
+export const MAX_SHARD_BATCH_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The bodies of one push: the records (each already JSON) gathered in order into batches of
+ * at most `split` bytes, a record larger than that alone; records whose batch alone would be
+ * over `max` bytes are left out and returned apart.
+ *
+ * @example
+ * ```ts
+ * shardBatchBodies("replica-a", ['{"k":"a","at":1,"s":[]}']).bodies;
+ * // [{ text: '{"v":1,"from":"replica-a","records":[{"k":"a","at":1,"s":[]}]}', records: 1 }]
+ * ```
+ */
+export function shardBatchBodies(
+  from: string,
+  records: readonly string[],
+  limits: { split?: number; max?: number } = {},
+): { bodies: { text: string; records: number }[]; tooLarge: number[] } {
+  const split = limits.split ?? SHARD_PUSH_SPLIT_BYTES;
+  const max = limits.max ?? MAX_SHARD_BATCH_BYTES;
+  const head = `{"v":1,"from":${JSON.stringify(from)},"records":[`;
+  // the envelope's bytes: the head, "]}", and a comma a record after the first
+  const envelope = utf8Length(head) + 2;
+  const bodies: { text: string; records: number }[] = [];
+  const tooLarge: number[] = [];
+  let batch: string[] = [];
+  let size = envelope;
+  const flush = (): void => {
+    if (batch.length > 0) {
+      bodies.push({ text: `${head}${batch.join(",")}]}`, records: batch.length });
+    }
+    batch = [];
+    size = envelope;
+  };
+  records.forEach((record, i) => {
+    const bytes = utf8Length(record);
+    if (envelope + bytes > max) {
+      tooLarge.push(i);
+      return;
+    }
+    if (batch.length > 0 && size + bytes + 1 > split) flush();
+    size += bytes + (batch.length > 0 ? 1 : 0);
+    batch.push(record);
+  });
+  flush();
+  return { bodies, tooLarge };
+}
+
+/** Bytes of `text` in UTF-8. */
+function utf8Length(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 2; // a surrogate pair: 4 bytes for 2 code units
+      i++;
+    } else n += 2;
+  }
+  return n;
+}
+
 /** MurmurHash3's 32-bit finalizer: every input bit flips about half of the output bits. */
 function mix(h: number): number {
   h ^= h >>> 16;

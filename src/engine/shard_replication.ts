@@ -20,7 +20,7 @@
  * | {"k":..,"at":..,"e":"<error>"}]}`.
  */
 import type { Sample } from "../store/types.ts";
-import type { ShardMember } from "../core/shard.ts";
+import { shardBatchBodies, type ShardMember } from "../core/shard.ts";
 import type { EngineStore } from "./engine.ts";
 import { errorText } from "./error_text.ts";
 import type { Logger } from "./logger.ts";
@@ -54,8 +54,7 @@ export type PeerRecordSink = (
   at: number,
 ) => void;
 
-/** The largest body a receiver reads (bytes). */
-export const MAX_SHARD_BATCH_BYTES = 32 * 1024 * 1024;
+export { MAX_SHARD_BATCH_BYTES } from "../core/shard.ts";
 
 /** Options of {@linkcode ShardReplicator}. */
 export interface ShardReplicatorOptions {
@@ -223,9 +222,18 @@ export class ShardReplicator {
   }
 
   #push(peers: readonly ShardMember[], records: ShardRecord[]): void {
-    const batch: ShardBatch = { v: 1, from: this.#o.identity, records };
-    const body = JSON.stringify(batch);
-    for (const peer of peers) this.#pushTo(peer, body, records.length);
+    // each body serialized once for all peers, none over what a peer reads
+    const { bodies, tooLarge } = shardBatchBodies(
+      this.#o.identity,
+      records.map((r) => JSON.stringify(r)),
+    );
+    for (const i of tooLarge) {
+      this.#stats.sendFailures++;
+      this.#log.warn("a value is too large to push to shard peers", { key: records[i].k });
+    }
+    for (const body of bodies) {
+      for (const peer of peers) this.#pushTo(peer, body.text, body.records);
+    }
   }
 
   #pushTo(peer: ShardMember, body: string, count: number): void {

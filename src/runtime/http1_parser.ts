@@ -1,16 +1,29 @@
 /**
  * An HTTP/1.1 request parser (RFC 9112) for the one server that needs its own: Bun's TLS
  * connections that carry a client certificate (see `http1_server.ts`). It takes bytes as they
- * arrive and gives back whole requests, in order, or the first error. No I/O, no clock.
+ * arrive and gives back request heads, in order, and the body of each piece by piece, or the
+ * first error. No I/O, no clock.
  *
- * Strict where leniency has bitten servers (request smuggling, header injection): a bare LF or
- * CR, a folded header line, whitespace before a header's colon, a malformed or repeated
- * Content-Length, Content-Length beside Transfer-Encoding, or any transfer coding but a lone
- * `chunked` is an error, and the connection is closed after the error's answer.
+ * It reads what strangers send before they are authenticated, so:
+ * - Time is linear in the bytes pushed, and memory is bounded: the bytes pushed are held as a
+ *   list of the chunks received (never joined); a head that spans chunks is copied once into
+ *   a buffer of at most the head limit; body bytes are handed out as copies, never as views
+ *   that would keep a larger buffer alive; the chunk-size lines and trailers of a body are
+ *   capped, and so is their overhead against the data they carry (as Go's net/http caps it).
+ * - It is as strict as llhttp and Go's net/http where leniency has bitten servers (request
+ *   smuggling, header injection): a bare LF or CR anywhere in a head or a chunk line is an
+ *   error as soon as it arrives; so are NUL, a folded header line, whitespace before a
+ *   header's colon, a value padded with anything but SP and HTAB, a malformed or repeated
+ *   Content-Length, Content-Length beside Transfer-Encoding, Transfer-Encoding in HTTP/1.0, a
+ *   final transfer coding that is not `chunked` (400) or a coding before it (501), and a
+ *   missing or repeated Host (RFC 9112 3.2). tests/runtime/http1_differential_test.ts compares
+ *   its verdicts with llhttp's on mutated requests, with the intended differences listed there.
+ *
+ * After an error it takes nothing more: the server answers it and closes the connection.
  */
 import { Buffer } from "node:buffer";
 
-/** A request, read whole (head and body). */
+/** A request's head, and how its body comes. */
 export interface Http1Request {
   method: string;
   /** The request target as sent: `/path?query`, or an absolute URL. */
@@ -24,10 +37,17 @@ export interface Http1Request {
    * with ", " (`set-cookie` a list, and the headers Node keeps once: their first value).
    */
   headers: Record<string, string | string[]>;
-  /** Whether the connection stays open after the answer. */
+  /** Whether the connection may stay open after the answer. */
   keepAlive: boolean;
-  /** The body (null when the request has none). */
-  body: Uint8Array | null;
+  /** How the body comes: 0 none, n > 0 the bytes of its Content-Length, -1 chunked. */
+  bodyLength: number;
+  /** The client waits for `100 Continue` before it sends the body. */
+  expectContinue: boolean;
+  /**
+   * CONNECT, or an `Upgrade` with `Connection: upgrade` (llhttp's upgrade): what follows its
+   * head is not HTTP, so the server answers it (never with 101) and closes.
+   */
+  upgrade: boolean;
 }
 
 /** A request the parser refuses: answer `status` and close the connection. */
@@ -38,22 +58,31 @@ export interface Http1Error {
 
 /** Sizes the parser accepts. */
 export interface Http1Limits {
-  /** Bytes of a request line and its headers (default 16 KiB, Node's default). */
+  /** Bytes of a request line and its headers, and of a body's trailers (default 16 KiB). */
   maxHeadBytes?: number;
-  /** Bytes of a request body (default 64 MiB). */
-  maxBodyBytes?: number;
 }
 
+/** The longest chunk-size line, with its extensions (Go's net/http: 4096). */
+export const MAX_CHUNK_LINE_BYTES = 4096;
+/**
+ * How far the chunk lines of a body may outgrow its data (Go's net/http rule): each chunk may
+ * carry 16 bytes of line plus twice its data; past that, 16 KiB of excess is an error.
+ */
+export const MAX_CHUNK_EXCESS_BYTES = 16 * 1024;
+
+const CR = 0x0d;
+const LF = 0x0a;
 const TOKEN_RE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// origin-form, absolute-form, authority-form and asterisk-form: visible ASCII, no spaces
 const TARGET_RE = /^[\x21-\x7e]+$/;
-// field-value: visible characters, obs-text, SP and HTAB; never CR, LF or NUL
+// field-value: visible characters, obs-text, SP and HTAB; never CR, LF, NUL or DEL
 const VALUE_RE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS_RE = /^[0-9]+$/;
-const CHUNK_SIZE_RE = /^([0-9A-Fa-f]{1,15})[ \t]*(;.*)?$/;
-const CRLF = Buffer.from("\r\n", "latin1");
-const HEAD_END = Buffer.from("\r\n\r\n", "latin1");
-// a CR not before an LF, an LF not after a CR, or a NUL
-const BARE_RE = /\r(?!\n)|(?<!\r)\n|\0/;
+// uri-host [":" port] (RFC 9110 7.2): an IP literal, or a reg-name (which covers IPv4)
+const HOST_RE = /^(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?$/;
+// chunk-size [ chunk-ext ] (RFC 9112 7.1.1): BWS around ";" and "=", a token or a quoted value
+const CHUNK_LINE_RE =
+  /^([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*=[ \t]*(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*)$/;
 
 // Headers Node keeps once (the first value), as `IncomingMessage.headers` does.
 const SINGLE = new Set([
@@ -77,24 +106,45 @@ const SINGLE = new Set([
   "user-agent",
 ]);
 
-/** A request's head as read, and how its body comes. */
-interface Head extends Omit<Http1Request, "body"> {
-  /** Content-Length, or -1 for a chunked body. */
-  length: number;
-  expectContinue: boolean;
+/** The value of a header line: without the OWS (SP and HTAB only) around it. */
+function fieldValue(line: string, from: number): string {
+  let start = from;
+  let end = line.length;
+  while (start < end && (line.charCodeAt(start) === 0x20 || line.charCodeAt(start) === 0x09)) {
+    start++;
+  }
+  while (end > start && (line.charCodeAt(end - 1) === 0x20 || line.charCodeAt(end - 1) === 0x09)) {
+    end--;
+  }
+  return line.slice(start, end);
 }
 
-/** The state of a chunked body being read. */
-interface Chunked {
-  parts: Uint8Array[];
-  size: number;
-  /** Bytes of the current chunk's data still to come (-1: a chunk-size line is next). */
-  left: number;
-  /** Reading the trailer section after the last chunk. */
-  trailers: boolean;
+/** How a Transfer-Encoding reads: chunked last and alone (ok), or why not. */
+function codingProblem(coding: string): Http1Error | null {
+  const names = coding.split(",").map((c) => fieldValue(c, 0)).filter((c) => c !== "")
+    .map((c) => {
+      const semi = c.indexOf(";");
+      return fieldValue(semi < 0 ? c : c.slice(0, semi), 0).toLowerCase();
+    });
+  if (names.length === 0 || names[names.length - 1] !== "chunked") {
+    return { status: 400, reason: `chunked is not the final transfer coding in "${coding}"` };
+  }
+  if (names.indexOf("chunked") !== names.length - 1) {
+    return { status: 400, reason: `chunked is applied more than once in "${coding}"` };
+  }
+  for (const name of names) {
+    if (!TOKEN_RE.test(name)) {
+      return { status: 400, reason: `malformed transfer-encoding "${coding}"` };
+    }
+  }
+  if (names.length > 1) {
+    return { status: 501, reason: `unsupported transfer coding "${names[0]}"` };
+  }
+  return null;
 }
 
-function readHead(text: string): Head | Http1Error {
+/** Reads a request head (without its final CRLF CRLF, with no bare CR or LF in it). */
+function readHead(text: string): Http1Request | Http1Error {
   const lines = text.split("\r\n");
   const line = lines[0];
   const sp1 = line.indexOf(" ");
@@ -117,27 +167,34 @@ function readHead(text: string): Head | Http1Error {
   let length: string | null = null;
   let coding: string | null = null;
   let connection = "";
+  let hosts = 0;
+  let upgradeHeader = false;
   let expectContinue = false;
   for (let i = 1; i < lines.length; i++) {
     const l = lines[i];
     const colon = l.indexOf(":");
+    // a line that starts with SP or HTAB (obs-fold) has no token before its colon
     if (colon <= 0) return { status: 400, reason: "malformed header line" };
     const name = l.slice(0, colon);
     if (!TOKEN_RE.test(name)) return { status: 400, reason: "malformed header name" };
-    const value = l.slice(colon + 1).trim();
+    const value = fieldValue(l, colon + 1);
     if (!VALUE_RE.test(value)) return { status: 400, reason: `malformed value of header ${name}` };
     rawHeaders.push(name, value);
     const key = name.toLowerCase();
     const had = headers[key];
     if (key === "content-length") {
-      if (!DIGITS_RE.test(value) || (length !== null && length !== value)) {
-        return { status: 400, reason: "malformed content-length" };
-      }
+      if (length !== null) return { status: 400, reason: "more than one content-length" };
+      if (!DIGITS_RE.test(value)) return { status: 400, reason: "malformed content-length" };
       length = value;
     } else if (key === "transfer-encoding") {
       coding = coding === null ? value : `${coding}, ${value}`;
+    } else if (key === "host") {
+      hosts++;
+      if (!HOST_RE.test(value)) return { status: 400, reason: "malformed host" };
     } else if (key === "connection") {
       connection = connection === "" ? value.toLowerCase() : `${connection},${value.toLowerCase()}`;
+    } else if (key === "upgrade") {
+      upgradeHeader = true;
     } else if (key === "expect" && value.toLowerCase() === "100-continue") {
       expectContinue = true;
     }
@@ -145,23 +202,62 @@ function readHead(text: string): Head | Http1Error {
     else if (key === "set-cookie") (had as string[]).push(value);
     else if (!SINGLE.has(key)) headers[key] = `${had}, ${value}`;
   }
-  const options = connection.split(",").map((o) => o.trim());
+  // RFC 9112 3.2: Host exactly once in HTTP/1.1, never twice
+  if (hosts > 1) return { status: 400, reason: "more than one host" };
+  if (hosts === 0 && minor === 1) return { status: 400, reason: "missing host" };
+  const options = connection === "" ? [] : connection.split(",").map((o) => fieldValue(o, 0));
   const keepAlive = minor === 1 ? !options.includes("close") : options.includes("keep-alive");
-  let size = 0;
+  const upgrade = method === "CONNECT" || (upgradeHeader && options.includes("upgrade"));
+  let bodyLength = 0;
   if (coding !== null) {
+    // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing
+    if (minor === 0) return { status: 400, reason: "transfer-encoding in an HTTP/1.0 request" };
     if (length !== null) {
       return { status: 400, reason: "both content-length and transfer-encoding" };
     }
-    if (coding.toLowerCase() !== "chunked") {
-      return { status: 501, reason: `unsupported transfer-encoding "${coding}"` };
-    }
-    size = -1;
+    const problem = codingProblem(coding);
+    if (problem !== null) return problem;
+    bodyLength = -1;
   } else if (length !== null) {
-    size = Number(length);
-    if (!Number.isSafeInteger(size)) return { status: 400, reason: "malformed content-length" };
+    bodyLength = Number(length);
+    if (!Number.isSafeInteger(bodyLength)) {
+      return { status: 400, reason: "malformed content-length" };
+    }
   }
-  return { method, target, minor, rawHeaders, headers, keepAlive, length: size, expectContinue };
+  return {
+    method,
+    target,
+    minor,
+    rawHeaders,
+    headers,
+    keepAlive,
+    bodyLength,
+    expectContinue,
+    upgrade,
+  };
 }
+
+/** Where the parser is. */
+const enum State {
+  /** Reading a head (or the empty lines before it). */
+  Head,
+  /** Reading the data of a body with a length (`#left` bytes to come). */
+  Fixed,
+  /** Reading a chunk-size line. */
+  ChunkLine,
+  /** Reading a chunk's data (`#left` bytes to come). */
+  ChunkData,
+  /** Reading the CRLF after a chunk's data. */
+  ChunkEnd,
+  /** Reading the trailer section after the last chunk. */
+  Trailers,
+  /** A body was read whole: `body()` answers "end" once. */
+  BodyDone,
+  /** Refused a request: nothing more is read. */
+  Failed,
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /**
  * Reads requests from the bytes of one connection.
@@ -170,186 +266,319 @@ function readHead(text: string): Head | Http1Error {
  * ```ts
  * const parser = new Http1Parser();
  * parser.push(new TextEncoder().encode("GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n"));
- * parser.next(); // { method: "GET", target: "/healthz", ... }
+ * parser.next(); // { method: "GET", target: "/healthz", bodyLength: 0, ... }
  * parser.next(); // null: more bytes needed
  * ```
  */
 export class Http1Parser {
   readonly #maxHead: number;
-  readonly #maxBody: number;
-  #buf: Buffer = Buffer.alloc(0);
+  /** The chunk being read, and where. */
+  #cur: Buffer = EMPTY;
   #off = 0;
-  /** Where to look for the end of the head next (bytes already searched are not again). */
-  #scan = 0;
-  #head: Head | null = null;
-  #chunked: Chunked | null = null;
-  #continued = false;
-  #failed = false;
+  /** Chunks pushed after it, in order (from `#qi` on). */
+  #queue: Buffer[] = [];
+  #qi = 0;
+  /** Bytes pushed and not read yet. */
+  #held = 0;
+  #state = State.Head;
+  // the head (or a chunk line, or a trailer line) being scanned:
+  /** Its bytes from earlier chunks, copied (a head that spans chunks). */
+  #acc: Buffer | null = null;
+  #accLen = 0;
+  /** The previous byte scanned (CR matters), and the bytes of the line so far. */
+  #prevCr = false;
+  #lineLen = 0;
+  /** Bytes of this head (or trailer section) so far, empty lines before a head included. */
+  #headLen = 0;
+  /** Only empty lines so far (before a request line). */
+  #leading = true;
+  // the body being read:
+  #left = 0;
+  #bodyRead = 0;
+  #excess = 0;
 
   constructor(limits: Http1Limits = {}) {
     this.#maxHead = limits.maxHeadBytes ?? 16 * 1024;
-    this.#maxBody = limits.maxBodyBytes ?? 64 * 1024 * 1024;
   }
 
-  /** Adds bytes as they came from the connection. */
+  /** Adds bytes as they came from the connection (held as they are, not copied). */
   push(chunk: Uint8Array): void {
-    if (this.#failed || chunk.byteLength === 0) return;
-    if (this.#off >= this.#buf.byteLength) {
-      this.#buf = asBuffer(chunk);
+    if (this.#state === State.Failed || chunk.byteLength === 0) return;
+    const buf = asBuffer(chunk);
+    this.#held += buf.byteLength;
+    if (this.#off >= this.#cur.byteLength && this.#qi >= this.#queue.length) {
+      this.#cur = buf;
       this.#off = 0;
-      this.#scan = 0;
       return;
     }
-    const rest = this.#buf.byteLength - this.#off;
-    const joined = Buffer.allocUnsafe(rest + chunk.byteLength);
-    joined.set(this.#buf.subarray(this.#off), 0);
-    joined.set(chunk, rest);
-    this.#scan -= this.#off;
-    this.#buf = joined;
-    this.#off = 0;
+    this.#queue.push(buf);
   }
 
-  /** Whether bytes of a request that is not whole yet are held. */
+  /** Bytes pushed and not read yet (a server stops reading the socket past a bound). */
+  get heldBytes(): number {
+    return this.#held;
+  }
+
+  /** Whether part of a request is held or being read (a head begun, a body not ended). */
   get pending(): boolean {
-    return this.#head !== null || this.#off < this.#buf.byteLength;
+    return this.#state !== State.Head || this.#headLen + this.#accLen + this.#held > 0;
   }
 
   /**
-   * The next whole request; `"continue"` once when a request that asked for it
-   * (`Expect: 100-continue`) has its head read and its body still to come; null when more
-   * bytes are needed; an error once, after which the parser takes nothing more.
+   * The next request's head; null when more bytes are needed; an error once, after which the
+   * parser takes nothing more. After a head with a body, read the body with `body()` until
+   * "end" before asking for the next head.
    */
-  next(): Http1Request | Http1Error | "continue" | null {
-    if (this.#failed) return null;
-    const r = this.#step();
-    if (r !== null && r !== "continue" && "status" in r) {
-      this.#failed = true;
-      this.#buf = Buffer.alloc(0);
-      this.#off = 0;
-      this.#head = null;
+  next(): Http1Request | Http1Error | null {
+    if (this.#state === State.Failed) return null;
+    if (this.#state !== State.Head) throw new Error("the body of the last request is not read");
+    const text = this.#scanLines(this.#maxHead, true);
+    if (text === null) return null;
+    if (typeof text !== "string") return this.#fail(text);
+    const head = readHead(text);
+    if ("status" in head) return this.#fail(head);
+    if (head.bodyLength > 0) {
+      this.#state = State.Fixed;
+      this.#left = head.bodyLength;
+    } else if (head.bodyLength < 0) {
+      this.#state = State.ChunkLine;
+      this.#excess = 0;
     }
-    return r;
+    this.#bodyRead = 0;
+    return head;
   }
 
-  #step(): Http1Request | Http1Error | "continue" | null {
-    const buf = this.#buf;
-    if (this.#head === null) {
-      // at most one empty line may come before a request line (RFC 9112, 2.2); allow any
-      while (
-        this.#off + 1 < buf.byteLength && buf[this.#off] === 0x0d && buf[this.#off + 1] === 0x0a
-      ) this.#off += 2;
-      if (this.#scan < this.#off) this.#scan = this.#off;
-      const end = buf.indexOf(HEAD_END, this.#scan);
-      if (end < 0) {
-        if (buf.byteLength - this.#off > this.#maxHead) {
-          return { status: 431, reason: "request head too large" };
+  /**
+   * The next piece of the current request's body (a copy); "end" once when it is whole (then
+   * `next()` reads the next request); null when more bytes are needed; an error once (413
+   * past `maxBytes`).
+   */
+  body(maxBytes: number): Uint8Array | "end" | Http1Error | null {
+    for (;;) {
+      switch (this.#state) {
+        case State.Failed:
+          return null;
+        case State.Head:
+          throw new Error("no body is being read");
+        case State.BodyDone:
+          this.#state = State.Head;
+          return "end";
+        case State.Fixed:
+        case State.ChunkData: {
+          if (this.#bodyRead + this.#left > maxBytes) {
+            return this.#fail({ status: 413, reason: "request body too large" });
+          }
+          const data = this.#take(this.#left);
+          if (data === null) return null;
+          this.#left -= data.byteLength;
+          this.#bodyRead += data.byteLength;
+          if (this.#left === 0) {
+            this.#state = this.#state === State.Fixed ? State.BodyDone : State.ChunkEnd;
+          }
+          return data;
         }
-        this.#scan = Math.max(this.#off, buf.byteLength - 3);
+        case State.ChunkEnd: {
+          const end = this.#chunkEnd();
+          if (end !== true) return end;
+          break;
+        }
+        case State.ChunkLine: {
+          const line = this.#scanLines(MAX_CHUNK_LINE_BYTES, false);
+          if (line === null) return null;
+          if (typeof line !== "string") return this.#fail(line);
+          const m = CHUNK_LINE_RE.exec(line);
+          if (m === null) return this.#fail({ status: 400, reason: "malformed chunk size" });
+          const digits = m[1].replace(/^0+(?=.)/, "");
+          const size = digits.length > 13 ? Infinity : parseInt(digits, 16);
+          if (this.#bodyRead + size > maxBytes) {
+            return this.#fail({ status: 413, reason: "request body too large" });
+          }
+          // the line and the CRLF after its data, less what the chunk's data pays for
+          this.#excess = Math.max(0, this.#excess + line.length + 4 - 16 - 2 * size);
+          if (this.#excess > MAX_CHUNK_EXCESS_BYTES) {
+            return this.#fail({ status: 400, reason: "too much chunk overhead for the data" });
+          }
+          if (size === 0) this.#state = State.Trailers;
+          else {
+            this.#left = size;
+            this.#state = State.ChunkData;
+          }
+          break;
+        }
+        case State.Trailers: {
+          // the trailer section, read like a head's header lines and dropped
+          const text = this.#scanLines(this.#maxHead, false, true);
+          if (text === null) return null;
+          if (typeof text !== "string") return this.#fail(text);
+          for (const l of text === "" ? [] : text.split("\r\n")) {
+            const colon = l.indexOf(":");
+            if (
+              colon <= 0 || !TOKEN_RE.test(l.slice(0, colon)) ||
+              !VALUE_RE.test(fieldValue(l, colon + 1))
+            ) return this.#fail({ status: 400, reason: "malformed trailer line" });
+          }
+          this.#state = State.Head;
+          return "end";
+        }
+      }
+    }
+  }
+
+  #fail(e: Http1Error): Http1Error {
+    this.#state = State.Failed;
+    this.#cur = EMPTY;
+    this.#off = 0;
+    this.#queue = [];
+    this.#qi = 0;
+    this.#held = 0;
+    this.#acc = null;
+    return e;
+  }
+
+  /** The current chunk, moving to the next one when it is read; null when none is left. */
+  #chunk(): Buffer | null {
+    while (this.#off >= this.#cur.byteLength) {
+      if (this.#qi >= this.#queue.length) {
+        if (this.#queue.length > 0) {
+          this.#queue = [];
+          this.#qi = 0;
+        }
         return null;
       }
-      if (end - this.#off > this.#maxHead) return { status: 431, reason: "request head too large" };
-      const text = buf.toString("latin1", this.#off, end);
-      if (BARE_RE.test(text)) {
-        return { status: 400, reason: "bare CR, LF or NUL in the request head" };
-      }
-      const head = readHead(text);
-      if ("status" in head) return head;
-      if (head.length > this.#maxBody) return { status: 413, reason: "request body too large" };
-      this.#off = end + 4;
-      this.#scan = this.#off;
-      this.#head = head;
-      this.#continued = false;
-      if (head.length < 0) this.#chunked = { parts: [], size: 0, left: -1, trailers: false };
+      this.#cur = this.#queue[this.#qi];
+      this.#queue[this.#qi++] = EMPTY;
+      this.#off = 0;
     }
-    const head = this.#head;
-    if (head.length === 0) return this.#finish(null);
-    if (head.length > 0) {
-      if (buf.byteLength - this.#off < head.length) return this.#askContinue();
-      const body = buf.slice(this.#off, this.#off + head.length);
-      this.#off += head.length;
-      return this.#finish(body);
-    }
-    return this.#readChunked();
+    return this.#cur;
   }
 
-  #askContinue(): "continue" | null {
-    if (this.#head?.expectContinue && this.#head.minor === 1 && !this.#continued) {
-      this.#continued = true;
-      return "continue";
-    }
-    return null;
+  /** Up to `n` bytes, copied out of the chunks held; null when none is held. */
+  #take(n: number): Uint8Array | null {
+    const buf = this.#chunk();
+    if (buf === null) return null;
+    const end = Math.min(buf.byteLength, this.#off + n);
+    const data = new Uint8Array(end - this.#off);
+    data.set(buf.subarray(this.#off, end));
+    this.#held -= data.byteLength;
+    this.#off = end;
+    return data;
   }
 
-  #readChunked(): Http1Request | Http1Error | "continue" | null {
-    const c = this.#chunked!;
-    const buf = this.#buf;
+  /** The CRLF after a chunk's data: true once read. */
+  #chunkEnd(): true | Http1Error | null {
     for (;;) {
-      if (c.left > 0) {
-        const have = Math.min(c.left, buf.byteLength - this.#off);
-        if (have === 0) return this.#askContinue();
-        c.parts.push(buf.slice(this.#off, this.#off + have));
-        this.#off += have;
-        c.left -= have;
-        if (c.left > 0) return null;
-        c.left = -2; // the CRLF after the data
+      const buf = this.#chunk();
+      if (buf === null) return null;
+      const b = buf[this.#off];
+      if (!this.#prevCr) {
+        if (b !== CR) return this.#fail({ status: 400, reason: "malformed chunk" });
+        this.#prevCr = true;
+      } else {
+        if (b !== LF) return this.#fail({ status: 400, reason: "malformed chunk" });
+        this.#prevCr = false;
+        this.#state = State.ChunkLine;
       }
-      if (c.left === -2) {
-        if (buf.byteLength - this.#off < 2) return null;
-        if (buf[this.#off] !== 0x0d || buf[this.#off + 1] !== 0x0a) {
-          return { status: 400, reason: "malformed chunk" };
-        }
-        this.#off += 2;
-        c.left = -1;
-      }
-      const eol = buf.indexOf(CRLF, this.#off);
-      if (eol < 0) {
-        if (buf.byteLength - this.#off > this.#maxHead) {
-          return { status: 431, reason: "chunk line too large" };
-        }
-        return c.parts.length === 0 && !c.trailers ? this.#askContinue() : null;
-      }
-      const line = buf.toString("latin1", this.#off, eol);
-      this.#off = eol + 2;
-      if (/[\r\n\0]/.test(line)) return { status: 400, reason: "malformed chunk" };
-      if (c.trailers) {
-        if (line === "") {
-          const body = new Uint8Array(c.size);
-          let at = 0;
-          for (const p of c.parts) {
-            body.set(p, at);
-            at += p.byteLength;
-          }
-          this.#chunked = null;
-          return this.#finish(body);
-        }
-        if (line.indexOf(":") <= 0) return { status: 400, reason: "malformed trailer line" };
-        continue; // trailer fields are read and dropped
-      }
-      const m = CHUNK_SIZE_RE.exec(line);
-      if (!m) return { status: 400, reason: "malformed chunk size" };
-      const size = parseInt(m[1], 16);
-      if (c.size + size > this.#maxBody) return { status: 413, reason: "request body too large" };
-      if (size === 0) c.trailers = true;
-      else {
-        c.size += size;
-        c.left = size;
-      }
+      this.#off++;
+      this.#held--;
+      if (this.#state === State.ChunkLine) return true;
     }
   }
 
-  #finish(body: Uint8Array | null): Http1Request {
-    const h = this.#head!;
-    this.#head = null;
-    this.#scan = this.#off;
-    return {
-      method: h.method,
-      target: h.target,
-      minor: h.minor,
-      rawHeaders: h.rawHeaders,
-      headers: h.headers,
-      keepAlive: h.keepAlive,
-      body,
-    };
+  /**
+   * Scans lines ended by CRLF until `whole` is met: a head (`head`: ends at an empty line,
+   * after any empty lines before it), the trailer section (`section`: ends at an empty line),
+   * or one line. The text without its last CRLF (or CRLF CRLF), null when more bytes are
+   * needed, or an error: a bare CR or LF or a NUL as soon as it arrives, 431 past `max` bytes.
+   */
+  #scanLines(max: number, head: boolean, section = false): string | Http1Error | null {
+    const many = head || section;
+    for (;;) {
+      const buf = this.#chunk();
+      if (buf === null) return null;
+      let start = this.#off;
+      let i = start;
+      const n = buf.byteLength;
+      let end = -1;
+      for (; i < n; i++) {
+        const b = buf[i];
+        if (b === LF) {
+          if (!this.#prevCr) return this.#fail({ status: 400, reason: "bare LF" });
+          this.#prevCr = false;
+          if (!many) {
+            end = i + 1;
+            break;
+          }
+          if (this.#lineLen === 0) {
+            if (head && this.#leading) {
+              // an empty line before a request line is skipped (RFC 9112 2.2)
+              this.#headLen += this.#accLen + (i + 1 - start);
+              this.#accLen = 0;
+              start = i + 1;
+              if (this.#headLen > max) {
+                return this.#fail({ status: 431, reason: "request head too large" });
+              }
+              continue;
+            }
+            end = i + 1;
+            break;
+          }
+          this.#lineLen = 0;
+          continue;
+        }
+        if (this.#prevCr) return this.#fail({ status: 400, reason: "bare CR" });
+        if (b === CR) {
+          this.#prevCr = true;
+          continue;
+        }
+        if (b === 0) return this.#fail({ status: 400, reason: "NUL" });
+        this.#lineLen++;
+        this.#leading = false;
+      }
+      const stop = end < 0 ? n : end;
+      if (this.#headLen + this.#accLen + (stop - start) > max) {
+        return this.#fail({
+          status: 431,
+          reason: head
+            ? "request head too large"
+            : section
+            ? "trailers too large"
+            : "chunk line too large",
+        });
+      }
+      this.#held -= stop - this.#off;
+      this.#off = stop;
+      if (end < 0) {
+        // the line goes on in the next chunk: keep what came of it (copied, at most `max`)
+        this.#keep(buf, start, n);
+        continue;
+      }
+      // the text without its final CRLF, or CRLF CRLF (a section with no line is "")
+      let text: string;
+      const trim = many && this.#accLen + (end - start) > 2 ? 4 : 2;
+      if (this.#accLen === 0) text = buf.toString("latin1", start, end - trim);
+      else {
+        this.#keep(buf, start, end);
+        text = this.#acc!.toString("latin1", 0, this.#accLen - trim);
+      }
+      this.#accLen = 0;
+      if (this.#acc !== null && this.#acc.byteLength > 1024) this.#acc = null;
+      this.#lineLen = 0;
+      this.#headLen = 0;
+      this.#leading = true;
+      return text;
+    }
+  }
+
+  /** Copies `buf[from, to)` after the bytes of a line or head kept so far. */
+  #keep(buf: Buffer, from: number, to: number): void {
+    const need = this.#accLen + (to - from);
+    if (this.#acc === null || this.#acc.byteLength < need) {
+      const grown = Buffer.allocUnsafe(Math.max(256, need, 2 * (this.#acc?.byteLength ?? 0)));
+      if (this.#acc !== null) this.#acc.copy(grown, 0, 0, this.#accLen);
+      this.#acc = grown;
+    }
+    buf.copy(this.#acc, this.#accLen, from, to);
+    this.#accLen = need;
   }
 }
 

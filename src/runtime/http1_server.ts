@@ -10,8 +10,15 @@
  *
  * Requests of a connection are answered one at a time, in order (pipelined ones wait). The
  * connection closes after an answer when the client asked (`Connection: close`, HTTP/1.0
- * without keep-alive), after a malformed request (400, 413, 431, 501 with `Connection: close`),
- * after `idleMs` without a byte, and when a request's head takes over `headMs` to arrive.
+ * without keep-alive), after an upgrade request (answered as any other, never with 101), after
+ * a malformed request (400, 413, 431, 501 with `Connection: close`), after `idleMs` without a
+ * byte, and when a request's head takes over `headMs` to arrive.
+ *
+ * A body is decided on its head, before any of it is read (anyone who reaches the port is
+ * served this far): a route that takes none (`app.bodyLimit`, 0 by default) answers 413 and
+ * closes; one that takes a body gets it as a stream that reads the socket only when the app
+ * pulls, so its authentication runs first and a refused request's body is never read (the
+ * connection closes after the answer instead).
  */
 import { Buffer } from "node:buffer";
 import { STATUS_CODES } from "node:http";
@@ -89,8 +96,21 @@ function plainLines(headers: Readonly<Record<string, string>>): string {
   return lines;
 }
 
-/** The web Request `app.fetch` gets for a parsed request (throws on a target no URL can hold). */
-function webRequest(r: Http1Request): Request {
+/** How the body of a request handed to `app.fetch` went. */
+interface BodyState {
+  /** Read whole (or there was none). */
+  done: boolean;
+  /** `100 Continue` was sent. */
+  continued: boolean;
+  /** The parser refused the body (413 past the route's limit, or malformed chunks). */
+  error: Http1Error | null;
+}
+
+/**
+ * The web Request `app.fetch` gets for a parsed request, with its body as a stream (throws on
+ * a target no URL can hold).
+ */
+function webRequest(r: Http1Request, body: ReadableStream<Uint8Array> | null): Request {
   let url: string;
   if (r.target.startsWith("/")) {
     const host = typeof r.headers.host === "string" && r.headers.host !== ""
@@ -105,12 +125,12 @@ function webRequest(r: Http1Request): Request {
   for (let i = 0; i < r.rawHeaders.length; i += 2) {
     headers.append(r.rawHeaders[i], r.rawHeaders[i + 1]);
   }
-  const withBody = r.body !== null && r.method !== "GET" && r.method !== "HEAD";
+  const withBody = body !== null && r.method !== "GET" && r.method !== "HEAD";
   return new Request(url, {
     method: r.method,
     headers,
-    body: withBody ? r.body as Uint8Array<ArrayBuffer> : undefined,
-  });
+    ...(withBody ? { body, duplex: "half" } : {}),
+  } as RequestInit);
 }
 
 function* responseHeaders(response: Response): Iterable<[string, string]> {
@@ -134,6 +154,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   const headMs = options.headMs ?? 60_000;
   const parser = new Http1Parser();
   const fast = app.fastFetch?.bind(app);
+  const bodyLimit = app.bodyLimit?.bind(app) ?? (() => 0);
   const remoteAddress = socket.remoteAddress ?? "";
   const peerCertificate = options.peerCertificate;
   /** An answer of app.fetch is being waited for: later requests wait. */
@@ -145,6 +166,8 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   let ending = false;
   /** When the head now held began to arrive (0: none pending). */
   let headSince = 0;
+  /** The app's body stream waits for bytes: called again when some arrive. */
+  let bodyWaiting: (() => void) | null = null;
 
   const connectionOf = (r: Http1Request): ConnectionInfo => ({
     remoteAddress,
@@ -163,6 +186,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
 
   const end = (): void => {
     closed = true;
+    bodyWaiting = null;
     socket.end();
   };
 
@@ -177,19 +201,72 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
     status: number,
     headerLines: string,
     body: Uint8Array,
+    mustClose = false,
   ): void => {
-    const close = !r.keepAlive;
+    // after an upgrade request the client may send anything but HTTP
+    const close = mustClose || !r.keepAlive || r.upgrade;
     const head = headOf(status, headerLines, body.byteLength, r, close, now());
-    write(head, r.method === "HEAD" ? NO_BODY : body);
+    // HEAD, 1xx, 204 and 304 answers carry no body (RFC 9110 6.4.1)
+    const bodyless = r.method === "HEAD" || status < 200 || status === 204 || status === 304;
+    write(head, bodyless ? NO_BODY : body);
     if (close) end();
   };
 
-  const viaFetch = (r: Http1Request): void => {
+  /** The body of `r` as the app pulls it: read from the socket only then, up to `limit`. */
+  const bodyStream = (
+    r: Http1Request,
+    limit: number,
+    state: BodyState,
+  ): ReadableStream<Uint8Array> =>
+    new ReadableStream<Uint8Array>({
+      pull: (controller) =>
+        new Promise<void>((resolve) => {
+          const step = (): void => {
+            if (closed) {
+              bodyWaiting = null;
+              controller.error(new Error("connection closed while reading the body"));
+              return resolve();
+            }
+            const piece = parser.body(limit);
+            if (piece === null) {
+              if (r.expectContinue && r.minor === 1 && !state.continued) {
+                state.continued = true;
+                if (!socket.write("HTTP/1.1 100 Continue\r\n\r\n")) blocked = true;
+              }
+              bodyWaiting = step;
+              if (ending) {
+                bodyWaiting = null;
+                controller.error(new Error("connection closed while reading the body"));
+                return resolve();
+              }
+              socket.resume();
+              return;
+            }
+            bodyWaiting = null;
+            socket.pause();
+            if (piece === "end") {
+              state.done = true;
+              controller.close();
+            } else if ("status" in piece) {
+              state.error = piece;
+              controller.error(new Error(piece.reason));
+            } else controller.enqueue(piece);
+            resolve();
+          };
+          step();
+        }),
+      cancel: () => {
+        bodyWaiting = null;
+      },
+    }, { highWaterMark: 0 });
+
+  const viaFetch = (r: Http1Request, limit: number): void => {
     busy = true;
     socket.pause();
+    const state: BodyState = { done: r.bodyLength === 0, continued: false, error: null };
     let request: Request;
     try {
-      request = webRequest(r);
+      request = webRequest(r, r.bodyLength === 0 ? null : bodyStream(r, limit, state));
     } catch (e) {
       busy = false;
       refuse({ status: 400, reason: (e as Error).message });
@@ -201,15 +278,20 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
         const body = response.body === null
           ? NO_BODY
           : new Uint8Array(await response.arrayBuffer());
-        if (!closed) answered(r, response.status, linesOf(responseHeaders(response)), body);
+        if (closed) return;
+        if (state.error !== null) return refuse(state.error);
+        // a body the app did not read (a refused request) is not read after the answer either
+        answered(r, response.status, linesOf(responseHeaders(response)), body, !state.done);
       })
       .catch((e: unknown) => {
         if (closed) return;
+        if (state.error !== null) return refuse(state.error);
         const body = Buffer.from(`internal error: ${(e as Error)?.message ?? String(e)}\n`, "utf8");
-        answered(r, 500, TEXT_LINES, body);
+        answered(r, 500, TEXT_LINES, body, !state.done);
       })
       .finally(() => {
         busy = false;
+        bodyWaiting = null;
         if (closed) return;
         if (!blocked) socket.resume();
         drain();
@@ -228,12 +310,17 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
         }
         return;
       }
-      if (r === "continue") {
-        if (!socket.write("HTTP/1.1 100 Continue\r\n\r\n")) blocked = true;
-        continue;
-      }
       if ("status" in r) return refuse(r);
       headSince = 0;
+      if (r.bodyLength !== 0) {
+        // decided on the head: a body is never read for a route that takes none
+        const limit = bodyLimit(r.method, r.target);
+        if (limit <= 0) return refuse({ status: 413, reason: "this request takes no body" });
+        if (r.bodyLength > limit) {
+          return refuse({ status: 413, reason: `request body over ${limit} bytes` });
+        }
+        return viaFetch(r, limit);
+      }
       const answer = fast && r.method === "GET"
         ? fast(
           {
@@ -244,7 +331,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
           } satisfies PlainRequest,
         )
         : null;
-      if (answer === null) return viaFetch(r);
+      if (answer === null) return viaFetch(r, 0);
       const bytes = answer.bytes ?? Buffer.from(answer.body, "utf8");
       answered(r, answer.status, plainLines(answer.headers), bytes);
     }
@@ -254,7 +341,9 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   socket.on("data", (chunk: Buffer) => {
     if (closed) return;
     parser.push(chunk);
-    drain();
+    if (bodyWaiting !== null) bodyWaiting();
+    else if (busy) socket.pause();
+    else drain();
   });
   socket.on("drain", () => {
     if (!blocked || closed) return;
@@ -267,10 +356,12 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   socket.on("end", () => {
     // the client is done sending: answer what it sent, then close
     ending = true;
-    if (!closed && !busy && !blocked) drain();
+    if (bodyWaiting !== null) bodyWaiting();
+    else if (!closed && !busy && !blocked) drain();
   });
   socket.on("close", () => {
     closed = true;
+    if (bodyWaiting !== null) bodyWaiting();
   });
   socket.setTimeout(options.idleMs ?? 90_000, () => socket.destroy());
 }

@@ -65,4 +65,11 @@ export interface FetchApp {
    * without Request/Response objects, or null to let `fetch` answer. Must not throw.
    */
   fastFetch?(request: PlainRequest): PlainResponse | null;
+  /**
+   * The largest request body the app reads for a method and request target (the target as
+   * sent: path and query), decided from the head alone; 0 (and the default) for a route that
+   * takes none. A request that announces more is answered 413 and its connection closed
+   * before a byte of its body is read.
+   */
+  bodyLimit?(method: string, target: string): number;
 }

@@ -6,10 +6,23 @@ import { serveHttp1 } from "../../src/runtime/http1_server.ts";
 import type { FetchApp, PlainRequest, PlainResponse, ServeEnv } from "../../src/runtime/serve.ts";
 import { makeTestPki, type TestPki } from "../fakes/auth_api.ts";
 
-/** fastFetch answers GET /fast/*; fetch answers everything else (and throws on /throw). */
+/**
+ * fastFetch answers GET /fast/*; fetch answers everything else (and throws on /throw). Bodies
+ * are taken on POST and PUT of a few paths (up to 64 bytes); /cert-only reads its body only
+ * for a client with a certificate (401 without reading it otherwise).
+ */
 const app: FetchApp = {
+  bodyLimit(method: string, target: string): number {
+    const path = target.split("?")[0];
+    const takes = ["/p", "/e", "/slow", "/created", "/cert-only"].includes(path);
+    return takes && (method === "POST" || method === "PUT") ? 64 : 0;
+  },
   fastFetch(request: PlainRequest): PlainResponse | null {
     if (!request.url.startsWith("/fast/")) return null;
+    if (request.url.startsWith("/fast/status/")) {
+      // a body where the status allows none: the server drops it
+      return { status: Number(request.url.slice(13)), headers: {}, body: "not sent" };
+    }
     const c = request.connection;
     return {
       status: 200,
@@ -27,6 +40,9 @@ const app: FetchApp = {
   async fetch(request: Request, env: ServeEnv): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname === "/throw") throw new Error("boom");
+    if (url.pathname === "/cert-only" && env.connection.peerCertificate === null) {
+      return new Response("no certificate\n", { status: 401 });
+    }
     const body = await request.text();
     await new Promise((r) => setTimeout(r, 5)); // answered later than the next request came
     return new Response(
@@ -127,7 +143,7 @@ function exchange(
     socket.on("secureConnect", async () => {
       for (const [i, piece] of (Array.isArray(input) ? input : [input]).entries()) {
         options.beforePiece?.(i);
-        socket.write(piece);
+        socket.write(piece, "latin1");
         await new Promise((r) => setTimeout(r, 20));
       }
       if (options.end) socket.end();
@@ -189,8 +205,8 @@ describe("serveHttp1", () => {
       "GET /fast/a?x=1 HTTP/1.1\r\nHost: h\r\nX-Remote-User: bob\r\nX-Remote-Group: g1\r\n" +
         "X-Remote-Group: g2\r\n\r\n" +
         "POST /created?y=2 HTTP/1.1\r\nHost: adapter:8443\r\nContent-Length: 5\r\n\r\nhello" +
-        "GET /fast/b HTTP/1.1\r\nConnection: close\r\n\r\n" +
-        "GET /never HTTP/1.1\r\n\r\n",
+        "GET /fast/b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n" +
+        "GET /never HTTP/1.1\r\nHost: h\r\n\r\n",
       { pki, withCert: true },
     );
     assert.equal(closed, true);
@@ -218,7 +234,7 @@ describe("serveHttp1", () => {
           user: null,
           cn: "front-proxy-client",
           authorized: true,
-          raw: ["Connection", "close"],
+          raw: ["Host", "h", "Connection", "close"],
           encrypted: true,
         }),
         { connection: "close" },
@@ -228,9 +244,9 @@ describe("serveHttp1", () => {
 
   it("reads requests that arrive in pieces, and a chunked body", async () => {
     const { text } = await exchange(s.port, [
-      "POST /p HTTP/1.1\r\nTransfer-",
+      "POST /p HTTP/1.1\r\nHost: localhost\r\nTransfer-",
       "Encoding: chunked\r\n\r\n3\r\nab",
-      "c\r\n0\r\n\r\nGET /fast/c HTTP/1.1\r\nConnection: close\r\n\r\n",
+      "c\r\n0\r\n\r\nGET /fast/c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
     ], { pki });
     const [a, b] = responses(text);
     assert.deepEqual([a.status, a.body, b.status], [
@@ -260,7 +276,7 @@ describe("serveHttp1", () => {
 
   it("sends 100 Continue before the body of a request that expects it", async () => {
     const { text } = await exchange(s.port, [
-      "POST /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n",
+      "POST /e HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\n",
       "ok",
     ], { pki });
     assert.deepEqual(responses(text).map((r) => [r.status, r.body]), [
@@ -272,7 +288,7 @@ describe("serveHttp1", () => {
   it("answers a malformed request with 400 and closes, answering nothing after it", async () => {
     const { text, closed } = await exchange(
       s.port,
-      "GET /fast/e HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nBad Header: x\r\n\r\nGET /fast/f HTTP/1.1\r\n\r\n",
+      "GET /fast/e HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nBad Header: x\r\n\r\nGET /fast/f HTTP/1.1\r\nHost: h\r\n\r\n",
       { pki },
     );
     assert.equal(closed, true);
@@ -282,7 +298,7 @@ describe("serveHttp1", () => {
         user: null,
         cn: null,
         authorized: null,
-        raw: [],
+        raw: ["Host", "h"],
         encrypted: true,
       }))),
       [
@@ -300,7 +316,7 @@ describe("serveHttp1", () => {
   it("answers what a half-closed client sent, the slow answer too, then closes", async () => {
     const { text, closed } = await exchange(
       s.port,
-      "GET /fast/i HTTP/1.1\r\n\r\nPOST /slow HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",
+      "GET /fast/i HTTP/1.1\r\nHost: h\r\n\r\nPOST /slow HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n\r\nx",
       { pki, end: true },
     );
     assert.equal(closed, true);
@@ -313,11 +329,15 @@ describe("serveHttp1", () => {
   it("answers 400 to a Host that is no host, and 500 when the app throws", async () => {
     const bad = await exchange(s.port, "GET /x HTTP/1.1\r\nHost: a/b\r\n\r\n", { pki });
     assert.deepEqual(responses(bad.text).map((r) => [r.status, r.body]), [
-      ["HTTP/1.1 400 Bad Request", 'malformed host "a/b"\n'],
+      ["HTTP/1.1 400 Bad Request", "malformed host\n"],
     ]);
-    const thrown = await exchange(s.port, "GET /throw HTTP/1.1\r\nConnection: close\r\n\r\n", {
-      pki,
-    });
+    const thrown = await exchange(
+      s.port,
+      "GET /throw HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+      {
+        pki,
+      },
+    );
     assert.deepEqual(responses(thrown.text).map((r) => [r.status, r.body]), [
       ["HTTP/1.1 500 Internal Server Error", "internal error: boom\n"],
     ]);
@@ -326,11 +346,14 @@ describe("serveHttp1", () => {
   it("keeps a connection open between requests, and closes it after idleMs", async () => {
     const idle = await start(pki, { idleMs: 150 });
     try {
-      const open = await exchange(idle.port, "GET /fast/g HTTP/1.1\r\n\r\n", { pki, waitMs: 60 });
+      const open = await exchange(idle.port, "GET /fast/g HTTP/1.1\r\nHost: h\r\n\r\n", {
+        pki,
+        waitMs: 60,
+      });
       assert.equal(open.closed, false);
       assert.equal(responses(open.text).length, 1);
       const t0 = Date.now();
-      const closed = await exchange(idle.port, "GET /fast/g HTTP/1.1\r\n\r\n", { pki });
+      const closed = await exchange(idle.port, "GET /fast/g HTTP/1.1\r\nHost: h\r\n\r\n", { pki });
       assert.equal(closed.closed, true);
       assert.ok(Date.now() - t0 >= 150, `closed after ${Date.now() - t0} ms`);
     } finally {
@@ -355,5 +378,156 @@ describe("serveHttp1", () => {
     } finally {
       await stop(slow);
     }
+  });
+});
+
+/**
+ * The rows of issue 46: what a client without a certificate sent, and how it must be answered.
+ * Each exchange waits at most 2 s for the answer: the server before it answered only once the
+ * body or the head deadline came, so those rows end with the connection still open.
+ */
+describe("serveHttp1 before authentication", () => {
+  let pki: TestPki;
+  let s: Started;
+  before(async () => {
+    pki = makeTestPki();
+    s = await start(pki);
+  });
+  after(() => stop(s));
+
+  /** One answer and the connection closed after it, for what a client sent. */
+  async function refusedWith(input: string | string[]): Promise<[string, string]> {
+    const { text, closed } = await exchange(s.port, input, { pki, waitMs: 2_000 });
+    assert.equal(closed, true, `still open after ${JSON.stringify(text)}`);
+    const answers = responses(text);
+    assert.equal(answers.length, 1, text);
+    assert.equal(answers[0].headers.connection, "close");
+    return [answers[0].status, answers[0].body];
+  }
+
+  it("refuses a body announced on a route that takes none, at its head, whatever the method", async () => {
+    for (const method of ["POST", "GET", "PUT"]) {
+      // the head alone: not a byte of the 32 MiB is sent
+      assert.deepEqual(
+        await refusedWith(
+          `${method} /apis/custom.metrics.k8s.io/v1beta2/x HTTP/1.1\r\nHost: h\r\n` +
+            `Content-Length: ${32 << 20}\r\n\r\n`,
+        ),
+        ["HTTP/1.1 413 Payload Too Large", "this request takes no body\n"],
+      );
+    }
+    assert.deepEqual(
+      await refusedWith(`POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 65\r\n\r\n`),
+      ["HTTP/1.1 413 Payload Too Large", "request body over 64 bytes\n"],
+    );
+    assert.deepEqual(
+      await refusedWith(
+        "GET /fast/y HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n",
+      ),
+      ["HTTP/1.1 413 Payload Too Large", "this request takes no body\n"],
+    );
+  });
+
+  it("refuses a chunked body past the route's cap while it arrives", async () => {
+    assert.deepEqual(
+      await refusedWith([
+        "POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+        `40\r\n${"a".repeat(64)}\r\n1\r\n`,
+      ]),
+      ["HTTP/1.1 413 Payload Too Large", "request body too large\n"],
+    );
+  });
+
+  it("answers a route that refuses the client before reading its body, and closes", async () => {
+    // the body never comes: the answer does not wait for it
+    assert.deepEqual(
+      await refusedWith("POST /cert-only HTTP/1.1\r\nHost: h\r\nContent-Length: 60\r\n\r\n"),
+      ["HTTP/1.1 401 Unauthorized", "no certificate\n"],
+    );
+    const { text } = await exchange(
+      s.port,
+      "POST /cert-only HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+      { pki, withCert: true },
+    );
+    assert.deepEqual(responses(text).map((r) => [r.status, r.body]), [
+      ["HTTP/1.1 200 OK", "POST h/cert-only ok front-proxy-client"],
+    ]);
+  });
+
+  for (
+    const [name, input, body] of [
+      ["GET /healthz without Host", "GET /healthz HTTP/1.1\r\n\r\n", "missing host\n"],
+      [
+        "two Host fields",
+        "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "more than one host\n",
+      ],
+      [
+        "a value padded with VT",
+        "GET /fast/a HTTP/1.1\r\nHost: a\r\nX-Remote-User: \x0badmin\r\n\r\n",
+        "malformed value of header X-Remote-User\n",
+      ],
+      [
+        "a value padded with FF",
+        "GET /fast/a HTTP/1.1\r\nHost: a\r\nX-Remote-User: admin\x0c\r\n\r\n",
+        "malformed value of header X-Remote-User\n",
+      ],
+      [
+        "HTTP/1.0 with Transfer-Encoding: chunked",
+        "POST /p HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "transfer-encoding in an HTTP/1.0 request\n",
+      ],
+      [
+        "Transfer-Encoding: chunked, gzip",
+        "POST /p HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+        'chunked is not the final transfer coding in "chunked, gzip"\n',
+      ],
+      ["a request line ended by a bare LF", "GET /healthz HTTP/1.1\n", "bare LF\n"],
+    ] as const
+  ) {
+    it(`answers ${name} with 400 and closes`, async () => {
+      assert.deepEqual(await refusedWith(input), ["HTTP/1.1 400 Bad Request", body]);
+    });
+  }
+
+  it("keeps \\xa0 around a value as part of it: the user is not admin", async () => {
+    const { text } = await exchange(
+      s.port,
+      "GET /fast/a HTTP/1.1\r\nHost: a\r\nX-Remote-User: \xa0admin\r\nConnection: close\r\n\r\n",
+      { pki },
+    );
+    const [answer] = responses(text);
+    assert.equal(answer.status, "HTTP/1.1 200 OK");
+    // the JSON body is UTF-8: the latin1 byte \xa0 came in as U+00A0
+    assert.equal(JSON.parse(Buffer.from(answer.body, "latin1").toString("utf8")).user, "\xa0admin");
+  });
+
+  it("answers an upgrade request as any other, never with 101, and closes after it", async () => {
+    const { text, closed } = await exchange(
+      s.port,
+      "GET /fast/u HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n" +
+        "GET /fast/never HTTP/1.1\r\nHost: h\r\n\r\n",
+      { pki, waitMs: 2_000 },
+    );
+    assert.equal(closed, true);
+    const answers = responses(text);
+    assert.deepEqual(answers.map((r) => [r.status, r.headers.connection]), [
+      ["HTTP/1.1 200 OK", "close"],
+    ]);
+  });
+
+  it("sends no body bytes after a 204 or a 304, even when the app gives one", async () => {
+    const { text } = await exchange(
+      s.port,
+      "GET /fast/status/204 HTTP/1.1\r\nHost: h\r\n\r\n" +
+        "GET /fast/status/304 HTTP/1.1\r\nHost: h\r\n\r\n" +
+        "GET /fast/z HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+      { pki },
+    );
+    assert.doesNotMatch(text, /not sent/);
+    assert.match(
+      text,
+      /^HTTP\/1\.1 204 No Content\r\n[^]*?\r\n\r\nHTTP\/1\.1 304 Not Modified\r\n[^]*?\r\n\r\nHTTP\/1\.1 200 OK\r\n/,
+    );
   });
 });
