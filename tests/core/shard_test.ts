@@ -1,6 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { LivenessTracker, sameMembers, ShardRing } from "../../src/core/shard.ts";
+import {
+  LivenessTracker,
+  MAX_SHARD_BATCH_BYTES,
+  sameMembers,
+  SHARD_PUSH_SPLIT_BYTES,
+  shardBatchBodies,
+  ShardRing,
+} from "../../src/core/shard.ts";
 
 const keys = Array.from(
   { length: 3000 },
@@ -111,5 +118,75 @@ describe("LivenessTracker", () => {
     assert.equal(sameMembers(a, [{ identity: "a", address: "https://1" }]), true);
     assert.equal(sameMembers(a, [{ identity: "a", address: "https://2" }]), false);
     assert.equal(sameMembers(a, []), false);
+  });
+});
+
+describe("shardBatchBodies", () => {
+  const record = (k: string, bytes: number): string =>
+    JSON.stringify({ k, at: 1, e: "x".repeat(bytes - JSON.stringify({ k, at: 1, e: "" }).length) });
+
+  it("gathers records in order into bodies of at most the split size, each valid JSON", () => {
+    const records = Array.from({ length: 10 }, (_, i) => record(`k${i}`, 30));
+    const { bodies, tooLarge } = shardBatchBodies("a", records, { split: 100, max: 1000 });
+    assert.deepEqual(tooLarge, []);
+    // the envelope {"v":1,"from":"a","records":[]} is 31 bytes: two 30-byte records and a comma
+    assert.deepEqual(bodies.map((b) => [b.records, b.text.length]), [
+      [2, 92],
+      [2, 92],
+      [2, 92],
+      [2, 92],
+      [2, 92],
+    ]);
+    const keys = bodies.flatMap((b) => JSON.parse(b.text).records.map((r: { k: string }) => r.k));
+    assert.deepEqual(keys, records.map((_, i) => `k${i}`));
+    assert.deepEqual(JSON.parse(bodies[0].text).from, "a");
+  });
+
+  it("sends a record larger than the split alone, and leaves out one over the cap", () => {
+    const records = [record("a", 40), record("big", 150), record("b", 40), record("huge", 990)];
+    const { bodies, tooLarge } = shardBatchBodies("r", records, { split: 100, max: 1000 });
+    assert.deepEqual(bodies.map((b) => JSON.parse(b.text).records.map((r: { k: string }) => r.k)), [
+      ["a"],
+      ["big"],
+      ["b"],
+    ]);
+    assert.deepEqual(tooLarge, [3]);
+    assert.ok(bodies.every((b) => new TextEncoder().encode(b.text).length <= 1000));
+  });
+
+  it("counts the bytes of a body in UTF-8", () => {
+    // 20 two-byte characters: 60 characters are 80 bytes, so the two records do not fit in 120
+    const { bodies } = shardBatchBodies("a", [record("ü".repeat(20), 60), record("b", 25)], {
+      split: 120,
+    });
+    assert.deepEqual(bodies.map((b) => b.records), [1, 1]);
+  });
+
+  it("splits the join push of 10,000 Pods plans of 50 pods into bodies under the cap", () => {
+    // a Pods plan's record as the engine writes it: 50 samples of a pod name, value and time
+    const samples = Array.from({ length: 50 }, (_, i) => ({
+      objectName: `shop-7d9f8b6c5d-${String(i).padStart(5, "x")}`,
+      value: 1234.567,
+      timestamp: 1_764_390_000_000,
+      windowSeconds: 60,
+    }));
+    const records = Array.from(
+      { length: 10_000 },
+      (_, i) =>
+        JSON.stringify({
+          k: `ns-${i % 100}/hpa-${i}#0/Pods/requests-per-second`,
+          at: 1,
+          s: samples,
+        }),
+    );
+    const { bodies, tooLarge } = shardBatchBodies("replica-0", records);
+    assert.deepEqual(tooLarge, []);
+    const sizes = bodies.map((b) => b.text.length);
+    assert.ok(Math.max(...sizes) <= SHARD_PUSH_SPLIT_BYTES, `largest ${Math.max(...sizes)}`);
+    assert.ok(SHARD_PUSH_SPLIT_BYTES < MAX_SHARD_BATCH_BYTES);
+    assert.equal(bodies.reduce((n, b) => n + b.records, 0), 10_000);
+    // 5,108 bytes a record: 205 a body, 49 bodies where one body of 51.1 MB went before
+    assert.equal(records[0].length, 5_108);
+    assert.deepEqual([bodies.length, bodies[0].records], [49, 205]);
   });
 });

@@ -9,7 +9,7 @@ import type { KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
 import { parseSelector } from "../../src/core/label_selector.ts";
-import { type ShardMember, ShardRing } from "../../src/core/shard.ts";
+import { SHARD_PUSH_SPLIT_BYTES, type ShardMember, ShardRing } from "../../src/core/shard.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import {
@@ -470,6 +470,37 @@ describe("ShardReplicator.receive", () => {
       "3 of 4 records refused; first: record of a: a sample has no numeric value and timestamp",
     );
     assert.deepEqual(s.writes, ["ok c 3 1"]);
+  });
+});
+
+describe("ShardReplicator pushes", () => {
+  it("splits what a joining peer gets into bodies a peer reads, and leaves out a value too large", async () => {
+    const bodies: string[] = [];
+    const log = memoryLogger();
+    const r = new ShardReplicator({
+      identity: "r-a",
+      send: (_peer, body) => {
+        bodies.push(body);
+        return Promise.resolve();
+      },
+      logger: log,
+    });
+    const store = r.wrap(new MetricStore({ ttlSeconds: 900 }));
+    // 3,000 values of about 1 KiB each, and one of 5 MiB (a warning that long)
+    const warning = ["w".repeat(1000)];
+    for (let i = 0; i < 3000; i++) {
+      store.recordSuccess(`k${i}`, [{ value: i, timestamp: 1 }], 1, warning);
+    }
+    store.recordSuccess("huge", [{ value: 1, timestamp: 1 }], 1, ["h".repeat(5 << 20)]);
+    r.setMembers([{ identity: "r-b", address: "https://r-b:6443" }]);
+    await r.flush();
+    assert.ok(bodies.every((b) => b.length <= SHARD_PUSH_SPLIT_BYTES), "a body over the split");
+    const keys = bodies.flatMap((b) => (JSON.parse(b) as ShardBatch).records.map((x) => x.k));
+    assert.deepEqual(keys, Array.from({ length: 3000 }, (_, i) => `k${i}`));
+    // about 1,060 bytes a record: 988 fit in 1 MiB, so four bodies
+    assert.equal(bodies.length, 4);
+    assert.deepEqual(r.stats().sendFailures, 1);
+    assert.deepEqual(r.stats().recordsSent, 3000);
   });
 });
 

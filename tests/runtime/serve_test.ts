@@ -1,6 +1,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import * as https from "node:https";
+import * as tls from "node:tls";
 import {
   type ConnectionInfo,
   type RunningServer,
@@ -267,4 +268,72 @@ describe("close", () => {
       agent.destroy();
     }
   });
+});
+
+/** Writes `input` on a TLS connection; what came back until the server closed it (or 2 s). */
+function rawExchange(port: number, input: string): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: "127.0.0.1", port, rejectUnauthorized: false });
+    let text = "";
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closed: false });
+    }, 2_000);
+    socket.on("data", (d: Buffer) => text += d.toString("latin1"));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve({ text, closed: true });
+    });
+    socket.on("secureConnect", () => socket.write(input, "latin1"));
+  });
+}
+
+describe("serveHttps request bodies", () => {
+  /** Takes a body of up to 16 bytes on POST /body, and none elsewhere. */
+  const bodyApp = {
+    bodyLimit: (method: string, target: string): number =>
+      method === "POST" && target === "/body" ? 16 : 0,
+    async fetch(request: Request): Promise<Response> {
+      return new Response(`${request.method} ${(await request.text()).length}`);
+    },
+  };
+  let pki: TestPki;
+  before(() => {
+    pki = makeTestPki();
+  });
+
+  for (const clientCa of [true, false]) {
+    it(`refuses a body where none is taken at its head, with 413 and a close (client CA: ${clientCa})`, async () => {
+      const server = await serveHttps(bodyApp, {
+        hostname: "127.0.0.1",
+        port: 0,
+        cert: pki.server.cert,
+        key: pki.server.key,
+        ...(clientCa ? { clientCa: pki.requestHeaderCa.cert } : {}),
+      });
+      try {
+        for (
+          const head of [
+            `POST /apis/x HTTP/1.1\r\nHost: h\r\nContent-Length: ${32 << 20}\r\n\r\n`,
+            "GET /healthz HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST /body HTTP/1.1\r\nHost: h\r\nContent-Length: 17\r\n\r\n",
+          ]
+        ) {
+          const { text, closed } = await rawExchange(server.port, head);
+          assert.equal(closed, true, `${JSON.stringify(head)}: ${JSON.stringify(text)}`);
+          assert.match(text, /^HTTP\/1\.1 413 Payload Too Large\r\n/);
+          assert.match(text, /\r\nconnection: close\r\n/i);
+        }
+        const { text } = await rawExchange(
+          server.port,
+          "POST /body HTTP/1.1\r\nHost: h\r\nContent-Length: 16\r\nConnection: close\r\n\r\n" +
+            "0123456789abcdef",
+        );
+        assert.match(text, /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\nPOST 16$/);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });
