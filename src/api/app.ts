@@ -18,6 +18,7 @@
 
 import { Hono } from "hono";
 import type { MiddlewareHandler } from "hono";
+import { ByteBuffer } from "../runtime/byte_buffer.ts";
 import type { PlainRequest, PlainResponse } from "../runtime/serve.ts";
 import { customMetrics, type CustomRead, customRead } from "./custom_metrics.ts";
 import {
@@ -51,7 +52,7 @@ import {
   toResponse,
 } from "./responses.ts";
 import { selectorCache } from "./selectors.ts";
-import { MAX_SHARD_BATCH_BYTES } from "../engine/shard_replication.ts";
+import { MAX_SHARD_BATCH_BYTES } from "../core/shard.ts";
 import { plainNotFound, statusPlain, statusResponse } from "./status.ts";
 
 /** Options of {@linkcode createApp}. */
@@ -97,27 +98,18 @@ function bodyLimitOf(shard: boolean, method: string, target: string): number {
 async function cappedText(request: Request, max: number): Promise<string | null> {
   if (request.body === null) return "";
   const reader = request.body.getReader();
-  // one buffer grown by doubling: a body sent in many small pieces costs no object per piece
-  let buf = new Uint8Array(Math.min(max, 64 * 1024));
-  let size = 0;
+  // one buffer: a body sent in many small pieces costs no object per piece
+  const bytes = new ByteBuffer(Math.min(max, 64 * 1024));
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    if (size + value.byteLength > max) {
+    if (bytes.size + value.byteLength > max) {
       await reader.cancel().catch(() => {});
       return null;
     }
-    if (size + value.byteLength > buf.byteLength) {
-      const grown = new Uint8Array(
-        Math.min(max, Math.max(2 * buf.byteLength, size + value.byteLength)),
-      );
-      grown.set(buf.subarray(0, size));
-      buf = grown;
-    }
-    buf.set(value, size);
-    size += value.byteLength;
+    bytes.append(value);
   }
-  return new TextDecoder().decode(buf.subarray(0, size));
+  return new TextDecoder().decode(bytes.bytes());
 }
 
 /**

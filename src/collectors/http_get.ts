@@ -6,6 +6,7 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { ipv4Octets, ipv6Words, isLinkLocalAddress, isLinkLocalHost } from "../core/link_local.ts";
 import { extractJsonValue } from "../core/json_extract.ts";
+import { ByteBuffer } from "../runtime/byte_buffer.ts";
 import type { JsonExtractionOptions } from "../core/json_extract.ts";
 
 /** Default cap on a backend response, bytes (the default of `--max-response-bytes`). */
@@ -302,33 +303,26 @@ export async function fetchCapped(
         throw failed(e);
       }
     }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
+    // one buffer: an answer sent in many small chunks costs no object per chunk
+    const bytes = new ByteBuffer(Math.min(options.maxBytes, 16 * 1024));
     if (res.body) {
       const reader = res.body.getReader();
       try {
         while (true) {
           const { done, value } = await reader.read();
           if (done) break;
-          size += value.byteLength;
-          if (size > options.maxBytes) {
+          if (bytes.size + value.byteLength > options.maxBytes) {
             await reader.cancel().catch(() => {});
             throw tooLarge();
           }
-          chunks.push(value);
+          bytes.append(value);
         }
       } catch (e) {
         if (e instanceof ResponseTooLargeError && !deadline.signal.aborted) throw e;
         throw failed(e);
       }
     }
-    const all = new Uint8Array(size);
-    let at = 0;
-    for (const c of chunks) {
-      all.set(c, at);
-      at += c.byteLength;
-    }
-    return { ...head, text: new TextDecoder().decode(all) };
+    return { ...head, text: new TextDecoder().decode(bytes.bytes()) };
   } finally {
     deadline.dispose();
   }

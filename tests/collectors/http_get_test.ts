@@ -202,6 +202,30 @@ describe("fetchCapped", () => {
     }
   });
 
+  it("reads an answer that comes a byte at a time whole, UTF-8 split across bytes too", async () => {
+    const body = JSON.stringify({ v: "é".repeat(20_000), w: 1 });
+    const bytes = new TextEncoder().encode(body);
+    const oneByOne = (): Promise<Response> => {
+      let i = 0;
+      return Promise.resolve(
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull(controller): void {
+              if (i < bytes.length) controller.enqueue(bytes.slice(i, ++i));
+              else controller.close();
+            },
+          }),
+        ),
+      );
+    };
+    const read = await fetchCapped("http://127.0.0.2:1/", { ...base, fetch: oneByOne });
+    assert.equal(read.text, body);
+    await assert.rejects(
+      fetchCapped("http://127.0.0.2:1/", { ...base, fetch: oneByOne, maxBytes: bytes.length - 1 }),
+      { message: `response from http://127.0.0.2:1/ exceeds ${bytes.length - 1} bytes` },
+    );
+  });
+
   it("always asks fetch for manual redirects", async () => {
     const modes: (RequestRedirect | undefined)[] = [];
     const spy = (_i: RequestInfo | URL, init?: RequestInit): Promise<Response> => {

@@ -1,0 +1,3 @@
+module hpa-metrics-adapter/tests/runtime/goproxy
+
+go 1.22
