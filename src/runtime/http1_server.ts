@@ -51,6 +51,12 @@ function httpDate(nowMs: number): string {
 }
 
 const NO_BODY = new Uint8Array(0);
+/**
+ * After an answer that closes the connection, how long and how many bytes of what the client
+ * still sends are read and dropped before the socket is destroyed (Go's net/http waits 500 ms).
+ */
+const LINGER_MS = 1_000;
+const LINGER_BYTES = 256 * 1024;
 const TEXT_LINES = "content-type: text/plain; charset=utf-8\r\n";
 const HOST_RE = /^[^/?#@\\\s]+$/;
 
@@ -184,10 +190,18 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
     if (!socket.write(out)) blocked = true;
   };
 
+  /** Bytes that came after the connection was closed on our side (read and dropped). */
+  let dropped = 0;
   const end = (): void => {
     closed = true;
     bodyWaiting = null;
+    // a FIN first: what the client still sends is read and dropped for a while, so that the
+    // answer is not lost to a reset (closing with unread bytes sends one), then the socket goes
     socket.end();
+    socket.resume();
+    const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+    (linger as { unref?: () => void }).unref?.();
+    socket.once("close", () => clearTimeout(linger));
   };
 
   const refuse = (e: Http1Error): void => {
@@ -339,7 +353,11 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   };
 
   socket.on("data", (chunk: Buffer) => {
-    if (closed) return;
+    if (closed) {
+      dropped += chunk.byteLength;
+      if (dropped > LINGER_BYTES) socket.destroy();
+      return;
+    }
     parser.push(chunk);
     if (bodyWaiting !== null) bodyWaiting();
     else if (busy) socket.pause();

@@ -428,6 +428,65 @@ describe("serveHttp1 before authentication", () => {
     );
   });
 
+  /**
+   * Streams a 64 MiB body after a head the server refuses: what came back, how much was written
+   * before the connection closed, and whether it closed. `polite`: stop writing once an answer
+   * comes (as Go's transport does); else write on regardless.
+   */
+  function streamRefused(polite: boolean): Promise<{ text: string; written: number }> {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({
+        host: "127.0.0.1",
+        port: s.port,
+        ca: pki.server.cert,
+        servername: "localhost",
+      });
+      let text = "";
+      let written = 0;
+      let open = true;
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`still open after ${written} bytes`));
+      }, 10_000);
+      socket.on("data", (d: Buffer) => text += d.toString("latin1"));
+      socket.on("error", () => {}); // the reset of a destroyed connection
+      socket.on("close", () => {
+        open = false;
+        clearTimeout(timer);
+        resolve({ text, written });
+      });
+      socket.on("secureConnect", () => {
+        socket.write(
+          `POST /apis/x HTTP/1.1\r\nHost: h\r\nContent-Length: ${64 << 20}\r\n\r\n`,
+        );
+        const piece = Buffer.alloc(16 * 1024, 0x61);
+        // a piece a turn of the event loop, so that an answer is seen as it comes
+        const more = (): void => {
+          if (!open || written >= 64 << 20) return;
+          if (polite && text !== "") return void socket.end();
+          written += piece.byteLength;
+          if (socket.write(piece)) setTimeout(more, 0);
+          else socket.once("drain", more);
+        };
+        more();
+      });
+    });
+  }
+
+  it("answers a client that streams a refused body at its head, and closes", async () => {
+    const got = await streamRefused(true);
+    assert.match(
+      got.text,
+      /^HTTP\/1\.1 413 Payload Too Large\r\n[^]*this request takes no body\n$/,
+    );
+  });
+
+  it("drops a client that streams on after the answer within 256 KiB or a second", async () => {
+    const got = await streamRefused(false);
+    // what the sockets buffer on both sides, and 256 KiB read and dropped: far from 64 MiB
+    assert.ok(got.written < 16 << 20, `${got.written} bytes written before the close`);
+  });
+
   it("refuses a chunked body past the route's cap while it arrives", async () => {
     assert.deepEqual(
       await refusedWith([
