@@ -12,12 +12,14 @@
  *   capped, and so is their overhead against the data they carry (as Go's net/http caps it).
  * - It is as strict as llhttp and Go's net/http where leniency has bitten servers (request
  *   smuggling, header injection): a bare LF or CR anywhere in a head or a chunk line is an
- *   error as soon as it arrives; so are NUL, a folded header line, whitespace before a
- *   header's colon, a value padded with anything but SP and HTAB, a malformed or repeated
- *   Content-Length, Content-Length beside Transfer-Encoding, Transfer-Encoding in HTTP/1.0, a
- *   final transfer coding that is not `chunked` (400) or a coding before it (501), and a
- *   missing or repeated Host (RFC 9112 3.2). tests/runtime/http1_differential_test.ts compares
- *   its verdicts with llhttp's on mutated requests, with the intended differences listed there.
+ *   error as soon as it arrives; so are NUL, a request target in none of the four forms, a
+ *   folded header line, whitespace before a header's colon, a value padded with anything but
+ *   SP and HTAB, a malformed or repeated Content-Length, Content-Length beside
+ *   Transfer-Encoding, Transfer-Encoding in HTTP/1.0, a final transfer coding that is not a
+ *   bare `chunked` (400) or a coding before it (501), a missing, repeated or malformed Host
+ *   (RFC 9112 3.2), and Content-Length or Transfer-Encoding among the trailers.
+ *   tests/runtime/http1_differential_test.ts compares its verdicts with llhttp's on mutated
+ *   requests, with the intended differences listed there.
  *
  * After an error it takes nothing more: the server answers it and closes the connection.
  */
@@ -78,8 +80,17 @@ const TARGET_RE = /^[\x21-\x7e]+$/;
 // field-value: visible characters, obs-text, SP and HTAB; never CR, LF, NUL or DEL
 const VALUE_RE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS_RE = /^[0-9]+$/;
-// uri-host [":" port] (RFC 9110 7.2): an IP literal, or a reg-name (which covers IPv4)
-const HOST_RE = /^(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]*)(?::[0-9]*)?$/;
+// uri-host (RFC 9110 7.2, RFC 3986 3.2.2): an IP literal (IPv6 or IPvFuture), or a reg-name
+// (which covers IPv4) with "%" only in a pct-encoded octet
+const URI_HOST = "(?:\\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&'()*+,;=:]+)\\]|" +
+  "(?:[A-Za-z0-9\\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)";
+const HOST_RE = new RegExp(`^${URI_HOST}(?::[0-9]*)?$`);
+// authority-form (RFC 9112 3.2.3), CONNECT's only form: uri-host ":" port
+const AUTHORITY_FORM_RE = new RegExp(`^${URI_HOST}:[0-9]*$`);
+const SCHEME_RE = /^[A-Za-z][A-Za-z0-9+.-]*:/;
+// an absolute-form's authority: URI characters (as leniently as llhttp), "@" at most once
+const URI_AUTHORITY_RE =
+  /^(?:[A-Za-z0-9\-._~!$&'()*+,;=:%[\]]*@)?[A-Za-z0-9\-._~!$&'()*+,;=:%[\]]*$/;
 // chunk-size [ chunk-ext ] (RFC 9112 7.1.1): BWS around ";" and "=", a token or a quoted value
 const CHUNK_LINE_RE =
   /^([0-9A-Fa-f]+)((?:[ \t]*;[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:[ \t]*=[ \t]*(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+|"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t\x20-\x7e\x80-\xff])*"))?)*)$/;
@@ -119,15 +130,33 @@ function fieldValue(line: string, from: number): string {
   return line.slice(start, end);
 }
 
+/** Whether `target` has one of the four request-target forms (RFC 9112 3.2). */
+function isTargetForm(method: string, target: string): boolean {
+  if (method === "CONNECT") return AUTHORITY_FORM_RE.test(target);
+  // origin-form, asterisk-form
+  if (target.charCodeAt(0) === 0x2f || target === "*") return true;
+  // absolute-form: a scheme, then after "//" an authority that ends at the path or the query
+  const scheme = SCHEME_RE.exec(target);
+  if (scheme === null) return false;
+  if (!target.startsWith("//", scheme[0].length)) return true;
+  const rest = target.slice(scheme[0].length + 2);
+  const end = rest.search(/[/?]/);
+  return URI_AUTHORITY_RE.test(end < 0 ? rest : rest.slice(0, end));
+}
+
 /** How a Transfer-Encoding reads: chunked last and alone (ok), or why not. */
 function codingProblem(coding: string): Http1Error | null {
-  const names = coding.split(",").map((c) => fieldValue(c, 0)).filter((c) => c !== "")
-    .map((c) => {
-      const semi = c.indexOf(";");
-      return fieldValue(semi < 0 ? c : c.slice(0, semi), 0).toLowerCase();
-    });
+  const codings = coding.split(",").map((c) => fieldValue(c, 0)).filter((c) => c !== "");
+  const names = codings.map((c) => {
+    const semi = c.indexOf(";");
+    return fieldValue(semi < 0 ? c : c.slice(0, semi), 0).toLowerCase();
+  });
   if (names.length === 0 || names[names.length - 1] !== "chunked") {
     return { status: 400, reason: `chunked is not the final transfer coding in "${coding}"` };
+  }
+  // chunked defines no parameters (RFC 9112 7.1), and llhttp refuses them
+  if (codings[codings.length - 1].includes(";")) {
+    return { status: 400, reason: `chunked with parameters in "${coding}"` };
   }
   if (names.indexOf("chunked") !== names.length - 1) {
     return { status: 400, reason: `chunked is applied more than once in "${coding}"` };
@@ -156,7 +185,9 @@ function readHead(text: string): Http1Request | Http1Error {
   const target = line.slice(sp1 + 1, sp2);
   const version = line.slice(sp2 + 1);
   if (!TOKEN_RE.test(method)) return { status: 400, reason: "malformed method" };
-  if (!TARGET_RE.test(target)) return { status: 400, reason: "malformed request target" };
+  if (!TARGET_RE.test(target) || !isTargetForm(method, target)) {
+    return { status: 400, reason: "malformed request target" };
+  }
   if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
     return { status: 400, reason: `unsupported version "${version}"` };
   }
@@ -194,7 +225,8 @@ function readHead(text: string): Http1Request | Http1Error {
     } else if (key === "connection") {
       connection = connection === "" ? value.toLowerCase() : `${connection},${value.toLowerCase()}`;
     } else if (key === "upgrade") {
-      upgradeHeader = true;
+      // an empty Upgrade lists no protocol (RFC 9110 7.8): no upgrade, as llhttp reads it
+      if (value !== "") upgradeHeader = true;
     } else if (key === "expect" && value.toLowerCase() === "100-continue") {
       expectContinue = true;
     }
@@ -416,6 +448,10 @@ export class Http1Parser {
               colon <= 0 || !TOKEN_RE.test(l.slice(0, colon)) ||
               !VALUE_RE.test(fieldValue(l, colon + 1))
             ) return this.#fail({ status: 400, reason: "malformed trailer line" });
+            // framing is the head's alone (RFC 9110 6.5.1); llhttp refuses these too
+            if (/^(?:content-length|transfer-encoding)$/i.test(l.slice(0, colon))) {
+              return this.#fail({ status: 400, reason: `${l.slice(0, colon)} among the trailers` });
+            }
           }
           this.#state = State.Head;
           return "end";
