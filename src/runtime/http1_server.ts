@@ -52,11 +52,10 @@ function httpDate(nowMs: number): string {
 
 const NO_BODY = new Uint8Array(0);
 /**
- * After an answer that closes the connection, how long and how many bytes of what the client
- * still sends are read and dropped before the socket is destroyed (Go's net/http waits 500 ms).
+ * After an answer that closes the connection, how long the socket waits (reading nothing)
+ * before it is destroyed (RFC 9112 9.6; Go's net/http waits 500 ms).
  */
 const LINGER_MS = 1_000;
-const LINGER_BYTES = 256 * 1024;
 const TEXT_LINES = "content-type: text/plain; charset=utf-8\r\n";
 const HOST_RE = /^[^/?#@\\\s]+$/;
 
@@ -190,17 +189,15 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
     if (!socket.write(out)) blocked = true;
   };
 
-  /** Bytes that came after the connection was closed on our side (read and dropped). */
-  let dropped = 0;
   const end = (): void => {
     closed = true;
     bodyWaiting = null;
-    // a FIN first: what the client still sends is read and dropped for a while, so that the
-    // answer is not lost to a reset (closing with unread bytes sends one), then the socket goes
+    // a FIN, and nothing more read (the client's writes stall once the socket buffers fill):
+    // destroyed a second later, after the client could read the answer (closing with its bytes
+    // unread would be a reset, which loses the answer)
     socket.end();
-    socket.resume();
+    socket.pause();
     const linger = setTimeout(() => socket.destroy(), LINGER_MS);
-    (linger as { unref?: () => void }).unref?.();
     socket.once("close", () => clearTimeout(linger));
   };
 
@@ -353,11 +350,7 @@ export function serveHttp1(socket: TLSSocket, app: FetchApp, options: Http1Optio
   };
 
   socket.on("data", (chunk: Buffer) => {
-    if (closed) {
-      dropped += chunk.byteLength;
-      if (dropped > LINGER_BYTES) socket.destroy();
-      return;
-    }
+    if (closed) return;
     parser.push(chunk);
     if (bodyWaiting !== null) bodyWaiting();
     else if (busy) socket.pause();
