@@ -304,7 +304,7 @@ export async function fetchCapped(
       }
     }
     // one buffer: an answer sent in many small chunks costs no object per chunk
-    const bytes = new ByteBuffer(Math.min(options.maxBytes, 16 * 1024));
+    const bytes = new ByteBuffer();
     if (res.body) {
       const reader = res.body.getReader();
       try {

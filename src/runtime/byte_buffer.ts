@@ -19,8 +19,8 @@ export class ByteBuffer {
   #buf: Uint8Array;
   #size = 0;
 
-  /** A buffer that first holds `initial` bytes (it grows as needed). */
-  constructor(initial = 16 * 1024) {
+  /** A buffer that first holds `initial` bytes (none: the first append's size), grown as needed. */
+  constructor(initial = 0) {
     this.#buf = new Uint8Array(initial);
   }
 
