@@ -18,10 +18,15 @@
 export class ByteBuffer {
   #buf: Uint8Array;
   #size = 0;
+  readonly #limit: number;
 
-  /** A buffer that first holds `initial` bytes (none: the first append's size), grown as needed. */
-  constructor(initial = 0) {
+  /**
+   * A buffer that first holds `initial` bytes (none: the first append's size), grown as needed
+   * but never past `limit` (the caller's cap: a body near it is not held in twice its size).
+   */
+  constructor(initial = 0, limit = Infinity) {
     this.#buf = new Uint8Array(initial);
+    this.#limit = limit;
   }
 
   /** Bytes appended so far. */
@@ -33,7 +38,9 @@ export class ByteBuffer {
   append(chunk: Uint8Array): void {
     const need = this.#size + chunk.byteLength;
     if (need > this.#buf.byteLength) {
-      const grown = new Uint8Array(Math.max(need, 2 * this.#buf.byteLength));
+      const grown = new Uint8Array(
+        Math.max(need, Math.min(this.#limit, 2 * this.#buf.byteLength)),
+      );
       grown.set(this.#buf.subarray(0, this.#size));
       this.#buf = grown;
     }

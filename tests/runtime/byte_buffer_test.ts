@@ -33,3 +33,11 @@ describe("ByteBuffer", () => {
     assert.deepEqual([b.size, b.bytes().buffer.byteLength], [100, 100]);
   });
 });
+
+describe("ByteBuffer with a limit", () => {
+  it("grows to the limit at most, not to twice what it holds", () => {
+    const b = new ByteBuffer(0, 1000);
+    for (let i = 0; i < 10; i++) b.append(new Uint8Array(100));
+    assert.deepEqual([b.size, b.bytes().buffer.byteLength], [1000, 1000]);
+  });
+});
