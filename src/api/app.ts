@@ -99,7 +99,7 @@ async function cappedText(request: Request, max: number): Promise<string | null>
   if (request.body === null) return "";
   const reader = request.body.getReader();
   // one buffer: a body sent in many small pieces costs no object per piece
-  const bytes = new ByteBuffer(0, max);
+  const bytes = new ByteBuffer();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;

@@ -304,7 +304,7 @@ export async function fetchCapped(
       }
     }
     // one buffer: an answer sent in many small chunks costs no object per chunk
-    const bytes = new ByteBuffer(0, options.maxBytes);
+    const bytes = new ByteBuffer();
     if (res.body) {
       const reader = res.body.getReader();
       try {
