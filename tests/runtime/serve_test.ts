@@ -330,7 +330,11 @@ describe("serveHttps request bodies", () => {
           "POST /body HTTP/1.1\r\nHost: h\r\nContent-Length: 16\r\nConnection: close\r\n\r\n" +
             "0123456789abcdef",
         );
-        assert.match(text, /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\nPOST 16$/);
+        // Bun's node:https sends the app's answer with a length or chunked, as it goes
+        assert.match(
+          text,
+          /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n(?:POST 16|7\r\nPOST 16\r\n0\r\n\r\n)$/,
+        );
       } finally {
         await server.close();
       }
