@@ -54,7 +54,6 @@ export type PeerRecordSink = (
   at: number,
 ) => void;
 
-export { MAX_SHARD_BATCH_BYTES } from "../core/shard.ts";
 
 /** Options of {@linkcode ShardReplicator}. */
 export interface ShardReplicatorOptions {
