@@ -54,7 +54,6 @@ export type PeerRecordSink = (
   at: number,
 ) => void;
 
-
 /** Options of {@linkcode ShardReplicator}. */
 export interface ShardReplicatorOptions {
   identity: string;
