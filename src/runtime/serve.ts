@@ -207,7 +207,12 @@ function lingerOnClose(incoming: http.IncomingMessage): void {
     const linger = setTimeout(() => socket.destroy(), LINGER_MS);
     socket.once("close", () => clearTimeout(linger));
   };
-  if (!drop) return void incoming.pause();
+  if (!drop) {
+    // Node reads an unread body to its end once the answer is sent (IncomingMessage's _dump):
+    // not this one
+    (incoming as http.IncomingMessage & { _dump?: () => void })._dump = (): void => {};
+    return void incoming.pause();
+  }
   let dropped = 0;
   incoming.on("data", (chunk: Buffer) => {
     dropped += chunk.byteLength;
