@@ -29,7 +29,7 @@ import * as https from "node:https";
 import * as tls from "node:tls";
 import type { AddressInfo, Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import { serveHttp1 } from "./http1_server.ts";
+import { LINGER_MS, serveHttp1 } from "./http1_server.ts";
 import type { ConnectionInfo, FetchApp, PeerCertificate, PlainRequest } from "./serve_types.ts";
 
 export type {
@@ -184,8 +184,6 @@ class IncomingView implements PlainRequest {
   }
 }
 
-/** How long a connection closed after a refused body waits before it is destroyed. */
-const LINGER_MS = 1_000;
 /** Deno: how much of a refused body is read and dropped before the connection is destroyed. */
 const LINGER_BYTES = 256 * 1024;
 
