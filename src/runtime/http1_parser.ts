@@ -1,10 +1,12 @@
 /**
- * An HTTP/1.1 request parser (RFC 9112) for the one server that needs its own: Bun's TLS
- * connections that carry a client certificate (see `http1_server.ts`). It takes bytes as they
- * arrive and gives back request heads, in order, and the body of each piece by piece, or the
- * first error. No I/O, no clock.
+ * An HTTP/1.1 parser (RFC 9112) of requests, for the one server that needs its own (Bun's TLS
+ * connections that carry a client certificate, see `http1_server.ts`), and of responses, for
+ * the collectors' client (`http1_client.ts`), which reads answers from endpoints an HPA author
+ * chooses. It takes bytes as they arrive and gives back heads, in order, and the body of each
+ * piece by piece, or the first error. No I/O, no clock.
  *
- * It reads what strangers send before they are authenticated, so:
+ * It reads what strangers send (before they are authenticated, or from a URL anyone may put in
+ * an annotation), so:
  * - Time is linear in the bytes pushed, and memory is bounded: the bytes pushed are held as a
  *   list of the chunks received (never joined); a head that spans chunks is copied once into
  *   a buffer of at most the head limit; body bytes are handed out as copies, never as views
@@ -52,9 +54,33 @@ export interface Http1Request {
   upgrade: boolean;
 }
 
-/** A request the parser refuses: answer `status` and close the connection. */
+/** A response's head, and how its body comes. */
+export interface Http1Response {
+  /** 100 to 599. */
+  status: number;
+  /** The reason phrase as sent ("" when none). */
+  reason: string;
+  /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
+  minor: 0 | 1;
+  /** Header names and values as received: `[name, value, name, value, ...]`. */
+  rawHeaders: string[];
+  /** Headers by lower-case name, joined as in {@linkcode Http1Request}. */
+  headers: Record<string, string | string[]>;
+  /** Whether the connection may carry another request after this response. */
+  keepAlive: boolean;
+  /**
+   * How the body comes: 0 none, n > 0 the bytes of its Content-Length, -1 chunked, -2 until
+   * the server closes the connection (then call `finish()` at EOF).
+   */
+  bodyLength: number;
+}
+
+/**
+ * A message the parser refuses. For a request: answer `status` and close the connection. For
+ * a response, 502: the client closes the connection and fails the request with `reason`.
+ */
 export interface Http1Error {
-  status: 400 | 408 | 413 | 431 | 501;
+  status: 400 | 408 | 413 | 431 | 501 | 502;
   reason: string;
 }
 
@@ -80,6 +106,9 @@ const TARGET_RE = /^[\x21-\x7e]+$/;
 // field-value: visible characters, obs-text, SP and HTAB; never CR, LF, NUL or DEL
 const VALUE_RE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS_RE = /^[0-9]+$/;
+// status-line (RFC 9112 4): HTTP-version SP 3DIGIT SP [ reason-phrase ]; the SP before an
+// empty reason may be missing (as llhttp and Go read it)
+const STATUS_LINE_RE = /^HTTP\/1\.([01]) ([1-5][0-9]{2})(?: ([\t\x20-\x7e\x80-\xff]*))?$/;
 // uri-host (RFC 9110 7.2, RFC 3986 3.2.2): an IP literal (IPv6 or IPvFuture), or a reg-name
 // (which covers IPv4) with "%" only in a pct-encoded octet
 const URI_HOST = "(?:\\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\\.[A-Za-z0-9\\-._~!$&'()*+,;=:]+)\\]|" +
@@ -172,26 +201,23 @@ function codingProblem(coding: string): Http1Error | null {
   return null;
 }
 
-/** Reads a request head (without its final CRLF CRLF, with no bare CR or LF in it). */
-function readHead(text: string): Http1Request | Http1Error {
-  const lines = text.split("\r\n");
-  const line = lines[0];
-  const sp1 = line.indexOf(" ");
-  const sp2 = sp1 < 0 ? -1 : line.indexOf(" ", sp1 + 1);
-  if (sp2 < 0 || line.indexOf(" ", sp2 + 1) >= 0) {
-    return { status: 400, reason: "malformed request line" };
-  }
-  const method = line.slice(0, sp1);
-  const target = line.slice(sp1 + 1, sp2);
-  const version = line.slice(sp2 + 1);
-  if (!TOKEN_RE.test(method)) return { status: 400, reason: "malformed method" };
-  if (!TARGET_RE.test(target) || !isTargetForm(method, target)) {
-    return { status: 400, reason: "malformed request target" };
-  }
-  if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
-    return { status: 400, reason: `unsupported version "${version}"` };
-  }
-  const minor = version === "HTTP/1.1" ? 1 : 0;
+/** The header fields of a head, and what framing and connection control read of them. */
+interface Fields {
+  rawHeaders: string[];
+  headers: Record<string, string | string[]>;
+  /** The Content-Length value (one at most), or null. */
+  length: string | null;
+  /** Every Transfer-Encoding value, joined, or null. */
+  coding: string | null;
+  /** The Connection options, lower case. */
+  options: string[];
+  hosts: number;
+  upgradeHeader: boolean;
+  expectContinue: boolean;
+}
+
+/** Reads the header lines of a head (`lines` from index 1 on). */
+function readFields(lines: string[]): Fields | Http1Error {
   const rawHeaders: string[] = [];
   // no prototype: a header may be called __proto__ or constructor
   const headers: Record<string, string | string[]> = Object.create(null);
@@ -234,38 +260,117 @@ function readHead(text: string): Http1Request | Http1Error {
     else if (key === "set-cookie") (had as string[]).push(value);
     else if (!SINGLE.has(key)) headers[key] = `${had}, ${value}`;
   }
-  // RFC 9112 3.2: Host exactly once in HTTP/1.1, never twice
-  if (hosts > 1) return { status: 400, reason: "more than one host" };
-  if (hosts === 0 && minor === 1) return { status: 400, reason: "missing host" };
   const options = connection === "" ? [] : connection.split(",").map((o) => fieldValue(o, 0));
-  const keepAlive = minor === 1 ? !options.includes("close") : options.includes("keep-alive");
-  const upgrade = method === "CONNECT" || (upgradeHeader && options.includes("upgrade"));
-  let bodyLength = 0;
-  if (coding !== null) {
+  return {
+    rawHeaders,
+    headers,
+    length,
+    coding,
+    options,
+    hosts,
+    upgradeHeader,
+    expectContinue,
+  };
+}
+
+/**
+ * How a message with these fields frames its body (RFC 9112 6.1-6.3): -1 chunked, n its
+ * Content-Length, null neither, or why the framing is faulty.
+ */
+function framing(f: Fields, minor: 0 | 1): number | null | Http1Error {
+  if (f.coding !== null) {
     // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing
-    if (minor === 0) return { status: 400, reason: "transfer-encoding in an HTTP/1.0 request" };
-    if (length !== null) {
+    if (minor === 0) return { status: 400, reason: "transfer-encoding in HTTP/1.0" };
+    if (f.length !== null) {
       return { status: 400, reason: "both content-length and transfer-encoding" };
     }
-    const problem = codingProblem(coding);
-    if (problem !== null) return problem;
-    bodyLength = -1;
-  } else if (length !== null) {
-    bodyLength = Number(length);
-    if (!Number.isSafeInteger(bodyLength)) {
-      return { status: 400, reason: "malformed content-length" };
-    }
+    return codingProblem(f.coding) ?? -1;
+  }
+  if (f.length === null) return null;
+  const n = Number(f.length);
+  return Number.isSafeInteger(n) ? n : { status: 400, reason: "malformed content-length" };
+}
+
+/** Reads a request head (without its final CRLF CRLF, with no bare CR or LF in it). */
+function readHead(text: string): Http1Request | Http1Error {
+  const lines = text.split("\r\n");
+  const line = lines[0];
+  const sp1 = line.indexOf(" ");
+  const sp2 = sp1 < 0 ? -1 : line.indexOf(" ", sp1 + 1);
+  if (sp2 < 0 || line.indexOf(" ", sp2 + 1) >= 0) {
+    return { status: 400, reason: "malformed request line" };
+  }
+  const method = line.slice(0, sp1);
+  const target = line.slice(sp1 + 1, sp2);
+  const version = line.slice(sp2 + 1);
+  if (!TOKEN_RE.test(method)) return { status: 400, reason: "malformed method" };
+  if (!TARGET_RE.test(target) || !isTargetForm(method, target)) {
+    return { status: 400, reason: "malformed request target" };
+  }
+  if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
+    return { status: 400, reason: `unsupported version "${version}"` };
+  }
+  const minor = version === "HTTP/1.1" ? 1 : 0;
+  const f = readFields(lines);
+  if ("status" in f) return f;
+  // RFC 9112 3.2: Host exactly once in HTTP/1.1, never twice
+  if (f.hosts > 1) return { status: 400, reason: "more than one host" };
+  if (f.hosts === 0 && minor === 1) return { status: 400, reason: "missing host" };
+  const keepAlive = minor === 1 ? !f.options.includes("close") : f.options.includes("keep-alive");
+  const upgrade = method === "CONNECT" || (f.upgradeHeader && f.options.includes("upgrade"));
+  const body = framing(f, minor);
+  if (body !== null && typeof body !== "number") {
+    return minor === 0 && f.coding !== null
+      ? { status: 400, reason: "transfer-encoding in an HTTP/1.0 request" }
+      : body;
   }
   return {
     method,
     target,
     minor,
-    rawHeaders,
-    headers,
+    rawHeaders: f.rawHeaders,
+    headers: f.headers,
+    keepAlive,
+    bodyLength: body ?? 0,
+    expectContinue: f.expectContinue,
+    upgrade,
+  };
+}
+
+/**
+ * Reads a response head (as {@linkcode readHead}) to a request of `method`; errors are 502,
+ * with the reason of the rule broken.
+ */
+function readResponseHead(text: string, method: string): Http1Response | Http1Error {
+  const lines = text.split("\r\n");
+  const m = STATUS_LINE_RE.exec(lines[0]);
+  if (m === null) return { status: 502, reason: "malformed status line" };
+  const minor = m[1] === "1" ? 1 : 0;
+  const status = Number(m[2]);
+  const f = readFields(lines);
+  if ("status" in f) return { status: 502, reason: f.reason };
+  let keepAlive = minor === 1 ? !f.options.includes("close") : f.options.includes("keep-alive");
+  // framing is checked even where no body follows: a server that sends it faulty is not
+  // trusted with the connection's next response either
+  const body = framing(f, minor);
+  if (body !== null && typeof body !== "number") return { status: 502, reason: body.reason };
+  let bodyLength: number;
+  // RFC 9112 6.3: no body after HEAD, 1xx, 204 and 304, whatever the fields say
+  if (method === "HEAD" || status < 200 || status === 204 || status === 304) bodyLength = 0;
+  else if (body !== null) bodyLength = body;
+  else {
+    // the body is the bytes until the server closes: nothing can follow it
+    bodyLength = -2;
+    keepAlive = false;
+  }
+  return {
+    status,
+    reason: m[3] ?? "",
+    minor,
+    rawHeaders: f.rawHeaders,
+    headers: f.headers,
     keepAlive,
     bodyLength,
-    expectContinue,
-    upgrade,
   };
 }
 
@@ -283,6 +388,8 @@ const enum State {
   ChunkEnd,
   /** Reading the trailer section after the last chunk. */
   Trailers,
+  /** Reading a response's body until the server closes (`finish()`). */
+  UntilClose,
   /** A body was read whole: `body()` answers "end" once. */
   BodyDone,
   /** Refused a request: nothing more is read. */
@@ -328,6 +435,10 @@ export class Http1Parser {
   #left = 0;
   #bodyRead = 0;
   #excess = 0;
+  /** The connection ended (`finish()`): nothing more will be pushed. */
+  #eof = false;
+  /** What the heads are, for errors: "request" or "response". */
+  #what = "request";
 
   constructor(limits: Http1Limits = {}) {
     this.#maxHead = limits.maxHeadBytes ?? 16 * 1024;
@@ -357,6 +468,50 @@ export class Http1Parser {
   }
 
   /**
+   * Tells the parser that the connection ended: a body read until the close is then whole;
+   * a head or body cut short is an error (502) on the next call.
+   */
+  finish(): void {
+    this.#eof = true;
+  }
+
+  /**
+   * The next response's head, to a request of `method` (HEAD's have no body); null when more
+   * bytes are needed; an error (502) once, after which the parser takes nothing more. A 1xx
+   * head is given like any other (with no body): the caller reads the next. Read a body with
+   * `body()` until "end", as a request's. The connection ended cleanly when `pending` is
+   * false at EOF.
+   */
+  nextResponse(method: string): Http1Response | Http1Error | null {
+    if (this.#state === State.Failed) return null;
+    if (this.#state !== State.Head) throw new Error("the body of the last response is not read");
+    this.#what = "response";
+    const text = this.#scanLines(this.#maxHead, true);
+    if (text === null) {
+      return this.#eof && this.pending
+        ? this.#fail({ status: 502, reason: "connection closed in a response head" })
+        : null;
+    }
+    if (typeof text !== "string") return this.#fail({ status: 502, reason: text.reason });
+    const head = readResponseHead(text, method);
+    if ("minor" in head) this.#begin(head.bodyLength);
+    else this.#fail(head);
+    return head;
+  }
+
+  /** Starts reading a body framed as `bodyLength` says. */
+  #begin(bodyLength: number): void {
+    if (bodyLength > 0) {
+      this.#state = State.Fixed;
+      this.#left = bodyLength;
+    } else if (bodyLength === -1) {
+      this.#state = State.ChunkLine;
+      this.#excess = 0;
+    } else if (bodyLength === -2) this.#state = State.UntilClose;
+    this.#bodyRead = 0;
+  }
+
+  /**
    * The next request's head; null when more bytes are needed; an error once, after which the
    * parser takes nothing more. After a head with a body, read the body with `body()` until
    * "end" before asking for the next head.
@@ -369,23 +524,35 @@ export class Http1Parser {
     if (typeof text !== "string") return this.#fail(text);
     const head = readHead(text);
     if ("status" in head) return this.#fail(head);
-    if (head.bodyLength > 0) {
-      this.#state = State.Fixed;
-      this.#left = head.bodyLength;
-    } else if (head.bodyLength < 0) {
-      this.#state = State.ChunkLine;
-      this.#excess = 0;
-    }
-    this.#bodyRead = 0;
+    this.#begin(head.bodyLength);
     return head;
   }
 
   /**
-   * The next piece of the current request's body (a copy); "end" once when it is whole (then
+   * The next piece of the current message's body (a copy); "end" once when it is whole (then
    * `next()` reads the next request); null when more bytes are needed; an error once (413
-   * past `maxBytes`).
+   * past `maxBytes`; 502 for a response's body cut short by `finish()`).
    */
   body(maxBytes: number): Uint8Array | "end" | Http1Error | null {
+    const piece = this.#body(maxBytes);
+    if (piece === null && this.#eof && this.#state !== State.Failed) {
+      if (this.#state === State.UntilClose) {
+        this.#state = State.Failed;
+        return "end";
+      }
+      return this.#fail({ status: 502, reason: "connection closed in the body" });
+    }
+    if (piece !== null && typeof piece === "object" && "status" in piece && this.#isResponse) {
+      return piece.status === 413 ? piece : { status: 502, reason: piece.reason };
+    }
+    return piece;
+  }
+
+  get #isResponse(): boolean {
+    return this.#what === "response";
+  }
+
+  #body(maxBytes: number): Uint8Array | "end" | Http1Error | null {
     for (;;) {
       switch (this.#state) {
         case State.Failed:
@@ -395,10 +562,18 @@ export class Http1Parser {
         case State.BodyDone:
           this.#state = State.Head;
           return "end";
+        case State.UntilClose: {
+          if (this.#bodyRead + this.#held > maxBytes) {
+            return this.#fail({ status: 413, reason: "body too large" });
+          }
+          const data = this.#take(Infinity);
+          if (data !== null) this.#bodyRead += data.byteLength;
+          return data;
+        }
         case State.Fixed:
         case State.ChunkData: {
           if (this.#bodyRead + this.#left > maxBytes) {
-            return this.#fail({ status: 413, reason: "request body too large" });
+            return this.#fail({ status: 413, reason: `${this.#what} body too large` });
           }
           const data = this.#take(this.#left);
           if (data === null) return null;
@@ -423,7 +598,7 @@ export class Http1Parser {
           const digits = m[1].replace(/^0+(?=.)/, "");
           const size = digits.length > 13 ? Infinity : parseInt(digits, 16);
           if (this.#bodyRead + size > maxBytes) {
-            return this.#fail({ status: 413, reason: "request body too large" });
+            return this.#fail({ status: 413, reason: `${this.#what} body too large` });
           }
           // the line and the CRLF after its data, less what the chunk's data pays for
           this.#excess = Math.max(0, this.#excess + line.length + 4 - 16 - 2 * size);
@@ -551,7 +726,7 @@ export class Http1Parser {
               this.#accLen = 0;
               start = i + 1;
               if (this.#headLen > max) {
-                return this.#fail({ status: 431, reason: "request head too large" });
+                return this.#fail({ status: 431, reason: `${this.#what} head too large` });
               }
               continue;
             }
@@ -575,7 +750,7 @@ export class Http1Parser {
         return this.#fail({
           status: 431,
           reason: head
-            ? "request head too large"
+            ? `${this.#what} head too large`
             : section
             ? "trailers too large"
             : "chunk line too large",

@@ -1,54 +1,51 @@
 /**
- * The `fetch` the collectors get: on Node a small fetch on undici's `request` API; on Bun and
- * Deno the runtime's own, told not to decompress.
+ * The `fetch` the collectors get: a small fetch on our own HTTP/1.1 client (`http1_client.ts`),
+ * the same on Node, Deno and Bun.
  *
- * Why not Node's fetch: every response it returns is registered in a FinalizationRegistry (so
- * that an unread body is cancelled when the response is collected), and V8's young-generation
- * collector keeps registered objects alive, so each response with its headers, streams and
- * promises is promoted to the old generation. Measured on Node 20.20 (20,000 GETs of a small
- * JSON body on loopback, 50 at a time): fetch promoted 224-242 MB and took 278-361 us a
- * request; `request` promoted 21 MB and took 128 us. With 10,000 HPAs that promotion made
- * scavenges of 7-13 ms every half second. Deno's fetch promoted 32 MB in the same test and
- * undici on Deno more (49 MB); Bun's fetch is native.
+ * Why our own client: the collectors read answers from endpoints an HPA author chooses, and each
+ * runtime's client reads a hostile answer with its own leniency and costs (http1_client.ts says
+ * what was measured). Ours reads every answer by the rules of our parser, in time and memory
+ * linear in the bytes read, and only as fast as fetchCapped pulls, so its cap bounds what is
+ * read off the wire.
+ *
+ * Why not Node's fetch either: every response it returns is registered in a
+ * FinalizationRegistry (so that an unread body is cancelled when the response is collected),
+ * and V8's young-generation collector keeps registered objects alive, so each response with its
+ * headers, streams and promises is promoted to the old generation (measured on Node 20.20:
+ * 224-242 MB promoted for 20,000 GETs, against 21 MB for undici's `request`). The responses here
+ * are plain objects.
  *
  * Why we inflate ourselves: an HPA author chooses the URL, so a backend may answer a gzip
- * bomb (255 KiB that inflate to 256 MiB). Bun's fetch inflates ahead of the reader, in 256 KiB
- * chunks and far past them: reading 1 MiB of such a body and cancelling took its RSS from 23 to
- * 181 MiB (gzip) and 249 MiB (br), with or without `accept-encoding: identity` (Bun 1.4).
- * `decompress: false` hands the bytes as sent (and sends no `accept-encoding`). Deno's fetch
- * inflates as it is read (4 KiB chunks, bounded), but a user-set `accept-encoding` turns its
- * decoding off (a gzip answer then arrives as sent, Deno 2.9): we send `identity`, so that
- * servers do not compress (and an answer with a length stays on fetchCapped's one-call path)
- * and one decoder serves all runtimes. node:zlib streams inflate only as far as they are read
- * (measured on all three runtimes: 1 MiB read of a bomb, about 1 MiB inflated), so no more
- * than the reader's cap and a chunk or two is ever inflated.
+ * bomb (255 KiB that inflate to 256 MiB). No compression is asked for (no `accept-encoding`),
+ * and a gzip, deflate or br body a server sends anyway is inflated by node:zlib streams, which
+ * inflate only as far as they are read (measured on all three runtimes: 1 MiB read of a bomb,
+ * about 1 MiB inflated), so no more than the reader's cap and a chunk or two is ever inflated.
  *
  * Of a response it has what fetchCapped (http_get.ts), the one reader of the collectors'
  * fetch, uses: status, statusText, type, headers.get, text, and body as a web stream with
  * cancel. What differs from fetch:
  * - redirects are never followed (every collector asks for `redirect: "manual"`; a call that
- *   asks to follow goes to the runtime's fetch);
- * - `statusText` is the standard reason phrase of the status (as on Deno);
- * - no compression is asked for (no `accept-encoding`, `identity` on Deno); a gzip, deflate or
- *   br body a server sends anyway is inflated as it is read;
+ *   asks to follow, or passes a Request, goes to the runtime's fetch);
+ * - `statusText` is the standard reason phrase of the status;
+ * - HTTP/1.1 only, no proxy from the environment, TLS verified against the runtime's roots;
  * - a body that fails to arrive fails with short words the same on every runtime (`connection
- *   closed while reading the body`, `invalid gzip body: <why>`), not the runtime's hints.
+ *   closed while reading the body`, `malformed answer: <rule>`, `invalid gzip body: <why>`).
  */
 import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
 import * as zlib from "node:zlib";
-import { Agent, request } from "undici";
-import { runtimeName } from "./serve.ts";
+import { ByteBuffer } from "./byte_buffer.ts";
+import { type Http1Body, Http1Client, type Http1ClientOptions } from "./http1_client.ts";
 
 /** A fetch and the connections behind it. */
 export interface CollectorFetch {
   fetch: typeof fetch;
-  /** Closes idle connections and releases the pool (a no-op for the runtime's fetch). */
+  /** Closes idle connections and releases the pool. */
   close(): Promise<void>;
 }
 
 /** Options of {@linkcode collectorFetch}. */
-export interface CollectorFetchOptions {
+export interface CollectorFetchOptions extends Http1ClientOptions {
   /**
    * Called once a compressed body is done (read to its end, cancelled or failed) with the
    * bytes it was inflated to: what was read and what the decoder still held (for tests).
@@ -57,7 +54,7 @@ export interface CollectorFetchOptions {
 }
 
 /**
- * The fetch for the collectors on this runtime.
+ * The fetch for the collectors, on our HTTP/1.1 client.
  *
  * @example
  * ```ts
@@ -67,48 +64,8 @@ export interface CollectorFetchOptions {
  * ```
  */
 export function collectorFetch(options: CollectorFetchOptions = {}): CollectorFetch {
-  const runtime = runtimeName();
-  if (runtime === "node") return createRequestFetch(options);
-  return { fetch: createRuntimeFetch(runtime, options), close: () => Promise.resolve() };
-}
-
-/** The collectors' fetch on Bun and Deno: the runtime's, without its decompression. */
-function createRuntimeFetch(runtime: "deno" | "bun", options: CollectorFetchOptions): typeof fetch {
-  const runtimeFetch = async (
-    input: string | URL | Request,
-    init?: RequestInit,
-  ): Promise<Response> => {
-    if (input instanceof Request || (init?.redirect ?? "follow") !== "manual") {
-      return await globalThis.fetch(input, init);
-    }
-    const res = await globalThis.fetch(
-      input,
-      runtime === "bun"
-        ? { ...init, decompress: false } as RequestInit
-        : { ...init, headers: identityAccepted(init?.headers) },
-    );
-    return new WebResponse(res, options.onInflated) as unknown as Response;
-  };
-  return runtimeFetch as typeof fetch;
-}
-
-/** `headers` with `accept-encoding: identity` unless they name an encoding. */
-function identityAccepted(headers: HeadersInit | undefined): Headers {
-  const out = new Headers(headers);
-  if (!out.has("accept-encoding")) out.set("accept-encoding", "identity");
-  return out;
-}
-
-/** Options of {@linkcode createRequestFetch}. */
-export interface RequestFetchOptions extends CollectorFetchOptions {
-  /** Idle keep-alive connections are closed after this long, ms (default 4,000, as fetch). */
-  keepAliveTimeoutMs?: number;
-}
-
-/** The Node fetch of {@linkcode collectorFetch}, on any runtime (for tests). */
-export function createRequestFetch(options: RequestFetchOptions = {}): CollectorFetch {
-  const agent = new Agent({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 4_000 });
-  const requestFetch = async (
+  const client = new Http1Client(options);
+  const clientFetch = async (
     input: string | URL | Request,
     init?: RequestInit,
   ): Promise<Response> => {
@@ -116,32 +73,24 @@ export function createRequestFetch(options: RequestFetchOptions = {}): Collector
       return await globalThis.fetch(input, init);
     }
     const url = typeof input === "string" ? input : input.href;
-    const method = (init?.method ?? "GET").toUpperCase();
-    const res = await request(url, {
-      method: method as "GET",
+    const res = await client.request(url, {
+      method: init?.method ?? "GET",
       headers: headerRecord(init?.headers),
       body: bodyOf(init?.body),
       signal: init?.signal ?? undefined,
-      dispatcher: agent,
-      // the caller's deadline bounds the request (fetch has no separate timeouts either)
-      headersTimeout: 0,
-      bodyTimeout: 0,
     });
-    return new RequestResponse(
+    return new ClientResponse(
       url,
-      res.statusCode,
-      res.headers,
+      res.head.status,
+      res.head.headers,
       res.body,
       options.onInflated,
     ) as unknown as Response;
   };
-  return {
-    fetch: requestFetch as typeof fetch,
-    close: () => agent.close(),
-  };
+  return { fetch: clientFetch as typeof fetch, close: () => client.close() };
 }
 
-/** The request headers as a record, with fetch's `accept: *\/*` when none is given. */
+/** The request headers as a record (lower-case names). */
 function headerRecord(headers: HeadersInit | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   if (headers !== undefined) {
@@ -151,7 +100,6 @@ function headerRecord(headers: HeadersInit | undefined): Record<string, string> 
       for (const [name, value] of Object.entries(headers)) out[name.toLowerCase()] = value;
     }
   }
-  out.accept ??= "*/*";
   return out;
 }
 
@@ -176,16 +124,16 @@ class RecordHeaders {
   }
 }
 
-/** The part of a fetch Response the collectors read, over undici's response body. */
-class RequestResponse {
+/** The part of a fetch Response the collectors read, over our client's response body. */
+class ClientResponse {
   readonly url: string;
   readonly status: number;
   readonly statusText: string;
   readonly headers: RecordHeaders;
   readonly type = "basic";
-  readonly #raw: Readable;
+  readonly #raw: Http1Body;
+  readonly #encoding: string | null;
   readonly #onInflated: ((bytes: number) => void) | undefined;
-  #decoded: Decoded | null = null;
   #web: ReadableStream<Uint8Array> | null = null;
   #used = false;
 
@@ -193,99 +141,91 @@ class RequestResponse {
     url: string,
     status: number,
     headers: HeaderValues,
-    body: Readable,
+    body: Http1Body,
     onInflated?: (bytes: number) => void,
   ) {
     this.url = url;
     this.status = status;
     this.statusText = STATUS_CODES[status] ?? "";
     this.headers = new RecordHeaders(headers);
-    this.#raw = body; // (undici listens for errors of a body nobody reads)
+    this.#raw = body;
+    this.#encoding = encodingOf(this.headers.get("content-encoding"));
     this.#onInflated = onInflated;
   }
 
-  /** The body as sent, decoded when the server compressed it. */
-  #stream(): Decoded {
-    return this.#decoded ??= decoded(
-      () => this.#raw,
-      this.headers.get("content-encoding"),
-      this.#onInflated,
-    );
-  }
-
-  #take(): Decoded {
+  #take(): void {
     if (this.#used) throw new TypeError("Body is unusable: Body has already been read");
     this.#used = true;
-    return this.#stream();
-  }
-
-  get body(): ReadableStream<Uint8Array> | null {
-    // pulled chunk by chunk from the body (only a body of unknown length or a compressed one is
-    // read this way)
-    return this.#web ??= pulled(() => this.#take());
-  }
-
-  async text(): Promise<string> {
-    const stream = this.#take();
-    if (stream.encoding === null) {
-      try {
-        return await (this.#raw as unknown as { text(): Promise<string> }).text();
-      } catch (e) {
-        throw readError(e);
-      }
-    }
-    return new TextDecoder().decode(await bytesOf(stream));
-  }
-}
-
-/** The part of a fetch Response the collectors read, over the runtime's Response (Bun, Deno). */
-class WebResponse {
-  readonly url: string;
-  readonly status: number;
-  readonly statusText: string;
-  readonly headers: Headers;
-  readonly type: ResponseType;
-  readonly #res: Response;
-  readonly #encoding: string | null;
-  readonly #onInflated: ((bytes: number) => void) | undefined;
-  #web: ReadableStream<Uint8Array> | null = null;
-
-  constructor(res: Response, onInflated?: (bytes: number) => void) {
-    this.url = res.url;
-    this.status = res.status;
-    this.statusText = res.statusText;
-    this.headers = res.headers;
-    this.type = res.type;
-    this.#res = res;
-    this.#encoding = res.body === null ? null : encodingOf(res.headers.get("content-encoding"));
-    this.#onInflated = onInflated;
   }
 
   #inflated(): Decoded {
-    const body = this.#res.body as unknown as NodeReadableStream;
-    return decoded(() => Readable.fromWeb(body), this.#encoding, this.#onInflated);
+    return decoded(() => readableOf(this.#raw), this.#encoding, this.#onInflated);
   }
 
   get body(): ReadableStream<Uint8Array> | null {
-    if (this.#web === null && this.#res.body !== null) {
-      this.#web = this.#encoding === null
-        ? withReadErrors(this.#res.body)
-        : pulled(() => this.#inflated());
+    if (this.#web === null) {
+      this.#web = this.#encoding === null ? webOf(this.#raw, () => this.#take()) : pulled(() => {
+        this.#take();
+        return this.#inflated();
+      });
     }
     return this.#web;
   }
 
   async text(): Promise<string> {
+    this.#take();
     if (this.#encoding !== null) {
-      if (this.#res.bodyUsed) throw new TypeError("Body is unusable: Body has already been read");
       return new TextDecoder().decode(await bytesOf(this.#inflated()));
     }
+    const bytes = new ByteBuffer();
     try {
-      return await this.#res.text();
+      for (;;) {
+        const piece = await this.#raw.read();
+        if (piece === null) break;
+        bytes.append(piece);
+      }
     } catch (e) {
       throw readError(e);
     }
+    return new TextDecoder().decode(bytes.bytes());
   }
+}
+
+/** The body as a node stream (for node:zlib), pulled piece by piece. */
+function readableOf(body: Http1Body): Readable {
+  return new Readable({
+    read(): void {
+      body.read().then((piece) => this.push(piece), (e) => this.destroy(e as Error));
+    },
+    destroy(e, callback): void {
+      body.cancel();
+      callback(e);
+    },
+  });
+}
+
+/** The body as a web stream (made on first use), with the errors of {@linkcode readError}. */
+function webOf(body: Http1Body, take: () => void): ReadableStream<Uint8Array> {
+  let taken = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller): Promise<void> {
+      if (!taken) {
+        take();
+        taken = true;
+      }
+      let piece: Uint8Array | null;
+      try {
+        piece = await body.read();
+      } catch (e) {
+        throw readError(e);
+      }
+      if (piece === null) controller.close();
+      else controller.enqueue(piece);
+    },
+    cancel(): void {
+      body.cancel();
+    },
+  }, { highWaterMark: 0 });
 }
 
 type NodeReadableStream = Parameters<typeof Readable.fromWeb>[0];
@@ -344,17 +284,15 @@ function decoded(
 }
 
 /**
- * The error a failed body read gives fetchCapped: short words, the same on every runtime where
- * the runtime tells what happened (an abort stays as it is: the caller words it).
+ * The error a failed body read gives fetchCapped: short words, the same on every runtime (an
+ * abort stays as it is: the caller words it).
  */
 function readError(e: unknown): unknown {
   if (e instanceof BodyError || !(e instanceof Error)) return e;
   if (e.name === "AbortError" || e.name === "TimeoutError") return e;
   const code = (e as { code?: unknown }).code;
-  // Bun: ECONNRESET with a hint to pass `verbose: true`; undici: "other side closed", "read
-  // ECONNRESET". (Deno says "error reading a body from connection" for a close and a malformed
-  // body alike: its words are kept.)
-  if (code === "ECONNRESET" || code === "UND_ERR_SOCKET" || code === "EPIPE") {
+  // a reset socket (the client's own errors already say what happened in short words)
+  if (code === "ECONNRESET" || code === "EPIPE") {
     return new BodyError("connection closed while reading the body", { cause: e });
   }
   return new BodyError(e.message, { cause: e });
@@ -412,27 +350,6 @@ function pulled(take: () => Decoded): ReadableStream<Uint8Array> {
       const it = next();
       body?.done(delivered);
       await it.return?.();
-    },
-  }, { highWaterMark: 0 });
-}
-
-/** The runtime's body stream, with the errors of {@linkcode readError}. */
-function withReadErrors(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  let reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller): Promise<void> {
-      reader ??= body.getReader();
-      let r: ReadableStreamReadResult<Uint8Array>;
-      try {
-        r = await reader.read();
-      } catch (e) {
-        throw readError(e);
-      }
-      if (r.done) controller.close();
-      else controller.enqueue(r.value);
-    },
-    async cancel(reason): Promise<void> {
-      await (reader === null ? body.cancel(reason) : reader.cancel(reason));
     },
   }, { highWaterMark: 0 });
 }

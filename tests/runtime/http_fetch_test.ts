@@ -1,6 +1,7 @@
 /**
- * The collectors' fetch on Node (undici's request API, src/runtime/http_fetch.ts): it must
- * answer fetchCapped exactly as the runtime's fetch does, against real loopback servers.
+ * The collectors' fetch (src/runtime/http_fetch.ts, on our HTTP/1.1 client): it must answer
+ * fetchCapped exactly as the runtime's fetch does, against real loopback servers, on every
+ * runtime.
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -8,11 +9,7 @@ import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { fetchCapped, httpGetText } from "../../src/collectors/http_get.ts";
-import {
-  type CollectorFetch,
-  collectorFetch,
-  createRequestFetch,
-} from "../../src/runtime/http_fetch.ts";
+import { type CollectorFetch, collectorFetch } from "../../src/runtime/http_fetch.ts";
 import { startServer, type TestServer } from "../collectors/servers.ts";
 
 const base = { signal: new AbortController().signal, timeoutSeconds: 5, maxBytes: 1 << 20 };
@@ -25,12 +22,8 @@ interface Seen {
   socket: Socket;
 }
 
-// Bun's `undici` is a shim on its own fetch (which it uses for the collectors anyway):
-// `request` there decodes bodies itself, so this suite is registered on Node and Deno only.
-const onUndici = (globalThis as { Bun?: unknown }).Bun === undefined;
-
-if (onUndici) {
-  describe("the request fetch answers fetchCapped as the runtime's fetch does", () => {
+{
+  describe("the collectors' fetch answers fetchCapped as the runtime's fetch does", () => {
     let http: CollectorFetch;
     let srv: TestServer;
     const seen: Seen[] = [];
@@ -39,7 +32,7 @@ if (onUndici) {
     const url = (p: string): string => `http://127.0.0.2:${srv.port}${p}`;
 
     before(async () => {
-      http = createRequestFetch();
+      http = collectorFetch();
       srv = await startServer("127.0.0.2", 0, (req, res) => {
         let body = "";
         req.setEncoding("utf8");
@@ -220,7 +213,7 @@ if (onUndici) {
 }
 
 describe("collectorFetch", () => {
-  it("is the request fetch on Node and the runtime's own elsewhere, and reads a real server", async () => {
+  it("reads a real server without asking for compression", async () => {
     let acceptEncoding: string | undefined;
     const srv = await startServer("127.0.0.2", 0, (req, res) => {
       acceptEncoding = req.headers["accept-encoding"];
@@ -231,9 +224,8 @@ describe("collectorFetch", () => {
     try {
       const res = await http.fetch(`http://127.0.0.2:${srv.port}/q`, { redirect: "manual" });
       assert.deepEqual([res.status, await res.text()], [200, '{"length":7}']);
-      // every runtime's fetch asks for compression; the collectors' fetch does not (Deno's
-      // decodes unless the caller names an encoding: it says identity)
-      assert.equal(acceptEncoding, "Deno" in globalThis ? "identity" : undefined);
+      // every runtime's fetch asks for compression; the collectors' fetch does not
+      assert.equal(acceptEncoding, undefined);
     } finally {
       await http.close();
       await srv.close();
@@ -363,10 +355,7 @@ describe("collectorFetch with a backend an HPA author chose", () => {
   });
 
   it("names the URL when the connection closes in the body, in short words", async () => {
-    // Deno says the same words for a close and a malformed body: they are kept
-    const why = "Deno" in globalThis
-      ? "error reading a body from connection"
-      : "connection closed while reading the body";
+    const why = "connection closed while reading the body";
     for (const how of ["length", "chunked", "gzip"]) {
       const u = url(`/reset?how=${how}`);
       const http = collectorFetch();
