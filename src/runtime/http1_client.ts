@@ -236,7 +236,9 @@ class Connection {
         }
         if (!("minor" in r)) return this.#fail(malformed(r));
         if (r.status === 101) {
-          return this.#fail(new Http1ClientError("malformed answer: 101 to a request that asked no upgrade"));
+          return this.#fail(
+            new Http1ClientError("malformed answer: 101 to a request that asked no upgrade"),
+          );
         }
         if (r.status < 200) continue; // 100 Continue, 103 Early Hints: the answer follows
         ex.phase = "body";
@@ -354,9 +356,7 @@ function requestHead(method: string, url: URL, req: Http1ClientRequest): string 
   // fetch's default
   if (!accept) head += "accept: */*\r\n";
   if (req.body !== undefined) {
-    const length = typeof req.body === "string"
-      ? Buffer.byteLength(req.body)
-      : req.body.byteLength;
+    const length = typeof req.body === "string" ? Buffer.byteLength(req.body) : req.body.byteLength;
     head += `content-length: ${length}\r\n`;
   } else if (method === "POST" || method === "PUT" || method === "PATCH") {
     head += "content-length: 0\r\n";

@@ -211,7 +211,8 @@ interface Fields {
   coding: string | null;
   /** The Connection options, lower case. */
   options: string[];
-  hosts: number;
+  /** The Host values (a request must have exactly one, a valid uri-host). */
+  hosts: string[];
   upgradeHeader: boolean;
   expectContinue: boolean;
 }
@@ -224,7 +225,7 @@ function readFields(lines: string[]): Fields | Http1Error {
   let length: string | null = null;
   let coding: string | null = null;
   let connection = "";
-  let hosts = 0;
+  const hosts: string[] = [];
   let upgradeHeader = false;
   let expectContinue = false;
   for (let i = 1; i < lines.length; i++) {
@@ -246,8 +247,7 @@ function readFields(lines: string[]): Fields | Http1Error {
     } else if (key === "transfer-encoding") {
       coding = coding === null ? value : `${coding}, ${value}`;
     } else if (key === "host") {
-      hosts++;
-      if (!HOST_RE.test(value)) return { status: 400, reason: "malformed host" };
+      hosts.push(value);
     } else if (key === "connection") {
       connection = connection === "" ? value.toLowerCase() : `${connection},${value.toLowerCase()}`;
     } else if (key === "upgrade") {
@@ -313,9 +313,10 @@ function readHead(text: string): Http1Request | Http1Error {
   const minor = version === "HTTP/1.1" ? 1 : 0;
   const f = readFields(lines);
   if ("status" in f) return f;
-  // RFC 9112 3.2: Host exactly once in HTTP/1.1, never twice
-  if (f.hosts > 1) return { status: 400, reason: "more than one host" };
-  if (f.hosts === 0 && minor === 1) return { status: 400, reason: "missing host" };
+  // RFC 9112 3.2: Host exactly once in HTTP/1.1, never twice, and a valid uri-host
+  if (f.hosts.some((h) => !HOST_RE.test(h))) return { status: 400, reason: "malformed host" };
+  if (f.hosts.length > 1) return { status: 400, reason: "more than one host" };
+  if (f.hosts.length === 0 && minor === 1) return { status: 400, reason: "missing host" };
   const keepAlive = minor === 1 ? !f.options.includes("close") : f.options.includes("keep-alive");
   const upgrade = method === "CONNECT" || (f.upgradeHeader && f.options.includes("upgrade"));
   const body = framing(f, minor);

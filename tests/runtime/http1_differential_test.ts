@@ -21,6 +21,7 @@ import { createRequire } from "node:module";
 import process from "node:process";
 import fc from "fast-check";
 import { type Http1Error, Http1Parser, type Http1Request } from "../../src/runtime/http1_parser.ts";
+import { chunked, everyByte, mutate, mutationOf } from "../support/http1_fuzz.ts";
 
 // ---- verdicts ----------------------------------------------------------------------------
 
@@ -747,24 +748,6 @@ function agrees(ours: Verdict, exp: Expected): boolean {
   return exp.prefixOnly || exp.ends.includes(ours.end);
 }
 
-/** `input` cut at `cuts` (offsets, any order, out of range ignored). */
-function chunked(input: Uint8Array, cuts: number[]): Uint8Array[] {
-  const at = [...new Set(cuts.filter((c) => c > 0 && c < input.byteLength))].sort((a, b) => a - b);
-  const out: Uint8Array[] = [];
-  let from = 0;
-  for (const c of at) {
-    out.push(input.subarray(from, c));
-    from = c;
-  }
-  out.push(input.subarray(from));
-  return out;
-}
-
-/** Cuts that split `input` into single bytes. */
-function everyByte(length: number): number[] {
-  return Array.from({ length }, (_, i) => i);
-}
-
 interface Comparison {
   ours: Verdict;
   llhttp: LlhttpVerdict;
@@ -865,26 +848,6 @@ const SEEDS: string[] = [
 
 // ---- mutations ---------------------------------------------------------------------------
 
-type Mutation =
-  | { kind: "insert" | "replace"; at: number; byte: number }
-  | { kind: "insertText"; at: number; text: string }
-  | { kind: "delete" | "dupLine" | "dropLine" | "bareLf" | "nameCase"; at: number };
-
-const INTERESTING = [
-  CR,
-  LF,
-  0x20,
-  0x09,
-  0x00,
-  0x0b,
-  0x0c,
-  0x7f,
-  0x80,
-  0xa0,
-  0xff,
-  ...':,;="-/0123456789abcdefABCDEFGHkxz'.split("").map((c) => c.charCodeAt(0)),
-];
-
 /** Pieces of requests, inserted whole: they reach framing that single bytes rarely do. */
 const FRAGMENTS = [
   "\r\n",
@@ -905,82 +868,7 @@ const FRAGMENTS = [
   "POST /x HTTP/1.0\r\n",
 ];
 
-const mutation: fc.Arbitrary<Mutation> = fc.oneof(
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      kind: fc.constantFrom("insert" as const, "replace" as const),
-      at: fc.nat(),
-      byte: fc.constantFrom(...INTERESTING),
-    }),
-  },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("delete" as const), at: fc.nat() }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      kind: fc.constant("insertText" as const),
-      at: fc.nat(),
-      text: fc.constantFrom(...FRAGMENTS),
-    }),
-  },
-  {
-    weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constantFrom(
-        "dupLine" as const,
-        "dropLine" as const,
-        "bareLf" as const,
-        "nameCase" as const,
-      ),
-      at: fc.nat(),
-    }),
-  },
-);
-
-/** The lines of `s`, each with its LF. */
-function lines(s: string): string[] {
-  return s.split(/(?<=\n)/);
-}
-
-function mutate(s: string, m: Mutation): string {
-  const i = s.length === 0 ? 0 : m.at % s.length;
-  switch (m.kind) {
-    case "insert":
-      return s.slice(0, i) + String.fromCharCode(m.byte) + s.slice(i);
-    case "insertText":
-      return s.slice(0, i) + m.text + s.slice(i);
-    case "replace":
-      return s.slice(0, i) + String.fromCharCode(m.byte) + s.slice(i + 1);
-    case "delete":
-      return s.slice(0, i) + s.slice(i + 1);
-    case "dupLine":
-    case "dropLine": {
-      const ls = lines(s);
-      const k = m.at % ls.length;
-      ls.splice(k, 1, ...(m.kind === "dupLine" ? [ls[k], ls[k]] : []));
-      return ls.join("");
-    }
-    case "bareLf": {
-      const parts = s.split("\r\n");
-      if (parts.length < 2) return s;
-      const k = m.at % (parts.length - 1);
-      return parts.slice(0, k + 1).join("\r\n") + "\n" + parts.slice(k + 1).join("\r\n");
-    }
-    case "nameCase": {
-      const ls = lines(s);
-      const k = m.at % ls.length;
-      const colon = ls[k].indexOf(":");
-      if (colon < 0) return s;
-      // ASCII letters only: toUpperCase() takes \xff out of latin1
-      const name = ls[k].slice(0, colon).replace(
-        /[A-Za-z]/g,
-        (c) => c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase(),
-      );
-      ls[k] = name + ls[k].slice(colon);
-      return ls.join("");
-    }
-  }
-}
+const mutation = mutationOf(FRAGMENTS);
 
 /** A seed, one to four mutations, and where to cut the bytes into chunks. */
 const testCase = fc.record({
