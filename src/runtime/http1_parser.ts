@@ -398,6 +398,10 @@ const enum State {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** `body()` gathers at most this many bytes of data into one piece. */
+const GATHER_BYTES = 64 * 1024;
+/** A step of `body()` gathered data and may go on. */
+const GATHERED = 1;
 
 /**
  * Reads requests from the bytes of one connection.
@@ -440,6 +444,11 @@ export class Http1Parser {
   #eof = false;
   /** What the heads are, for errors: "request" or "response". */
   #what = "request";
+  /** The piece of body being gathered by `body()`, and its bytes so far. */
+  #out: Uint8Array | null = null;
+  #outLen = 0;
+  /** What `body()` gives next, found after the piece it gave ("end", an error). */
+  #deferred: "end" | Http1Error | null = null;
 
   constructor(limits: Http1Limits = {}) {
     this.#maxHead = limits.maxHeadBytes ?? 16 * 1024;
@@ -535,6 +544,35 @@ export class Http1Parser {
    * past `maxBytes`; 502 for a response's body cut short by `finish()`).
    */
   body(maxBytes: number): Uint8Array | "end" | Http1Error | null {
+    if (this.#deferred !== null) {
+      const d = this.#deferred;
+      this.#deferred = null;
+      return d;
+    }
+    // the data of every chunk held, gathered into one piece (one-byte chunks cost no object
+    // each), up to GATHER_BYTES
+    this.#out = null;
+    this.#outLen = 0;
+    for (;;) {
+      const r = this.#bodyStep(maxBytes);
+      if (r === GATHERED) {
+        if (this.#outLen >= this.#out!.byteLength) break;
+        continue;
+      }
+      if (this.#outLen === 0) return r;
+      if (r !== null) this.#deferred = r;
+      break;
+    }
+    const out = this.#out!;
+    const n = this.#outLen;
+    this.#out = null;
+    this.#outLen = 0;
+    // a piece owns its bytes: never a view of a larger buffer (a chunked body's pieces, sized
+    // by the bytes held with their chunk lines, are copied to their size)
+    return n === out.byteLength ? out : out.slice(0, n);
+  }
+
+  #bodyStep(maxBytes: number): typeof GATHERED | "end" | Http1Error | null {
     const piece = this.#body(maxBytes);
     if (piece === null && this.#eof && this.#state !== State.Failed) {
       if (this.#state === State.UntilClose) {
@@ -553,7 +591,7 @@ export class Http1Parser {
     return this.#what === "response";
   }
 
-  #body(maxBytes: number): Uint8Array | "end" | Http1Error | null {
+  #body(maxBytes: number): typeof GATHERED | "end" | Http1Error | null {
     for (;;) {
       switch (this.#state) {
         case State.Failed:
@@ -567,23 +605,24 @@ export class Http1Parser {
           if (this.#bodyRead + this.#held > maxBytes) {
             return this.#fail({ status: 413, reason: "body too large" });
           }
-          const data = this.#take(Infinity);
-          if (data !== null) this.#bodyRead += data.byteLength;
-          return data;
+          const got = this.#gather(Infinity);
+          if (got === 0) return null;
+          this.#bodyRead += got;
+          return GATHERED;
         }
         case State.Fixed:
         case State.ChunkData: {
           if (this.#bodyRead + this.#left > maxBytes) {
             return this.#fail({ status: 413, reason: `${this.#what} body too large` });
           }
-          const data = this.#take(this.#left);
-          if (data === null) return null;
-          this.#left -= data.byteLength;
-          this.#bodyRead += data.byteLength;
+          const got = this.#gather(this.#left);
+          if (got === 0) return null;
+          this.#left -= got;
+          this.#bodyRead += got;
           if (this.#left === 0) {
             this.#state = this.#state === State.Fixed ? State.BodyDone : State.ChunkEnd;
           }
-          return data;
+          return GATHERED;
         }
         case State.ChunkEnd: {
           const end = this.#chunkEnd();
@@ -664,16 +703,26 @@ export class Http1Parser {
     return this.#cur;
   }
 
-  /** Up to `n` bytes, copied out of the chunks held; null when none is held. */
-  #take(n: number): Uint8Array | null {
+  /**
+   * Copies up to `n` bytes of the current chunk into the piece being gathered (made on first
+   * use, as large as the data held may be, at most GATHER_BYTES); the bytes copied, 0 when
+   * none is held or the piece is full.
+   */
+  #gather(n: number): number {
     const buf = this.#chunk();
-    if (buf === null) return null;
-    const end = Math.min(buf.byteLength, this.#off + n);
-    const data = new Uint8Array(end - this.#off);
-    data.set(buf.subarray(this.#off, end));
-    this.#held -= data.byteLength;
+    if (buf === null) return 0;
+    this.#out ??= new Uint8Array(
+      Math.min(GATHER_BYTES, this.#held, this.#state === State.Fixed ? this.#left : Infinity),
+    );
+    const room = this.#out.byteLength - this.#outLen;
+    const end = Math.min(buf.byteLength, this.#off + n, this.#off + room);
+    const got = end - this.#off;
+    if (got <= 0) return 0;
+    this.#out.set(buf.subarray(this.#off, end), this.#outLen);
+    this.#outLen += got;
+    this.#held -= got;
     this.#off = end;
-    return data;
+    return got;
   }
 
   /** The CRLF after a chunk's data: true once read. */
