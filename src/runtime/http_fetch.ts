@@ -37,6 +37,9 @@ import * as zlib from "node:zlib";
 import { ByteBuffer } from "./byte_buffer.ts";
 import { type Http1Body, Http1Client, type Http1ClientOptions } from "./http1_client.ts";
 
+/** A body's text (UTF-8, a BOM dropped and bad bytes replaced, as Response.text()). */
+const UTF8 = new TextDecoder();
+
 /** A fetch and the connections behind it. */
 export interface CollectorFetch {
   fetch: typeof fetch;
@@ -175,19 +178,28 @@ class ClientResponse {
   async text(): Promise<string> {
     this.#take();
     if (this.#encoding !== null) {
-      return new TextDecoder().decode(await bytesOf(this.#inflated()));
+      return UTF8.decode(await bytesOf(this.#inflated()));
     }
-    const bytes = new ByteBuffer();
+    // most answers come in one piece: decoded as it is, without a buffer to gather them
+    let first: Uint8Array | null = null;
+    let bytes: ByteBuffer | null = null;
     try {
       for (;;) {
         const piece = await this.#raw.read();
         if (piece === null) break;
-        bytes.append(piece);
+        if (first === null) first = piece;
+        else {
+          if (bytes === null) {
+            bytes = new ByteBuffer();
+            bytes.append(first);
+          }
+          bytes.append(piece);
+        }
       }
     } catch (e) {
       throw readError(e);
     }
-    return new TextDecoder().decode(bytes.bytes());
+    return UTF8.decode(bytes?.bytes() ?? first ?? new Uint8Array(0));
   }
 }
 
