@@ -319,7 +319,7 @@ const DIFFERENCES: Difference[] = [
     name: "a reason phrase of HTAB, SP, VCHAR and obs-text",
     reason: "RFC 9112 4: reason-phrase = 1*( HTAB / SP / VCHAR / obs-text ); llhttp takes " +
       "control characters in it",
-    applies: (m) => /[\x00-\x08\x0a-\x1f\x7f]/.test(m.reason),
+    applies: (m) => /[^\t\x20-\x7e\x80-\xff]/.test(m.reason),
   },
   {
     name: "only CRLF pairs before a status line",
