@@ -45,6 +45,8 @@ import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collectio
 import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
 import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
+import { type KedaRow, kedaRowText, kedaScaledObjectRow } from "./keda_plan.ts";
+import { isScaledObject, isTriggerAuthentication } from "../core/keda/scaled_object.ts";
 import { dump as dumpYaml } from "js-yaml";
 
 const PLAN = "Plan";
@@ -372,7 +374,17 @@ export const planCommand: Command = {
       prometheusAddress: stringFlag(parsed.values, "knative-prometheus-address") ?? undefined,
     };
     const targets: { object: KubeObject; source: string }[] = [];
+    // KEDA ScaledObjects: the HPA KEDA (and this adapter, --keda-scaled-objects) would write
+    const keda: KedaRow[] = [];
+    const authentications = read.objects.filter(({ object }) => isTriggerAuthentication(object))
+      .map(({ object }) => object);
     for (const { object, source } of read.objects) {
+      if (isScaledObject(object)) {
+        const row = kedaScaledObjectRow(object, authentications, source);
+        keda.push(row.row);
+        if (row.hpa !== undefined) generated.push(row.hpa);
+        continue;
+      }
       if (object.kind === "HorizontalPodAutoscaler") {
         targets.push({ object, source });
         continue;
@@ -426,19 +438,25 @@ export const planCommand: Command = {
         rows.push(row);
       }
     }
-    if (hpas === 0 && knative.length === 0 && read.errors.length === 0) {
+    if (hpas === 0 && knative.length === 0 && keda.length === 0 && read.errors.length === 0) {
       io.stderr(`no HorizontalPodAutoscaler found in ${files.join(", ")}\n`);
     }
 
     const knativeErrors = knative.filter((k) => k.error !== undefined);
-    const errors = rows.filter((r) => r.error !== null).length + knativeErrors.length;
+    const kedaErrors = keda.filter((k) => k.error !== undefined);
+    const errors = rows.filter((r) => r.error !== null).length + knativeErrors.length +
+      kedaErrors.length;
     if (output === "yaml") {
-      // the HPAs the Knative reconciler would create; what it cannot map goes to stderr
-      for (const k of knativeErrors) io.stderr(`error: ${k.source}: ${k.error}\n`);
+      // the HPAs the Knative reconciler and KEDA's would create; what they cannot map goes to
+      // stderr
+      for (const k of [...knativeErrors, ...kedaErrors]) {
+        io.stderr(`error: ${k.source}: ${k.error}\n`);
+      }
       io.stdout(generated.map((h) => dumpYaml(h, { lineWidth: -1, noRefs: true })).join("---\n"));
     } else if (output === "json") {
-      io.stdout(JSON.stringify([...rows, ...guards, ...knative], null, 2) + "\n");
-    } else if (rows.length > 0 || guards.length > 0 || knative.length > 0) {
+      io.stdout(JSON.stringify([...rows, ...guards, ...knative, ...keda], null, 2) + "\n");
+    } else if (rows.length > 0 || guards.length > 0 || knative.length > 0 || keda.length > 0) {
+      for (const k of keda) io.stdout(kedaRowText(k));
       for (const k of knative) {
         io.stdout(
           k.error !== undefined
@@ -458,9 +476,9 @@ export const planCommand: Command = {
         for (const w of g.warnings ?? []) io.stdout(`    warning: ${w}\n`);
       }
       io.stdout(
-        `\n${plural(rows.length, "metric")} in ${plural(hpas, "HPA")}: ${
-          plural(errors, "error")
-        }, ${plural(warnings.size, "warning")}${
+        `\n${plural(rows.length, "metric")} in ${plural(hpas, "HPA")}${
+          keda.length > 0 ? `, ${plural(keda.length, "ScaledObject")}` : ""
+        }: ${plural(errors, "error")}, ${plural(warnings.size, "warning")}${
           options.enabledCollectors ? "" : " (all collectors assumed enabled)"
         }\n`,
       );

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { dictionaryOf } from "./dictionary.ts";
 
 /** Read YAML `null`s as absent: drop them from objects (not from lists), deeply. */
-function withoutNulls(v: unknown): unknown {
+export function withoutNulls(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(withoutNulls);
   if (v === null || typeof v !== "object") return v;
   const out: Record<string, unknown> = {};
@@ -303,8 +303,15 @@ export function parseHpa(obj: unknown): Hpa {
   const input = withoutNulls(obj);
   const result = HpaSchema.safeParse(input);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) =>
-    `${formatPath(issue.path)}: ${issueText(issue, input)}`
-  );
-  throw new InvalidHpaError(name, [...new Set(problems)]);
+  throw new InvalidHpaError(name, zodProblems(result.error.issues, input));
+}
+
+/**
+ * One line per problem of a failed zod parse of `input`, `field.path: what is wrong`, as
+ * {@linkcode parseHpa} words them (for the other Kubernetes objects read the same way).
+ */
+export function zodProblems(issues: readonly z.core.$ZodIssue[], input: unknown): string[] {
+  return [
+    ...new Set(issues.map((issue) => `${formatPath(issue.path)}: ${issueText(issue, input)}`)),
+  ];
 }

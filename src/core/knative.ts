@@ -31,7 +31,7 @@
  * @module
  */
 import { quote } from "./quote.ts";
-import { canonicalQuantity, formatQuantity, parseQuantity } from "./quantity.ts";
+import { binaryQuantity, formatQuantity, parseQuantity, storedQuantity } from "./quantity.ts";
 import { parseDuration } from "./duration.ts";
 import { checkFormula, compileFormula, formulaIdentifier } from "./formula.ts";
 import { parseGoFloat } from "./estafette_guard.ts";
@@ -745,44 +745,6 @@ function externalTarget(n: number, type: "AverageValue" | "Value"): MetricTarget
   const q = formatQuantity(n);
   if (parseQuantity(q) <= 0) return undefined; // below a nano
   return type === "Value" ? { type, value: q } : { type, averageValue: q };
-}
-
-/** Bytes in Kubernetes' canonical BinarySI form (`200Mi`, `1Gi`, `1536Mi`). */
-function binaryQuantity(bytes: bigint): string {
-  const suffixes = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-  let n = bytes;
-  let i = 0;
-  while (i < suffixes.length - 1 && n !== 0n && n % 1024n === 0n) {
-    n /= 1024n;
-    i++;
-  }
-  return `${n}${suffixes[i]}`;
-}
-
-const BINARY_EXPONENT: Readonly<Record<string, bigint>> = {
-  Ki: 10n,
-  Mi: 20n,
-  Gi: 30n,
-  Ti: 40n,
-  Pi: 50n,
-  Ei: 60n,
-};
-
-/**
- * A quantity as the API server stores it, so that the HPA read back equals the one made:
- * decimal ones in canonical DecimalSI form, binary ones in canonical BinarySI form (whole bytes
- * of at least 1Ki), exponent forms as written.
- */
-function storedQuantity(s: string): string {
-  const m = /^(\d*)(?:\.(\d*))?(Ki|Mi|Gi|Ti|Pi|Ei)$/.exec(s);
-  if (m) {
-    const frac = m[2] ?? "";
-    const scaled = BigInt((m[1] || "0") + frac) << BINARY_EXPONENT[m[3]];
-    const div = 10n ** BigInt(frac.length);
-    if (scaled % div === 0n && scaled / div >= 1024n) return binaryQuantity(scaled / div);
-    return canonicalQuantity(s);
-  }
-  return /[eE]/.test(s) ? s : canonicalQuantity(s);
 }
 
 /** A quantity > 0 as stored, or undefined. */

@@ -1,0 +1,128 @@
+/**
+ * `plan -f` on KEDA ScaledObjects: the HPA KEDA v2.20.2 writes for each (and this adapter with
+ * `--keda-scaled-objects`), its metric names and targets, or the error that would set the
+ * ScaledObject's `Ready=False`, naming the ScaledObject and the trigger. TriggerAuthentications
+ * in the same files say which parameters come from secrets, config maps or env: those are known
+ * to exist, not their values (plan reads no cluster).
+ */
+import { VERSION } from "./version.ts";
+import type { KubeObject } from "../cluster/types.ts";
+import { type KedaHpa, kedaHpaFor, type KedaTriggerMetric } from "../core/keda/hpa.ts";
+import {
+  InvalidScaledObjectError,
+  parseScaledObject,
+  parseTriggerAuthentication,
+  type ScaledObject,
+  type TriggerAuthentication,
+} from "../core/keda/scaled_object.ts";
+import type { TriggerParams } from "../core/keda/typed_config.ts";
+
+/** A ScaledObject, as `plan` shows it. */
+export interface KedaRow {
+  /** `ScaledObject shop/web`. */
+  source: string;
+  /** The HPA it makes (`shop/keda-hpa-web`), unless it has an error. */
+  hpa?: string;
+  /** Each trigger's metric: its index, type, metric name and HPA target. */
+  metrics: { trigger: number; type: string; metric: string; target: string }[];
+  /** Why it makes no HPA. */
+  error?: string;
+}
+
+/** A metric's target as the HPA reads it: `AverageValue 100.500`, `Utilization 50%`. */
+function targetText(m: KedaTriggerMetric): string {
+  const s = m.spec;
+  const t = s.type === "External"
+    ? s.external.target
+    : s.type === "Resource"
+    ? s.resource.target
+    : s.type === "ContainerResource"
+    ? s.containerResource.target
+    : undefined;
+  if (t === undefined) return "";
+  if (t.type === "Utilization") return `Utilization ${t.averageUtilization}%`;
+  return `${t.type} ${t.type === "Value" ? t.value : t.averageValue}`;
+}
+
+/** The authentication a trigger names, among those read from the files. */
+function authenticationOf(
+  so: ScaledObject,
+  index: number,
+  authentications: readonly TriggerAuthentication[],
+): TriggerAuthentication | undefined {
+  const ref = so.spec.triggers[index].authenticationRef;
+  if (ref === undefined) return undefined;
+  const kind = ref.kind ?? "TriggerAuthentication";
+  return authentications.find((a) =>
+    a.kind === kind && a.metadata.name === ref.name &&
+    (kind === "ClusterTriggerAuthentication" ||
+      (a.metadata.namespace ?? "default") === (so.metadata.namespace ?? "default"))
+  );
+}
+
+/**
+ * The parameters of each trigger as far as files tell them: the metadata, and the names of the
+ * parameters its authentication provides (their values shown as where they come from).
+ */
+function paramsOf(
+  so: ScaledObject,
+  authentications: readonly TriggerAuthentication[],
+): TriggerParams[] {
+  return so.spec.triggers.map((t, i) => {
+    const auth = authenticationOf(so, i, authentications);
+    const authParams: Record<string, string> = {};
+    for (const r of auth?.spec.secretTargetRef ?? []) {
+      authParams[r.parameter] = `(secret ${r.name} key ${r.key})`;
+    }
+    for (const r of auth?.spec.configMapTargetRef ?? []) {
+      authParams[r.parameter] = `(configmap ${r.name} key ${r.key})`;
+    }
+    for (const r of auth?.spec.env ?? []) authParams[r.parameter] = `(env ${r.name})`;
+    return { metadata: t.metadata ?? {}, authParams };
+  });
+}
+
+/** A ScaledObject's row, and the HPA it makes (for `--output yaml`). */
+export function kedaScaledObjectRow(
+  object: KubeObject,
+  authenticationObjects: readonly KubeObject[],
+  _source: string,
+): { row: KedaRow; hpa?: KubeObject } {
+  const source = `ScaledObject ${object.metadata.namespace ?? "default"}/${object.metadata.name}`;
+  let so: ScaledObject;
+  try {
+    so = parseScaledObject(object);
+  } catch (e) {
+    if (!(e instanceof InvalidScaledObjectError)) throw e;
+    return { row: { source, metrics: [], error: e.problems.join("; ") } };
+  }
+  const authentications: TriggerAuthentication[] = [];
+  for (const a of authenticationObjects) {
+    try {
+      authentications.push(parseTriggerAuthentication(a));
+    } catch {
+      // a malformed authentication is that object's error, shown when it is used
+    }
+  }
+  const result = kedaHpaFor(so, { version: VERSION, params: paramsOf(so, authentications) });
+  const metrics = result.metrics.map((m) => ({
+    trigger: m.index,
+    type: m.type,
+    metric: m.metricName,
+    target: targetText(m),
+  }));
+  if ("error" in result) return { row: { source, metrics, error: result.error } };
+  const hpa: KedaHpa = result.hpa;
+  return {
+    row: { source, hpa: `${hpa.metadata.namespace}/${hpa.metadata.name}`, metrics },
+    hpa: hpa as unknown as KubeObject,
+  };
+}
+
+/** A ScaledObject's lines in `plan`'s table output. */
+export function kedaRowText(k: KedaRow): string {
+  if (k.error !== undefined) return `keda ${k.source}: ${k.error}\n`;
+  return `keda ${k.source} -> HorizontalPodAutoscaler ${k.hpa} (see --output yaml)\n` +
+    k.metrics.map((m) => `    trigger ${m.trigger} ${m.type}: ${m.metric}, target ${m.target}\n`)
+      .join("");
+}
