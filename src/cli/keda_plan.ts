@@ -2,8 +2,9 @@
  * `plan -f` on KEDA ScaledObjects: the HPA KEDA v2.20.2 writes for each (and this adapter with
  * `--keda-scaled-objects`), its metric names and targets, or the error that would set the
  * ScaledObject's `Ready=False`, naming the ScaledObject and the trigger. TriggerAuthentications
- * in the same files say which parameters come from secrets, config maps or env: those are known
- * to exist, not their values (plan reads no cluster).
+ * in the same files say which parameters come from secrets, config maps or env, and `<key>FromEnv`
+ * names an env var of the target's container: those are known to exist, not their values (plan
+ * reads no cluster), and are shown as `<secret NAME key KEY>`, `<env NAME>`.
  */
 import { VERSION } from "./version.ts";
 import type { KubeObject } from "../cluster/types.ts";
@@ -72,13 +73,18 @@ function paramsOf(
     const auth = authenticationOf(so, i, authentications);
     const authParams: Record<string, string> = {};
     for (const r of auth?.spec.secretTargetRef ?? []) {
-      authParams[r.parameter] = `(secret ${r.name} key ${r.key})`;
+      authParams[r.parameter] = `<secret ${r.name} key ${r.key}>`;
     }
     for (const r of auth?.spec.configMapTargetRef ?? []) {
-      authParams[r.parameter] = `(configmap ${r.name} key ${r.key})`;
+      authParams[r.parameter] = `<configmap ${r.name} key ${r.key}>`;
     }
-    for (const r of auth?.spec.env ?? []) authParams[r.parameter] = `(env ${r.name})`;
-    return { metadata: t.metadata ?? {}, authParams };
+    for (const r of auth?.spec.env ?? []) authParams[r.parameter] = `<env ${r.name}>`;
+    // `<key>FromEnv` names an env var of the target's container, which files do not show
+    const resolvedEnv: Record<string, string> = {};
+    for (const [key, name] of Object.entries(t.metadata ?? {})) {
+      if (key.endsWith("FromEnv")) resolvedEnv[name] = `<env ${name}>`;
+    }
+    return { metadata: t.metadata ?? {}, authParams, resolvedEnv };
   });
 }
 

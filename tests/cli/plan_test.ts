@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { planCommand } from "../../src/cli/plan.ts";
 import { UsageError } from "../../src/cli/command.ts";
 import { captureIO } from "./capture_io.ts";
+import { kedaMilliQuantity } from "../../src/core/keda/hpa.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -600,6 +601,114 @@ shop/rev-1  External  default-trigger-custom  prometheus  1m0s      OK`,
         /metric-config\.external\.default-trigger-custom\.prometheus\/prometheus-server: http:\/\/prom:9090\n/,
       );
       assert.match(out, /maxReplicas: 10\n/);
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("shows the HPA KEDA writes for a ScaledObject, its metrics, and KEDA's errors", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "plan-keda-"));
+    try {
+      const file = join(dir, "so.yaml");
+      await writeFile(
+        file,
+        `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: web
+  namespace: shop
+spec:
+  scaleTargetRef: {name: web}
+  maxReplicaCount: 10
+  triggers:
+    - type: prometheus
+      metadata: {serverAddress: "http://prom:9090", query: "sum(rate(x[1m]))", threshold: "100.5"}
+    - type: aws-sqs-queue
+      authenticationRef: {name: aws}
+      metadata: {queueURLFromEnv: QUEUE, awsRegion: eu-west-1}
+    - type: cpu
+      metricType: Utilization
+      metadata: {value: "60"}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: bad, namespace: shop}
+spec:
+  scaleTargetRef: {name: bad}
+  triggers:
+    - type: prometheus
+      metadata: {serverAddress: "http://prom:9090", query: "up"}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: api, namespace: shop}
+spec:
+  scaleTargetRef: {name: api}
+  triggers:
+    - type: influxdb
+      authenticationRef: {name: influx, kind: ClusterTriggerAuthentication}
+      metadata: {query: "from()", thresholdValue: "2"}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ClusterTriggerAuthentication
+metadata: {name: influx}
+spec:
+  secretTargetRef:
+    - {parameter: serverURL, name: influx, key: url}
+    - {parameter: organizationName, name: influx, key: org}
+`,
+      );
+      const io = captureIO();
+      assert.equal(await planCommand.run(["-f", file, "--strict"], io), 1);
+      const t = (v: number): string => `AverageValue ${kedaMilliQuantity(v)}`;
+      assert.equal(
+        io.out(),
+        `keda ScaledObject shop/web -> HorizontalPodAutoscaler shop/keda-hpa-web (see --output yaml)
+    trigger 0 prometheus: s0-prometheus, target ${t(100.5)}
+    trigger 1 aws-sqs-queue: s1-aws-sqs-<env QUEUE>, target AverageValue 5
+    trigger 2 cpu: cpu, target Utilization 60%
+keda ScaledObject shop/bad: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]
+keda ScaledObject shop/api -> HorizontalPodAutoscaler shop/keda-hpa-api (see --output yaml)
+    trigger 0 influxdb: s0-influxdb-<secret influx key org>, target ${t(2)}
+
+0 metrics in 0 HPAs, 3 ScaledObjects: 1 error, 0 warnings (all collectors assumed enabled)
+`,
+      );
+      const json = captureIO();
+      assert.equal(await planCommand.run(["-f", file, "-o", "json"], json), 0);
+      const rows = JSON.parse(json.out());
+      assert.deepEqual(rows.map((r: { source: string }) => r.source), [
+        "ScaledObject shop/web",
+        "ScaledObject shop/bad",
+        "ScaledObject shop/api",
+      ]);
+      assert.deepEqual(rows[0].metrics[1], {
+        trigger: 1,
+        type: "aws-sqs-queue",
+        metric: "s1-aws-sqs-<env QUEUE>",
+        target: "AverageValue 5",
+      });
+      assert.deepEqual(rows[1], {
+        source: "ScaledObject shop/bad",
+        metrics: [],
+        error:
+          'error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]',
+      });
+      assert.equal(rows[2].hpa, "shop/keda-hpa-api");
+      const yaml = captureIO();
+      assert.equal(await planCommand.run(["-f", file, "-o", "yaml"], yaml), 0);
+      assert.match(
+        yaml.out(),
+        /^apiVersion: autoscaling\/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n {2}name: keda-hpa-web\n/,
+      );
+      assert.match(
+        yaml.out(),
+        /\n---\napiVersion: autoscaling\/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n {2}name: keda-hpa-api\n/,
+      );
+      assert.equal(
+        yaml.err(),
+        'error: ScaledObject shop/bad: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]\n',
+      );
     } finally {
       await rm(dir, { recursive: true });
     }
