@@ -42,6 +42,12 @@ export interface Http1ClientOptions {
   keepAliveTimeoutMs?: number;
   /** Bytes of a response's status line and headers, and of its trailers (default 64 KiB). */
   maxHeadBytes?: number;
+  /**
+   * Idle connections kept at most, over all origins (default 100, as Go's DefaultTransport):
+   * past it the one idle longest is closed. Collectors that scrape thousands of pods every
+   * 15 s never reuse a pod's connection within the keep-alive time, and would hold one each.
+   */
+  maxIdle?: number;
   /** TLS settings of https connections (default: verify against the runtime's roots). */
   tls?: Http1ClientTls;
 }
@@ -380,8 +386,11 @@ export class Http1Client {
   readonly #keepAliveMs: number;
   readonly #maxHead: number;
   readonly #tls: Http1ClientTls;
+  readonly #maxIdle: number;
   /** Idle connections by origin, the most recently used last. */
   readonly #idle = new Map<string, Connection[]>();
+  /** Every idle connection, the one idle longest first. */
+  readonly #idleOrder = new Set<Connection>();
   /** Connections carrying a request. */
   readonly #busy = new Set<Connection>();
   #closed = false;
@@ -390,13 +399,12 @@ export class Http1Client {
     this.#keepAliveMs = options.keepAliveTimeoutMs ?? 4_000;
     this.#maxHead = options.maxHeadBytes ?? 64 * 1024;
     this.#tls = options.tls ?? {};
+    this.#maxIdle = options.maxIdle ?? 100;
   }
 
   /** Connections open now: idle and busy (for tests). */
   get connections(): { idle: number; busy: number } {
-    let idle = 0;
-    for (const list of this.#idle.values()) idle += list.length;
-    return { idle, busy: this.#busy.size };
+    return { idle: this.#idleOrder.size, busy: this.#busy.size };
   }
 
   /**
@@ -434,8 +442,9 @@ export class Http1Client {
   /** Closes every idle connection; busy ones close when their response ends. */
   close(): Promise<void> {
     this.#closed = true;
-    for (const list of this.#idle.values()) for (const c of list.slice()) c.destroy();
+    for (const c of [...this.#idleOrder]) c.destroy();
     this.#idle.clear();
+    this.#idleOrder.clear();
     return Promise.resolve();
   }
 
@@ -445,6 +454,7 @@ export class Http1Client {
     while (list !== undefined && list.length > 0) {
       const c = list.pop()!;
       if (list.length === 0) this.#idle.delete(key);
+      this.#idleOrder.delete(c);
       if (!c.closed && !c.socket.destroyed) return c;
     }
     return null;
@@ -538,11 +548,17 @@ export class Http1Client {
     const list = this.#idle.get(c.key);
     if (list === undefined) this.#idle.set(c.key, [c]);
     else list.push(c);
+    this.#idleOrder.add(c);
+    if (this.#idleOrder.size > this.#maxIdle) {
+      // the one idle longest goes (destroy() takes it out of the pool)
+      this.#idleOrder.values().next().value!.destroy();
+    }
   }
 
   /** `c` is closed: out of the pool. */
   forget(c: Connection): void {
     this.#busy.delete(c);
+    this.#idleOrder.delete(c);
     const list = this.#idle.get(c.key);
     if (list === undefined) return;
     const i = list.indexOf(c);

@@ -23,8 +23,9 @@ interface RawServer {
   port: number;
   /** Request heads received, in order. */
   heads: string[];
-  /** Connections accepted. */
+  /** Connections accepted, and closed. */
   connections: number;
+  closed: number;
   /** Bytes each connection's writes flushed to the kernel (by connection index). */
   written: number[];
   close(): Promise<void>;
@@ -37,6 +38,7 @@ async function rawServer(script: Script, secure = false): Promise<RawServer> {
     port: 0,
     heads: [],
     connections: 0,
+    closed: 0,
     written: [],
     close: () => Promise.resolve(),
   };
@@ -44,7 +46,10 @@ async function rawServer(script: Script, secure = false): Promise<RawServer> {
     const index = srv.connections++;
     srv.written[index] = 0;
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.on("close", () => {
+      sockets.delete(socket);
+      srv.closed++;
+    });
     socket.on("error", () => {});
     const write = socket.write.bind(socket) as (chunk: string | Uint8Array) => boolean;
     socket.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
@@ -366,6 +371,31 @@ describe("the client's connections", () => {
       await http.close();
       await srv.close();
     }
+  });
+
+  it("keeps at most maxIdle idle connections, closing the one idle longest", async () => {
+    const servers = await Promise.all(
+      [0, 1, 2].map(() =>
+        rawServer((s) => s.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"))
+      ),
+    );
+    const client = new Http1Client({ maxIdle: 2 });
+    try {
+      for (const srv of servers) {
+        const res = await client.request(`http://127.0.0.2:${srv.port}/q`);
+        assert.deepEqual(Buffer.from((await res.body.read())!).toString(), "{}");
+        assert.equal(await res.body.read(), null);
+      }
+      assert.deepEqual(client.connections, { idle: 2, busy: 0 });
+      for (let i = 0; i < 100 && servers[0].closed === 0; i++) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      assert.deepEqual(servers.map((s) => s.closed), [1, 0, 0]);
+    } finally {
+      await client.close();
+      for (const srv of servers) await srv.close();
+    }
+    assert.deepEqual(client.connections, { idle: 0, busy: 0 });
   });
 
   it("fails at the caller's deadline and closes the connection", async () => {
