@@ -9,7 +9,7 @@
 import { before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -214,7 +214,20 @@ const ALL_FEATURES: Obj = {
   statusPage: { enabled: false },
   metrics: { port: 9100 },
   serviceMonitor: { enabled: true, interval: "30s", labels: { release: "prometheus" } },
+  keda: { installCRDs: true },
 };
+
+/** KEDA's CRDs of deploy/crds/keda, which keda.installCRDs renders. */
+const KEDA_CRD_FILES = [
+  "scaledobjects.yaml",
+  "triggerauthentications.yaml",
+  "clustertriggerauthentications.yaml",
+];
+const KEDA_CRD_IDS = [
+  "CustomResourceDefinition clustertriggerauthentications.keda.sh",
+  "CustomResourceDefinition scaledobjects.keda.sh",
+  "CustomResourceDefinition triggerauthentications.keda.sh",
+];
 
 /** What the default render holds (the kustomize base without its Namespace). */
 const DEFAULT_IDS = [
@@ -679,6 +692,12 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         removed: ["ServiceAccount hpa-metrics-adapter/hpa-metrics-adapter"],
         flags: {},
       },
+      {
+        name: "keda.installCRDs",
+        values: { keda: { installCRDs: true } },
+        added: KEDA_CRD_IDS,
+        flags: {},
+      },
     ];
     for (const f of features) {
       it(f.name, () => {
@@ -1016,6 +1035,75 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
     });
   });
 
+  describe("keda.installCRDs", () => {
+    let objects: Obj[] = [];
+    before(() => {
+      objects = template({ keda: { installCRDs: true } });
+    });
+
+    it("ships files/keda-crds byte for byte as deploy/crds/keda", () => {
+      for (const file of KEDA_CRD_FILES) {
+        assert.equal(
+          readFileSync(join(CHART, "files", "keda-crds", file), "utf8"),
+          readFileSync(join(DEPLOY, "crds", "keda", file), "utf8"),
+          file,
+        );
+      }
+    });
+
+    it("renders deploy/crds/keda's CRDs with the release's labels, kept by Helm on uninstall", () => {
+      for (const file of KEDA_CRD_FILES) {
+        const want = load(readFileSync(join(DEPLOY, "crds", "keda", file), "utf8")) as Obj;
+        const got = structuredClone(find(objects, "CustomResourceDefinition", want.metadata.name));
+        assert.deepEqual(got.metadata.annotations, { "helm.sh/resource-policy": "keep" }, file);
+        assert.deepEqual(got.metadata.labels, {
+          "app.kubernetes.io/name": "hpa-metrics-adapter",
+          "app.kubernetes.io/instance": "hpa-metrics-adapter",
+          "app.kubernetes.io/version": VERSION,
+          "app.kubernetes.io/managed-by": "Helm",
+          "helm.sh/chart": `hpa-metrics-adapter-${VERSION}`,
+        }, file);
+        delete got.metadata.annotations;
+        delete got.metadata.labels;
+        assert.deepEqual(got, want, file);
+      }
+    });
+
+    it("renders none by default", () => {
+      assert.deepEqual(ids(template()).filter((x) => x.endsWith(".keda.sh")), []);
+    });
+
+    it("equals deploy/components/keda-crds on the base, but for the labels and keep", () => {
+      const dir = mkdtempSync(join(tmpdir(), "hpa-helm-keda-"));
+      try {
+        cpSync(DEPLOY, join(dir, "deploy"), { recursive: true });
+        const mine = join(dir, "deploy", "mine");
+        mkdirSync(mine);
+        writeFileSync(
+          join(mine, "kustomization.yaml"),
+          [
+            "apiVersion: kustomize.config.k8s.io/v1beta1",
+            "kind: Kustomization",
+            "resources: [../base]",
+            "components: [../components/keda-crds]",
+            "",
+          ].join("\n"),
+        );
+        const kustomized = kustomize(mine).filter((o) => o.kind !== "Namespace");
+        const adjust = (o: Obj): Obj =>
+          o.kind === "CustomResourceDefinition" && o.spec.group === "keda.sh"
+            ? { ...o, metadata: { name: o.metadata.name } }
+            : o;
+        assertSameObjects(
+          template({ keda: { installCRDs: true } }, { includeCrds: true }).map(adjust),
+          kustomized,
+        );
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
   describe("the same objects as the kustomize components", () => {
     const cases: [string, Obj, string, (o: Obj) => Obj][] = [
       [
@@ -1117,6 +1205,7 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
           "RoleBinding hpa-metrics-adapter/hpa-metrics-adapter:sharding",
           "Service hpa-metrics-adapter/hpa-metrics-adapter-metrics",
           "ServiceMonitor hpa-metrics-adapter/hpa-metrics-adapter",
+          ...KEDA_CRD_IDS,
         ].sort(),
       );
     });
@@ -1258,6 +1347,11 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "a shard lease duration without unit",
         { sharding: { enabled: true, leaseDuration: "15" } },
         "- at '/sharding/leaseDuration': '15' does not match pattern",
+      ],
+      [
+        "keda.installCrds for keda.installCRDs",
+        { keda: { installCrds: true } },
+        "- at '/keda': additional properties 'installCrds' not allowed",
       ],
       ["replicas 0", { replicas: 0 }, "- at '/replicas': minimum: got 0, want 1"],
       [

@@ -8,14 +8,15 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadAll } from "js-yaml";
+import { load, loadAll } from "js-yaml";
 import { KIND_RESOURCES } from "../../src/cluster/types.ts";
 import { type FlagValues, parseArgs, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import { VERSION } from "../../src/cli/version.ts";
+import { schemaErrors, structuralViolations } from "./crd_schema.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const DEPLOY = join(ROOT, "deploy");
@@ -694,6 +695,405 @@ describe("overlays", () => {
       );
     } finally {
       rmSync(join(deploy, ".."), { recursive: true, force: true });
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// KEDA's CRDs for clusters without KEDA (deploy/crds/keda, deploy/components/keda-crds).
+
+const KEDA_CRDS = join(DEPLOY, "crds", "keda");
+const KEDA_FIXTURES = fileURLToPath(new URL("fixtures/keda", import.meta.url));
+
+/** Each CRD as KEDA v2.20.2 declares it: names, scope and printer columns. */
+interface KedaCrd {
+  file: string;
+  kind: string;
+  plural: string;
+  shortNames: string[];
+  scope: string;
+  /** name, type, jsonPath and priority (0: shown without -o wide). */
+  columns: [string, string, string, number][];
+  fixture: string;
+}
+
+const AUTH_COLUMNS: [string, string, string, number][] = [
+  ["PodIdentity", "string", ".spec.podIdentity.provider", 0],
+  ["Secret", "string", ".spec.secretTargetRef[*].name", 0],
+  ["Env", "string", ".spec.env[*].name", 0],
+  ["VaultAddress", "string", ".spec.hashiCorpVault.address", 0],
+  ["ScaledObjects", "string", ".status.scaledobjects", 1],
+  ["ScaledJobs", "string", ".status.scaledjobs", 1],
+];
+
+const KEDA_CRD_LIST: KedaCrd[] = [
+  {
+    file: "scaledobjects.yaml",
+    kind: "ScaledObject",
+    plural: "scaledobjects",
+    shortNames: ["so"],
+    scope: "Namespaced",
+    columns: [
+      ["ScaleTargetKind", "string", ".status.scaleTargetKind", 0],
+      ["ScaleTargetName", "string", ".spec.scaleTargetRef.name", 0],
+      ["Min", "integer", ".spec.minReplicaCount", 0],
+      ["Max", "integer", ".spec.maxReplicaCount", 0],
+      ["Ready", "string", '.status.conditions[?(@.type=="Ready")].status', 0],
+      ["Active", "string", '.status.conditions[?(@.type=="Active")].status', 0],
+      ["Fallback", "string", '.status.conditions[?(@.type=="Fallback")].status', 0],
+      ["Paused", "string", '.status.conditions[?(@.type=="Paused")].status', 0],
+      ["Triggers", "string", ".status.triggersTypes", 0],
+      ["Authentications", "string", ".status.authenticationsTypes", 0],
+      ["Age", "date", ".metadata.creationTimestamp", 0],
+    ],
+    fixture: "scaledobject.yaml",
+  },
+  {
+    file: "triggerauthentications.yaml",
+    kind: "TriggerAuthentication",
+    plural: "triggerauthentications",
+    shortNames: ["ta", "triggerauth"],
+    scope: "Namespaced",
+    columns: AUTH_COLUMNS,
+    fixture: "triggerauthentication.yaml",
+  },
+  {
+    file: "clustertriggerauthentications.yaml",
+    kind: "ClusterTriggerAuthentication",
+    plural: "clustertriggerauthentications",
+    shortNames: ["cta", "clustertriggerauth"],
+    scope: "Cluster",
+    // only the cluster kind shows filePath, which only it may use
+    columns: [
+      ...AUTH_COLUMNS.slice(0, 3),
+      ["FilePath", "string", ".spec.filePath", 0],
+      ...AUTH_COLUMNS.slice(3),
+    ],
+    fixture: "clustertriggerauthentication.yaml",
+  },
+];
+
+function readYaml(path: string): Obj {
+  return load(readFileSync(path, "utf8")) as Obj;
+}
+
+function kedaCrd(file: string): Obj {
+  return readYaml(join(KEDA_CRDS, file));
+}
+
+function openApiSchema(crd: Obj): Obj {
+  return crd.spec.versions[0].schema.openAPIV3Schema;
+}
+
+/** How many nodes of `schema` keep unknown fields. */
+function preservedNodes(schema: Obj): number {
+  const text = JSON.stringify(schema);
+  return text.split('"x-kubernetes-preserve-unknown-fields":true').length - 1;
+}
+
+describe("KEDA's CRDs for clusters without KEDA", () => {
+  it("deploy/components/keda-crds adds exactly the three CRDs, as deploy/crds/keda has them", () => {
+    const deploy = copyDeploy();
+    try {
+      const dir = join(deploy, "mine");
+      mkdirSync(dir);
+      writeFileSync(
+        join(dir, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          "resources: [../base]",
+          "components: [../components/keda-crds]",
+          "",
+        ].join("\n"),
+      );
+      const objects = kustomize(dir);
+      const base = kustomize(join(deploy, "base"));
+      assert.deepEqual(ids(objects).filter((x) => !ids(base).includes(x)), [
+        "CustomResourceDefinition clustertriggerauthentications.keda.sh",
+        "CustomResourceDefinition scaledobjects.keda.sh",
+        "CustomResourceDefinition triggerauthentications.keda.sh",
+      ]);
+      assert.deepEqual(ids(base).filter((x) => !ids(objects).includes(x)), []);
+      for (const c of KEDA_CRD_LIST) {
+        assert.deepEqual(
+          find(objects, "CustomResourceDefinition", `${c.plural}.keda.sh`),
+          kedaCrd(c.file),
+        );
+      }
+    } finally {
+      rmSync(join(deploy, ".."), { recursive: true, force: true });
+    }
+  });
+
+  it("stay out of the default install and of deploy/crds' kustomization", () => {
+    for (const dir of [DEPLOY, join(DEPLOY, "crds")]) {
+      assert.deepEqual(ids(kustomize(dir)).filter((x) => x.endsWith(".keda.sh")), [], dir);
+    }
+    assert.deepEqual(ids(kustomize(KEDA_CRDS)), [
+      "CustomResourceDefinition clustertriggerauthentications.keda.sh",
+      "CustomResourceDefinition scaledobjects.keda.sh",
+      "CustomResourceDefinition triggerauthentications.keda.sh",
+    ]);
+  });
+
+  for (const c of KEDA_CRD_LIST) {
+    describe(c.kind, () => {
+      const crd = kedaCrd(c.file);
+
+      it("says it is our schema of KEDA v2.20.2's API, for clusters without KEDA", () => {
+        const header = readFileSync(join(KEDA_CRDS, c.file), "utf8").split("\n")
+          .filter((l) => l.startsWith("#")).map((l) => l.replace(/^# ?/, "")).join(" ");
+        assert.match(header, /our own schema for KEDA's API as KEDA v2\.20\.2 defines it/);
+        assert.match(header, /Install it only where KEDA is not installed/);
+      });
+
+      it("is keda.sh/v1alpha1, served and stored, with KEDA's names and scope and a status subresource", () => {
+        assert.equal(crd.apiVersion, "apiextensions.k8s.io/v1");
+        assert.equal(crd.metadata.name, `${c.plural}.keda.sh`);
+        assert.equal(crd.spec.group, "keda.sh");
+        assert.deepEqual(crd.spec.names, {
+          kind: c.kind,
+          listKind: `${c.kind}List`,
+          plural: c.plural,
+          singular: c.kind.toLowerCase(),
+          shortNames: c.shortNames,
+        });
+        assert.equal(crd.spec.scope, c.scope);
+        assert.equal(crd.spec.versions.length, 1);
+        const [v] = crd.spec.versions;
+        assert.deepEqual([v.name, v.served, v.storage], ["v1alpha1", true, true]);
+        assert.deepEqual(v.subresources, { status: {} });
+      });
+
+      it("has KEDA's printer columns", () => {
+        assert.deepEqual(
+          crd.spec.versions[0].additionalPrinterColumns.map((col: Obj) => [
+            col.name,
+            col.type,
+            col.jsonPath,
+            col.priority ?? 0,
+          ]),
+          c.columns,
+        );
+      });
+
+      it("has a structural schema that types every field and keeps no unknown fields", () => {
+        const schema = openApiSchema(crd);
+        assert.deepEqual(structuralViolations(schema), []);
+        assert.equal(preservedNodes(schema), 0);
+        assert.deepEqual(schema.required, ["spec"]);
+        assert.deepEqual(Object.keys(schema.properties), [
+          "apiVersion",
+          "kind",
+          "metadata",
+          "spec",
+          "status",
+        ]);
+      });
+
+      it(`accepts tests/deploy/fixtures/keda/${c.fixture}, every field of it declared`, () => {
+        const object = readYaml(join(KEDA_FIXTURES, c.fixture));
+        assert.equal(object.kind, c.kind);
+        assert.equal(object.apiVersion, "keda.sh/v1alpha1");
+        assert.equal(object.metadata.namespace !== undefined, c.scope === "Namespaced");
+        assert.deepEqual(schemaErrors(openApiSchema(crd), object), []);
+      });
+    });
+  }
+
+  it("the structural check finds a node without type, and the validator an undeclared field", () => {
+    assert.deepEqual(
+      structuralViolations({
+        type: "object",
+        properties: {
+          spec: { properties: { a: { type: "string" } } },
+          metadata: { type: "object" },
+        },
+      }),
+      ["/properties/spec: no type"],
+    );
+    assert.deepEqual(
+      schemaErrors({ type: "object", properties: { a: { type: "string" } } }, { a: "x", b: 1 }),
+      [".b: not declared in the schema"],
+    );
+  });
+
+  it("ScaledObject: requires a named scale target and triggers with a type and metadata, min at most max", () => {
+    const spec = openApiSchema(kedaCrd("scaledobjects.yaml")).properties.spec;
+    assert.deepEqual(spec.required, ["scaleTargetRef", "triggers"]);
+    assert.deepEqual(spec.properties.scaleTargetRef.required, ["name"]);
+    assert.equal(spec.properties.triggers.minItems, 1);
+    assert.deepEqual(spec.properties.triggers.items.required, ["type", "metadata"]);
+    assert.deepEqual(spec.properties.triggers.items.properties.metadata.additionalProperties, {
+      type: "string",
+    });
+    assert.deepEqual(spec["x-kubernetes-validations"], [{
+      rule:
+        "!has(self.minReplicaCount) || self.minReplicaCount <= (has(self.maxReplicaCount) ? self.maxReplicaCount : 100)",
+      message: "minReplicaCount must be less than or equal to maxReplicaCount",
+    }]);
+    assert.deepEqual(spec.properties.fallback.properties.behavior.default, "static");
+  });
+
+  it("ScaledObject: has KEDA's spec and status fields", () => {
+    const schema = openApiSchema(kedaCrd("scaledobjects.yaml"));
+    assert.deepEqual(Object.keys(schema.properties.spec.properties).sort(), [
+      "advanced",
+      "cooldownPeriod",
+      "fallback",
+      "idleReplicaCount",
+      "initialCooldownPeriod",
+      "maxReplicaCount",
+      "minReplicaCount",
+      "pollingInterval",
+      "scaleTargetRef",
+      "triggers",
+    ]);
+    assert.deepEqual(Object.keys(schema.properties.status.properties).sort(), [
+      "authenticationsTypes",
+      "compositeScalerName",
+      "conditions",
+      "externalMetricNames",
+      "health",
+      "hpaName",
+      "lastActiveTime",
+      "originalReplicaCount",
+      "pausedReplicaCount",
+      "resourceMetricNames",
+      "scaleTargetGVKR",
+      "scaleTargetKind",
+      "triggersActivity",
+      "triggersTypes",
+    ]);
+  });
+
+  it("TriggerAuthentication and ClusterTriggerAuthentication share one spec and status with KEDA's sources", () => {
+    const namespaced = openApiSchema(kedaCrd("triggerauthentications.yaml"));
+    const cluster = openApiSchema(kedaCrd("clustertriggerauthentications.yaml"));
+    assert.deepEqual(cluster.properties.spec, namespaced.properties.spec);
+    assert.deepEqual(cluster.properties.status, namespaced.properties.status);
+    assert.deepEqual(Object.keys(namespaced.properties.spec.properties).sort(), [
+      "awsSecretManager",
+      "azureKeyVault",
+      "boundServiceAccountToken",
+      "configMapTargetRef",
+      "env",
+      "filePath",
+      "gcpSecretManager",
+      "hashiCorpVault",
+      "oauth2",
+      "podIdentity",
+      "secretTargetRef",
+    ]);
+    assert.deepEqual(Object.keys(namespaced.properties.status.properties), [
+      "scaledobjects",
+      "scaledjobs",
+    ]);
+  });
+
+  describe("reject what KEDA's schemas reject", () => {
+    const so = (spec: Obj): Obj => ({
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      metadata: { name: "x", namespace: "shop" },
+      spec,
+    });
+    const target = { name: "worker" };
+    const cpu = { type: "cpu", metadata: { value: "50" } };
+    const cases: [string, string, Obj, string[]][] = [
+      ["a ScaledObject without triggers", "scaledobjects.yaml", so({ scaleTargetRef: target }), [
+        ".spec.triggers: required",
+      ]],
+      [
+        "a ScaledObject with no trigger",
+        "scaledobjects.yaml",
+        so({ scaleTargetRef: target, triggers: [] }),
+        [".spec.triggers: 0 items, want at least 1"],
+      ],
+      [
+        "a scale target without a name",
+        "scaledobjects.yaml",
+        so({ scaleTargetRef: { name: "" }, triggers: [cpu] }),
+        [".spec.scaleTargetRef.name: shorter than 1"],
+      ],
+      [
+        "a trigger without metadata",
+        "scaledobjects.yaml",
+        so({ scaleTargetRef: target, triggers: [{ type: "cpu" }] }),
+        [".spec.triggers[0].metadata: required"],
+      ],
+      [
+        "an authenticationRef to a Secret",
+        "scaledobjects.yaml",
+        so({
+          scaleTargetRef: target,
+          triggers: [{ ...cpu, authenticationRef: { name: "a", kind: "Secret" } }],
+        }),
+        ['.spec.triggers[0].authenticationRef.kind: "Secret" not in ["TriggerAuthentication","ClusterTriggerAuthentication"]'],
+      ],
+      [
+        "an unknown fallback behavior and a pollingInterval of 0",
+        "scaledobjects.yaml",
+        so({
+          scaleTargetRef: target,
+          pollingInterval: 0,
+          triggers: [cpu],
+          fallback: { failureThreshold: 3, replicas: 1, behavior: "sometimes" },
+        }),
+        [
+          ".spec.pollingInterval: 0 below 1",
+          '.spec.fallback.behavior: "sometimes" not in ["static","currentReplicas","currentReplicasIfHigher","currentReplicasIfLower","scalingModifiers"]',
+        ],
+      ],
+      [
+        "a tolerance that is no Quantity",
+        "scaledobjects.yaml",
+        so({
+          scaleTargetRef: target,
+          triggers: [cpu],
+          advanced: {
+            horizontalPodAutoscalerConfig: { behavior: { scaleUp: { tolerance: "ten" } } },
+          },
+        }),
+        [
+          '.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleUp.tolerance: "ten" does not match ^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$',
+        ],
+      ],
+      [
+        "a field KEDA does not have",
+        "scaledobjects.yaml",
+        so({ scaleTargetRef: target, triggers: [cpu], maxReplicas: 3 }),
+        [".spec.maxReplicas: not declared in the schema"],
+      ],
+      [
+        "a TriggerAuthentication without spec",
+        "triggerauthentications.yaml",
+        { apiVersion: "keda.sh/v1alpha1", kind: "TriggerAuthentication", metadata: { name: "a" } },
+        [".spec: required"],
+      ],
+      [
+        "an unknown pod identity provider and a Vault without secrets",
+        "clustertriggerauthentications.yaml",
+        {
+          apiVersion: "keda.sh/v1alpha1",
+          kind: "ClusterTriggerAuthentication",
+          metadata: { name: "a" },
+          spec: {
+            podIdentity: { provider: "azure" },
+            hashiCorpVault: { address: "https://vault:8200", authentication: "token", secrets: [] },
+          },
+        },
+        [
+          '.spec.podIdentity.provider: "azure" not in ["azure-workload","gcp","aws","aws-eks","none"]',
+          ".spec.hashiCorpVault.secrets: 0 items, want at least 1",
+        ],
+      ],
+    ];
+    for (const [name, file, object, errors] of cases) {
+      it(name, () => {
+        assert.deepEqual(schemaErrors(openApiSchema(kedaCrd(file)), object), errors);
+      });
     }
   });
 });
