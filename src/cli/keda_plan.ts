@@ -26,8 +26,12 @@ export interface KedaRow {
   hpa?: string;
   /** Each trigger's metric: its index, type, metric name and HPA target. */
   metrics: { trigger: number; type: string; metric: string; target: string }[];
-  /** Why it makes no HPA. */
+  /** Why it makes no HPA: the `Ready` condition's message KEDA would set. */
   error?: string;
+  /** The trigger the error is about. */
+  trigger?: number;
+  /** What plan cannot check offline (an authentication not in the files). */
+  warnings: string[];
 }
 
 /** A metric's target as the HPA reads it: `AverageValue 100.500`, `Utilization 50%`. */
@@ -100,7 +104,7 @@ export function kedaScaledObjectRow(
     so = parseScaledObject(object);
   } catch (e) {
     if (!(e instanceof InvalidScaledObjectError)) throw e;
-    return { row: { source, metrics: [], error: e.problems.join("; ") } };
+    return { row: { source, metrics: [], error: e.problems.join("; "), warnings: [] } };
   }
   const authentications: TriggerAuthentication[] = [];
   for (const a of authenticationObjects) {
@@ -110,25 +114,57 @@ export function kedaScaledObjectRow(
       // a malformed authentication is that object's error, shown when it is used
     }
   }
-  const result = kedaHpaFor(so, { version: VERSION, params: paramsOf(so, authentications) });
+  const warnings: string[] = [];
+  const podIdentities = so.spec.triggers.map((t, i) => {
+    const auth = authenticationOf(so, i, authentications);
+    if (t.authenticationRef !== undefined && auth === undefined) {
+      warnings.push(
+        `trigger ${i}: ${t.authenticationRef.kind ?? "TriggerAuthentication"} ${
+          JSON.stringify(t.authenticationRef.name)
+        } is not in the files: its parameters are unknown`,
+      );
+    }
+    return auth?.spec.podIdentity?.provider;
+  });
+  const result = kedaHpaFor(so, {
+    version: VERSION,
+    params: paramsOf(so, authentications),
+    podIdentities,
+  });
   const metrics = result.metrics.map((m) => ({
     trigger: m.index,
     type: m.type,
     metric: m.metricName,
     target: targetText(m),
   }));
-  if ("error" in result) return { row: { source, metrics, error: result.error } };
+  if ("error" in result) {
+    return {
+      row: {
+        source,
+        metrics,
+        error: result.error,
+        ...(result.trigger !== undefined ? { trigger: result.trigger } : {}),
+        warnings,
+      },
+    };
+  }
   const hpa: KedaHpa = result.hpa;
   return {
-    row: { source, hpa: `${hpa.metadata.namespace}/${hpa.metadata.name}`, metrics },
+    row: { source, hpa: `${hpa.metadata.namespace}/${hpa.metadata.name}`, metrics, warnings },
     hpa: hpa as unknown as KubeObject,
   };
 }
 
 /** A ScaledObject's lines in `plan`'s table output. */
 export function kedaRowText(k: KedaRow): string {
-  if (k.error !== undefined) return `keda ${k.source}: ${k.error}\n`;
+  const warnings = k.warnings.map((w) => `    warning: ${w}\n`).join("");
+  if (k.error !== undefined) {
+    return `keda ${k.source}${
+      k.trigger !== undefined ? ` (trigger ${k.trigger})` : ""
+    }: ${k.error}\n${warnings}`;
+  }
   return `keda ${k.source} -> HorizontalPodAutoscaler ${k.hpa} (see --output yaml)\n` +
     k.metrics.map((m) => `    trigger ${m.trigger} ${m.type}: ${m.metric}, target ${m.target}\n`)
-      .join("");
+      .join("") +
+    warnings;
 }

@@ -650,6 +650,12 @@ spec:
       metadata: {query: "from()", thresholdValue: "2"}
 ---
 apiVersion: keda.sh/v1alpha1
+kind: TriggerAuthentication
+metadata: {name: aws, namespace: shop}
+spec:
+  podIdentity: {provider: aws}
+---
+apiVersion: keda.sh/v1alpha1
 kind: ClusterTriggerAuthentication
 metadata: {name: influx}
 spec:
@@ -667,7 +673,7 @@ spec:
     trigger 0 prometheus: s0-prometheus, target ${t(100.5)}
     trigger 1 aws-sqs-queue: s1-aws-sqs-<env QUEUE>, target AverageValue 5
     trigger 2 cpu: cpu, target Utilization 60%
-keda ScaledObject shop/bad: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]
+keda ScaledObject shop/bad (trigger 0): failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]
 keda ScaledObject shop/api -> HorizontalPodAutoscaler shop/keda-hpa-api (see --output yaml)
     trigger 0 influxdb: s0-influxdb-<secret influx key org>, target ${t(2)}
 
@@ -692,7 +698,9 @@ keda ScaledObject shop/api -> HorizontalPodAutoscaler shop/keda-hpa-api (see --o
         source: "ScaledObject shop/bad",
         metrics: [],
         error:
-          'error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]',
+          'failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]',
+        trigger: 0,
+        warnings: [],
       });
       assert.equal(rows[2].hpa, "shop/keda-hpa-api");
       const yaml = captureIO();
@@ -707,7 +715,36 @@ keda ScaledObject shop/api -> HorizontalPodAutoscaler shop/keda-hpa-api (see --o
       );
       assert.equal(
         yaml.err(),
-        'error: ScaledObject shop/bad: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]\n',
+        'error: ScaledObject shop/bad: failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]\n',
+      );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it("says which authentication of a ScaledObject is not in the files", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "plan-keda-auth-"));
+    try {
+      const file = join(dir, "so.yaml");
+      await writeFile(
+        file,
+        `apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: q, namespace: shop}
+spec:
+  scaleTargetRef: {name: q}
+  triggers:
+    - type: aws-sqs-queue
+      authenticationRef: {name: aws}
+      metadata: {queueURL: "https://sqs.eu-west-1.amazonaws.com/1/jobs", awsRegion: eu-west-1}
+`,
+      );
+      const io = captureIO();
+      assert.equal(await planCommand.run(["-f", file], io), 0);
+      assert.equal(
+        io.out().split("\n").slice(0, 2).join("\n"),
+        `keda ScaledObject shop/q (trigger 0): failed to ensure HPA is correctly created for ScaledObject: error parsing SQS queue metadata: awsAccessKeyID not found
+    warning: trigger 0: TriggerAuthentication "aws" is not in the files: its parameters are unknown`,
       );
     } finally {
       await rm(dir, { recursive: true });

@@ -207,7 +207,9 @@ interface Seen {
       // fetch follows redirects unless told not to: such a call is the runtime's fetch's
       const res = await http.fetch(url("/json"));
       assert.equal(await res.text(), '{"length":42}');
-      assert.equal(res.constructor, Response);
+      // the runtime's Response (ours has no clone); not compared with globalThis.Response, which
+      // another test file in the same Bun process may have replaced by a subclass
+      assert.equal(typeof res.clone, "function");
     });
   });
 }

@@ -22,22 +22,14 @@ import {
   KEDA_PAUSED_SCALE_IN,
   KEDA_PAUSED_SCALE_OUT,
   KEDA_SCALED_OBJECT_LABEL,
-  kedaCronPart,
   kedaDefaultHpaName,
   kedaMetricName,
   kedaNameLabel,
   kedaNormalize,
-  kedaSqsQueueName,
 } from "./names.ts";
 import type { ScaledObject, ScaledObjectTrigger } from "./scaled_object.ts";
-import {
-  lookupParam,
-  missingParam,
-  type ParamSource,
-  parseFloatParam,
-  parseIntParam,
-  type TriggerParams,
-} from "./typed_config.ts";
+import { goParseBool, type TriggerParams } from "./typed_config.ts";
+import { readTrigger, TriggerError } from "./triggers.ts";
 
 /** The `app.kubernetes.io/managed-by` of the HPAs this adapter writes for ScaledObjects. */
 export const KEDA_HPA_MANAGER = "hpa-metrics-adapter";
@@ -86,12 +78,14 @@ export interface KedaHpaStatus {
   hpaName: string;
   /** The External metrics' names, in trigger order. */
   externalMetricNames: string[];
-  /** The Resource metrics' names (`cpu`, `memory`), in trigger order. */
+  /** The Resource metrics' names (`cpu`, `memory`), in trigger order (not ContainerResource). */
   resourceMetricNames: string[];
   /** The trigger types, comma-joined, each once, in order. */
   triggersTypes: string;
   /** The triggers' authenticationRef names, comma-joined, each once, in order ("" if none). */
   authenticationsTypes: string;
+  /** `composite-metric` when scalingModifiers are used. */
+  compositeScalerName?: string;
 }
 
 /** One trigger's metric: its HPA entry, its name, and the trigger it came from. */
@@ -109,68 +103,101 @@ export interface KedaHpaOptions {
   version: string;
   /** Each trigger's resolved parameters (by trigger index); the metadata alone when absent. */
   params?: readonly (TriggerParams | undefined)[];
+  /** Each trigger's TriggerAuthentication `podIdentity.provider` (by trigger index). */
+  podIdentities?: readonly (string | undefined)[];
 }
 
-/** The HPA and status of a ScaledObject, or the error KEDA would set `Ready=False` with. */
+/** The HPA and status of a ScaledObject, or the `Ready=False` message KEDA sets. */
 export type KedaHpaResult =
   | { hpa: KedaHpa; status: KedaHpaStatus; metrics: KedaTriggerMetric[] }
-  | { error: string; metrics: KedaTriggerMetric[] };
-
-const METADATA: readonly ParamSource[] = ["triggerMetadata"];
-
-function required(p: TriggerParams, key: string, order = METADATA): string {
-  const v = lookupParam(p, key, order);
-  if (v === undefined) throw missingParam(key, order);
-  return v;
-}
+  | {
+    /** The `Ready` condition's message, as KEDA writes it. */
+    error: string;
+    /** The trigger the error is about, when it is one trigger's. */
+    trigger?: number;
+    metrics: KedaTriggerMetric[];
+  };
 
 /**
- * A float target as KEDA's `GetMetricTargetMili` writes it: the value printed with three
- * decimals and parsed as a Quantity (`100.5` is `100.500`).
+ * A value as KEDA's `quantityFromFloat64` writes it (HPA targets, served values): NaN, ±Inf and
+ * negatives are `0`; else `%.3f` (Go's rounding: ties to even), parsed as a Quantity, whose
+ * string is the text as written when it has at most 18 digits, does not start with `0` (a
+ * value below 1) and does not end with `000`, else the canonical form (`100.5` is `100.500`,
+ * `0.25` is `250m`, `1000` is `1k`).
  */
 export function kedaMilliQuantity(v: number): string {
-  return kedaQuantityString(v.toFixed(3));
+  if (!Number.isFinite(v) || v < 0) return "0";
+  let milli: bigint;
+  const sixteenths = v * 16; // exact: a power of two
+  if (Number.isInteger(sixteenths) && sixteenths % 2 === 1 && sixteenths < 2 ** 53) {
+    // an exact tie at the third decimal (v = odd / 16): Go rounds to the even neighbour
+    const twice = BigInt(sixteenths) * 125n; // v * 2000, odd
+    const down = (twice - 1n) / 2n;
+    milli = down % 2n === 0n ? down : down + 1n;
+  } else if (v < 1e21) {
+    const fixed = v.toFixed(3);
+    milli = BigInt(fixed.replace(".", ""));
+  } else {
+    milli = BigInt(Math.round(v)) * 1000n;
+  }
+  const digits = milli.toString().padStart(4, "0");
+  const text = `${digits.slice(0, -3)}.${digits.slice(-3)}`;
+  const all = digits;
+  if (all.length <= 18 && !all.endsWith("000") && !all.startsWith("0")) return text;
+  return formatQuantity(parseQuantity(text));
 }
 
-/**
- * The string apimachinery's Quantity keeps for `s` (the `%.3f` form): as written when it has
- * a non-zero integer part and fits the fast path, else its canonical form.
- */
-function kedaQuantityString(s: string): string {
-  return formatQuantity(parseQuantity(s));
+/** KEDA's `GetMetricTarget`: an integer target, canonical (`1000` is `1k`). */
+function intQuantity(n: number): string {
+  return formatQuantity(n);
 }
 
 function externalSpec(
   name: string,
   scaledObject: string,
-  metricType: ScaledObjectTrigger["metricType"],
+  metricType: string | undefined,
   target: string,
 ): HpaMetricSpec {
-  if (metricType === "Utilization") {
-    throw new Error("Utilization metric type is not supported for external metrics");
-  }
   return {
     type: "External",
     external: {
       metric: { name, selector: { matchLabels: { [KEDA_SCALED_OBJECT_LABEL]: scaledObject } } },
-      target: metricType === "Value"
-        ? { type: "Value", value: target }
-        : { type: "AverageValue", averageValue: target },
+      target: metricType === "AverageValue" || metricType === undefined || metricType === ""
+        ? { type: "AverageValue", averageValue: target }
+        : { type: "Value", value: target },
     },
   };
 }
 
-/** One trigger's metric entry, or KEDA's error for it. */
+/** KEDA's `IsUsingModifiers`: `scalingModifiers` set with any field. */
+function usesModifiers(so: ScaledObject): boolean {
+  const m = so.spec.advanced?.scalingModifiers;
+  return m !== undefined &&
+    [m.formula, m.target, m.activationTarget, m.metricType].some((v) =>
+      v !== undefined && v !== ""
+    );
+}
+
+/**
+ * One trigger's metric entry, as its KEDA scaler makes it; throws {@linkcode TriggerError} with
+ * KEDA's words.
+ */
 export function kedaTriggerMetric(
   so: ScaledObject,
   trigger: ScaledObjectTrigger,
   index: number,
   params: TriggerParams,
+  podIdentity?: string,
 ): KedaTriggerMetric {
   const name = so.metadata.name;
-  const modifiers = so.spec.advanced?.scalingModifiers?.formula !== undefined;
-  const ext = (part: string, target: string): KedaTriggerMetric => {
-    const metricName = kedaMetricName(index, kedaNormalize(part));
+  const read = readTrigger(trigger.type, params, {
+    modifiers: usesModifiers(so),
+    metricType: trigger.metricType,
+    podIdentity,
+  });
+  const v = read.values;
+  const ext = (target: string): KedaTriggerMetric => {
+    const metricName = kedaMetricName(index, kedaNormalize(read.namePart ?? trigger.type));
     return {
       index,
       type: trigger.type,
@@ -179,70 +206,37 @@ export function kedaTriggerMetric(
     };
   };
   switch (trigger.type) {
-    case "prometheus": {
-      required(params, "serverAddress");
-      required(params, "query");
-      const threshold = lookupParam(params, "threshold", METADATA);
-      if (threshold === undefined && !modifiers) throw missingParam("threshold", METADATA);
-      return ext(
-        "prometheus",
-        kedaMilliQuantity(threshold === undefined ? 0 : parseFloatParam("threshold", threshold)),
-      );
-    }
-    case "metrics-api": {
-      required(params, "url");
-      const location = required(params, "valueLocation");
-      const target = lookupParam(params, "targetValue", METADATA);
-      if (target === undefined && !modifiers) throw missingParam("targetValue", METADATA);
-      return ext(
-        `metric-api-${location}`,
-        kedaMilliQuantity(target === undefined ? 0 : parseFloatParam("targetValue", target)),
-      );
-    }
-    case "aws-sqs-queue": {
-      const order: ParamSource[] = ["triggerMetadata", "resolvedEnv"];
-      const url = required(params, "queueURL", order);
-      const length = lookupParam(params, "queueLength", METADATA);
-      const n = length === undefined ? 5 : parseIntParam("queueLength", length);
-      return ext(`aws-sqs-${kedaSqsQueueName(url)}`, String(n));
-    }
-    case "cron": {
-      const tz = required(params, "timezone");
-      const start = required(params, "start");
-      const end = required(params, "end");
-      return ext(`cron-${tz}-${kedaCronPart(start)}-${kedaCronPart(end)}`, "1");
-    }
-    case "influxdb": {
-      required(params, "serverURL", ["triggerMetadata", "authParams"]);
-      const org = required(params, "organizationName", ["triggerMetadata", "authParams"]);
-      required(params, "query");
-      const t = lookupParam(params, "thresholdValue", METADATA);
-      const threshold = t === undefined ? 0 : parseFloatParam("thresholdValue", t);
-      if (threshold === 0 && !modifiers) throw new Error("no threshold value given");
-      return ext(`influxdb-${org}`, kedaMilliQuantity(threshold));
-    }
-    case "cpu":
-    case "memory": {
-      const value = required(params, "value");
-      const container = lookupParam(params, "containerName", METADATA);
-      const type = trigger.metricType ?? "Utilization";
+    case "prometheus":
+      return ext(kedaMilliQuantity(v.threshold as number));
+    case "metrics-api":
+      return ext(kedaMilliQuantity((v.targetValue as number | undefined) ?? 0));
+    case "aws-sqs-queue":
+      return ext(intQuantity(v.queueLength as number));
+    case "cron":
+      return ext("1");
+    case "influxdb":
+      return ext(kedaMilliQuantity((v.thresholdValue as number | undefined) ?? 0));
+    default: {
+      // cpu, memory
+      const value = v.value as string;
+      const container = v.containerName as string | undefined;
       let target;
-      if (type === "Utilization") {
-        target = {
-          type: "Utilization" as const,
-          averageUtilization: parseIntParam("value", value),
-        };
-      } else if (type === "AverageValue") {
+      if (trigger.metricType === "Utilization") {
+        target = { type: "Utilization" as const, averageUtilization: Number(value) };
+      } else {
         let q: string;
         try {
           parseQuantity(value);
           q = storedQuantity(value);
         } catch {
-          throw new Error(`invalid quantity "${value}" for ${trigger.type}`);
+          // KEDA's MustParse panics here; this adapter reports it
+          throw new TriggerError(
+            `error parsing ${trigger.type} metadata: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+          );
         }
         target = { type: "AverageValue" as const, averageValue: q };
-      } else throw new Error(`unsupported metric type ${type} for ${trigger.type}`);
-      const spec: HpaMetricSpec = container === undefined
+      }
+      const spec: HpaMetricSpec = container === undefined || container === ""
         ? { type: "Resource", resource: { name: trigger.type, target } }
         : {
           type: "ContainerResource",
@@ -250,8 +244,6 @@ export function kedaTriggerMetric(
         };
       return { index, type: trigger.type, metricName: trigger.type, spec };
     }
-    default:
-      throw new Error(`no scaler found for type: ${trigger.type}`);
   }
 }
 
@@ -259,7 +251,7 @@ export function kedaTriggerMetric(
 function boolAnnotation(annotations: Record<string, string> | undefined, key: string): boolean {
   const v = annotations?.[key];
   if (v === undefined) return false;
-  return !["0", "f", "F", "FALSE", "false", "False"].includes(v);
+  return goParseBool(v) ?? true;
 }
 
 /** The behavior with the paused-scale-in/out annotations applied (a copy). */
@@ -280,9 +272,17 @@ function joinedOnce(values: readonly string[]): string {
   return [...new Set(values)].join(",");
 }
 
+const HPA_FAILED = "failed to ensure HPA is correctly created for ScaledObject: ";
+
+/** Go's `sort.Slice` by type name, for the short lists it sorts stably (insertion sort). */
+function byType(specs: readonly HpaMetricSpec[]): HpaMetricSpec[] {
+  return [...specs].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+}
+
 /**
- * The HPA KEDA writes for `so`, with the status fields that come with it; or the error that
- * sets `Ready=False` (a replica bound, a trigger's parameter, a duplicate metric name).
+ * The HPA KEDA writes for `so`, with the status fields that come with it; or the `Ready=False`
+ * message of KEDA's reconcile (replica bounds, triggers, a trigger's metadata, a duplicate
+ * metric name), checked in KEDA's order.
  *
  * @example
  * ```ts
@@ -292,80 +292,107 @@ function joinedOnce(values: readonly string[]): string {
  */
 export function kedaHpaFor(so: ScaledObject, options: KedaHpaOptions): KedaHpaResult {
   const metrics: KedaTriggerMetric[] = [];
-  const fail = (error: string): KedaHpaResult => ({ error, metrics });
+  const fail = (error: string, trigger?: number): KedaHpaResult => ({
+    error,
+    ...(trigger !== undefined ? { trigger } : {}),
+    metrics,
+  });
   const spec = so.spec;
+  const ns = so.metadata.namespace ?? "default";
   const min = spec.minReplicaCount !== undefined && spec.minReplicaCount > 0
     ? spec.minReplicaCount
     : 1;
   const max = spec.maxReplicaCount ?? 100;
-  if ((spec.minReplicaCount ?? 0) > max) {
+  // KEDA's bounds check reads an unset minimum as 0 and an explicit 0 as 1
+  const checkedMin = spec.minReplicaCount === undefined ? 0 : min;
+  const bounds = "ScaledObject doesn't have correct Idle/Min/Max Replica Counts specification: ";
+  if (checkedMin > max) {
+    return fail(`${bounds}MinReplicaCount=${checkedMin} must be less than MaxReplicaCount=${max}`);
+  }
+  if (spec.idleReplicaCount !== undefined && spec.idleReplicaCount >= checkedMin) {
     return fail(
-      `MinReplicaCount=${spec.minReplicaCount ?? 0} must be less than MaxReplicaCount=${max}`,
+      `${bounds}IdleReplicaCount=${spec.idleReplicaCount} must be less than MinReplicaCount=${checkedMin}`,
     );
   }
-  if (spec.idleReplicaCount !== undefined && spec.idleReplicaCount >= (spec.minReplicaCount ?? 0)) {
-    return fail(
-      `IdleReplicaCount=${spec.idleReplicaCount} must be less than MinReplicaCount=${
-        spec.minReplicaCount ?? 0
-      }`,
-    );
+  const triggers = "ScaledObject doesn't have correct triggers specification: ";
+  if (spec.triggers.length === 0) {
+    return fail(`${triggers}no triggers defined in the ScaledObject/ScaledJob`);
   }
-  if (spec.triggers.length === 0) return fail("no triggers defined in the ScaledObject/ScaledJob");
   const names = new Set<string>();
-  for (const t of spec.triggers) {
+  for (const [i, t] of spec.triggers.entries()) {
     if (t.useCachedMetrics && (t.type === "cpu" || t.type === "memory" || t.type === "cron")) {
-      return fail(`property "useCachedMetrics" is not supported for "${t.type}" scaler`);
+      return fail(
+        `${triggers}property "useCachedMetrics" is not supported for "${t.type}" scaler`,
+        i,
+      );
     }
     if (t.name === undefined || t.name === "") continue;
     if (names.has(t.name)) {
       return fail(
-        `triggerName "${t.name}" is defined multiple times in the ScaledObject/ScaledJob, but it must be unique`,
+        `${triggers}triggerName "${t.name}" is defined multiple times in the ScaledObject/ScaledJob, but it must be unique`,
+        i,
       );
     }
     names.add(t.name);
   }
   for (const [i, t] of spec.triggers.entries()) {
-    if (!KEDA_TRIGGER_TYPES.includes(t.type)) return fail(`no scaler found for type: ${t.type}`);
     const params = options.params?.[i] ?? { metadata: t.metadata ?? {} };
     try {
-      metrics.push(kedaTriggerMetric(so, t, i, params));
+      metrics.push(kedaTriggerMetric(so, t, i, params, options.podIdentities?.[i]));
     } catch (e) {
-      return fail(`error parsing ${t.type} metadata: ${(e as Error).message}`);
+      if (!(e instanceof TriggerError)) throw e;
+      return fail(HPA_FAILED + e.message, i);
     }
   }
-  const seen = new Set<string>();
+  const external: string[] = [];
   for (const m of metrics) {
     if (m.spec.type !== "External") continue;
-    if (seen.has(m.metricName)) {
+    if (external.includes(m.metricName)) {
       return fail(
-        `metricName ${m.metricName} defined multiple times in ScaledObject ${so.metadata.name}`,
+        `${HPA_FAILED}metricName ${m.metricName} defined multiple times in ScaledObject ${so.metadata.name}`,
+        m.index,
       );
     }
-    seen.add(m.metricName);
+    external.push(m.metricName);
   }
-  let specs = metrics.map((m) => m.spec);
+  let specs = byType(metrics.map((m) => m.spec));
+  let composite = false;
   const modifiers = spec.advanced?.scalingModifiers;
-  if (modifiers?.formula !== undefined) {
-    // the External entries give way to one composite metric; Resource entries stay
-    const target = modifiers.target === undefined ? 0 : Number(modifiers.target);
-    specs = [
-      ...specs.filter((s) => s.type !== "External"),
-      externalSpec(
-        KEDA_COMPOSITE_METRIC,
-        so.metadata.name,
-        modifiers.metricType,
-        kedaMilliQuantity(target),
-      ),
-    ];
+  if (modifiers !== undefined && usesModifiers(so)) {
+    const type = modifiers.metricType || "AverageValue";
+    if (type === "Utilization") {
+      return fail(
+        `${HPA_FAILED}error metric target type is Utilization, but it needs to be AverageValue or Value for external metrics`,
+      );
+    }
+    const target = Number(modifiers.target ?? "");
+    if (
+      Number.isFinite(target) && target > 0 &&
+      /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/.test((modifiers.target ?? "").trim())
+    ) {
+      // the Resource entries (ContainerResource ones are dropped), then the composite metric
+      composite = true;
+      specs = [
+        ...specs.filter((s) => s.type === "Resource"),
+        externalSpec(
+          KEDA_COMPOSITE_METRIC,
+          so.metadata.name,
+          type,
+          formatQuantity(Math.trunc(target * 1000) / 1000),
+        ),
+      ];
+    }
   }
-  if (specs.length === 0) return fail("no metrics found for the ScaledObject");
-  specs = [...specs].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+  if (specs.length === 0) {
+    return fail(
+      `${HPA_FAILED}no metric specs returned from scalers for ScaledObject ${ns}/${so.metadata.name}`,
+    );
+  }
 
   const hpaName = spec.advanced?.horizontalPodAutoscalerConfig?.name ||
     kedaDefaultHpaName(so.metadata.name);
-  const excluded = new Set(
-    (so.metadata.annotations?.[KEDA_HPA_EXCLUDED_LABELS] ?? "").split(",").map((l) => l.trim()),
-  );
+  // the annotation is split on "," and not trimmed
+  const excluded = new Set((so.metadata.annotations?.[KEDA_HPA_EXCLUDED_LABELS] ?? "").split(","));
   const labels: Record<string, string> = {
     "app.kubernetes.io/name": kedaNameLabel(hpaName),
     "app.kubernetes.io/version": options.version,
@@ -381,7 +408,7 @@ export function kedaHpaFor(so: ScaledObject, options: KedaHpaOptions): KedaHpaRe
     kind: "HorizontalPodAutoscaler",
     metadata: {
       name: hpaName,
-      namespace: so.metadata.namespace ?? "default",
+      namespace: ns,
       labels,
       ...(so.metadata.annotations !== undefined
         ? { annotations: { ...so.metadata.annotations } }
@@ -409,12 +436,13 @@ export function kedaHpaFor(so: ScaledObject, options: KedaHpaOptions): KedaHpaRe
   };
   const status: KedaHpaStatus = {
     hpaName,
-    externalMetricNames: metrics.filter((m) => m.spec.type === "External").map((m) => m.metricName),
-    resourceMetricNames: metrics.filter((m) => m.spec.type !== "External").map((m) => m.metricName),
+    externalMetricNames: external,
+    resourceMetricNames: metrics.filter((m) => m.spec.type === "Resource").map((m) => m.metricName),
     triggersTypes: joinedOnce(spec.triggers.map((t) => t.type)),
     authenticationsTypes: joinedOnce(
       spec.triggers.flatMap((t) => (t.authenticationRef ? [t.authenticationRef.name] : [])),
     ),
+    ...(composite ? { compositeScalerName: KEDA_COMPOSITE_METRIC } : {}),
   };
   return { hpa, status, metrics };
 }

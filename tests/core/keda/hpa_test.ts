@@ -60,6 +60,7 @@ describe("KEDA's metric names", () => {
             metadata: {
               queueURL: "https://sqs.eu-west-1.amazonaws.com/account_id/DeleteArtifactQ",
               awsRegion: "eu-west-1",
+              identityOwner: "operator",
             },
           },
           {
@@ -263,7 +264,8 @@ describe("the HPA KEDA writes", () => {
       },
     });
     assert.equal(r.status.authenticationsTypes, "prom-auth");
-    assert.deepEqual(r.status.resourceMetricNames, ["memory"]);
+    // KEDA records Resource metrics only, not ContainerResource ones
+    assert.deepEqual(r.status.resourceMetricNames, []);
   });
 
   it("replaces the External metrics by one composite metric with scalingModifiers", () => {
@@ -288,47 +290,79 @@ describe("the HPA KEDA writes", () => {
           ? m.resource.name
           : ""
       ),
-      ["composite-metric", "cpu"],
+      // the Resource entries, then the composite metric (its target canonical: NewMilliQuantity)
+      ["cpu", "composite-metric"],
     );
+    assert.deepEqual(r.hpa.spec.metrics[1], {
+      type: "External",
+      external: {
+        metric: {
+          name: "composite-metric",
+          selector: { matchLabels: { "scaledobject.keda.sh/name": "web" } },
+        },
+        target: { type: "AverageValue", averageValue: "2" },
+      },
+    });
     assert.deepEqual(r.status.externalMetricNames, ["s0-prometheus", "s1-prometheus"]);
+    assert.equal(r.status.compositeScalerName, "composite-metric");
   });
 
+  const BOUNDS = "ScaledObject doesn't have correct Idle/Min/Max Replica Counts specification: ";
+  const TRIGGERS = "ScaledObject doesn't have correct triggers specification: ";
+  const HPA = "failed to ensure HPA is correctly created for ScaledObject: ";
   const errors: [string, Record<string, unknown>, string][] = [
     [
       "min over max",
       { minReplicaCount: 5, maxReplicaCount: 2, triggers: [PROM] },
-      "MinReplicaCount=5 must be less than MaxReplicaCount=2",
+      `${BOUNDS}MinReplicaCount=5 must be less than MaxReplicaCount=2`,
     ],
     [
       "idle not below min",
       { idleReplicaCount: 1, minReplicaCount: 1, triggers: [PROM] },
-      "IdleReplicaCount=1 must be less than MinReplicaCount=1",
+      `${BOUNDS}IdleReplicaCount=1 must be less than MinReplicaCount=1`,
     ],
-    ["no triggers", { triggers: [] }, "no triggers defined in the ScaledObject/ScaledJob"],
+    [
+      "idle with no min (read as 0)",
+      { idleReplicaCount: 0, triggers: [PROM] },
+      `${BOUNDS}IdleReplicaCount=0 must be less than MinReplicaCount=0`,
+    ],
+    [
+      "no triggers",
+      { triggers: [] },
+      `${TRIGGERS}no triggers defined in the ScaledObject/ScaledJob`,
+    ],
     [
       "a trigger name twice",
       { triggers: [{ ...PROM, name: "x" }, { ...PROM, name: "x" }] },
-      'triggerName "x" is defined multiple times in the ScaledObject/ScaledJob, but it must be unique',
+      `${TRIGGERS}triggerName "x" is defined multiple times in the ScaledObject/ScaledJob, but it must be unique`,
     ],
     [
       "useCachedMetrics on cpu",
       { triggers: [{ type: "cpu", useCachedMetrics: true, metadata: { value: "50" } }] },
-      'property "useCachedMetrics" is not supported for "cpu" scaler',
+      `${TRIGGERS}property "useCachedMetrics" is not supported for "cpu" scaler`,
     ],
     [
       "a missing threshold",
       { triggers: [{ type: "prometheus", metadata: { serverAddress: "http://p", query: "up" } }] },
-      'error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]',
+      `${HPA}error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]`,
     ],
     [
       "an unknown trigger type",
       { triggers: [{ type: "kafka", metadata: {} }] },
-      "no scaler found for type: kafka",
+      `${HPA}no scaler found for type: kafka`,
     ],
     [
       "Utilization on an external trigger",
       { triggers: [{ ...PROM, metricType: "Utilization" }] },
-      "error parsing prometheus metadata: Utilization metric type is not supported for external metrics",
+      `${HPA}error getting scaler metric type: 'Utilization' metric type is unsupported for external metrics, allowed values are 'Value' or 'AverageValue'`,
+    ],
+    [
+      "Utilization for scalingModifiers",
+      {
+        advanced: { scalingModifiers: { formula: "a", target: "1", metricType: "Utilization" } },
+        triggers: [{ ...PROM, name: "a" }],
+      },
+      `${HPA}error metric target type is Utilization, but it needs to be AverageValue or Value for external metrics`,
     ],
   ];
   for (const [name, spec, error] of errors) {
@@ -338,6 +372,25 @@ describe("the HPA KEDA writes", () => {
       assert.equal(r.error, error);
     });
   }
+
+  it("the bounds check reads an explicit minimum of 0 as 1 (idle 0 is then fine)", () => {
+    const r = ok(kedaHpaFor(so({ minReplicaCount: 0, idleReplicaCount: 0, triggers: [PROM] }), {
+      version: "0.1.0",
+    }));
+    assert.equal(r.hpa.spec.minReplicas, 1);
+  });
+
+  it("does not trim the excluded labels' names (KEDA splits on commas only)", () => {
+    const r = ok(kedaHpaFor(
+      so({ triggers: [PROM] }, {
+        labels: { a: "1", b: "2" },
+        annotations: { "scaledobject.keda.sh/hpa-excluded-labels": "a, b" },
+      }),
+      { version: "0.1.0" },
+    ));
+    assert.equal(r.hpa.metadata.labels.a, undefined);
+    assert.equal(r.hpa.metadata.labels.b, "2");
+  });
 
   it("names the ScaledObject and the field of a malformed manifest", () => {
     assert.throws(
