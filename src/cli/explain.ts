@@ -40,6 +40,8 @@ import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/hpa.ts";
 import { planHpa } from "../core/plan.ts";
 import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
+import { isScaledObject, isTriggerAuthentication } from "../core/keda/scaled_object.ts";
+import { kedaRowText, kedaScaledObjectRow } from "./keda_plan.ts";
 import type { LabelSelector, MetricPlan, MetricTarget } from "../core/types.ts";
 import { FORMULA_TYPE } from "../core/configs/formula.ts";
 import {
@@ -420,9 +422,22 @@ async function runOffline(
     mappingWarnings.push(...result.warnings);
   }
   if (!found) {
+    // a KEDA ScaledObject: the HPA KEDA writes for it, its triggers' metrics, or KEDA's error
+    const so = read.objects.find((o) => isScaledObject(o.object) && named(o.object));
+    if (so) {
+      const auths = objects.filter(isTriggerAuthentication);
+      const { row } = kedaScaledObjectRow(so.object, auths, so.source);
+      io.stdout(`ScaledObject ${id} (offline, from ${so.source})\n` + kedaRowText(row));
+      return row.error === undefined ? 0 : 1;
+    }
     const names = read.objects.filter((o) => o.object.kind === "HorizontalPodAutoscaler")
       .map((o) => `${o.object.metadata.namespace ?? "default"}/${o.object.metadata.name}`);
     for (const o of read.objects) {
+      if (isScaledObject(o.object)) {
+        names.push(
+          `${o.object.metadata.namespace ?? "default"}/${o.object.metadata.name} (ScaledObject)`,
+        );
+      }
       if (!knative(o.object)) continue;
       names.push(
         `${o.object.metadata.namespace ?? "default"}/${o.object.metadata.name} (${o.object.kind})`,

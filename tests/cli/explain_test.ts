@@ -382,6 +382,85 @@ describe("explain offline from manifests", () => {
   });
 });
 
+describe("explain offline for KEDA ScaledObjects", () => {
+  let dir: string | undefined;
+  let file = "";
+
+  before(async () => {
+    dir = await makeTempDir("explain-keda-");
+    file = await writeManifests(dir, [
+      {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "ScaledObject",
+        metadata: { name: "web", namespace: "shop" },
+        spec: {
+          scaleTargetRef: { name: "web" },
+          maxReplicaCount: 8,
+          triggers: [
+            {
+              type: "prometheus",
+              metadata: { serverAddress: "http://prom:9090", query: "sum(up)", threshold: "2.5" },
+            },
+            { type: "memory", metricType: "AverageValue", metadata: { value: "1.5Gi" } },
+          ],
+        },
+      },
+      {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "ScaledObject",
+        metadata: { name: "cron", namespace: "shop" },
+        spec: {
+          scaleTargetRef: { name: "cron" },
+          triggers: [{
+            type: "cron",
+            metadata: {
+              timezone: "Etc/UTC",
+              start: "0 8 * * *",
+              end: "0 8 * * *",
+              desiredReplicas: "2",
+            },
+          }],
+        },
+      },
+    ]);
+  });
+
+  after(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("shows the HPA KEDA writes for a ScaledObject and its triggers' metrics", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", "shop/web", "-f", file], io);
+    assert.equal(
+      io.out(),
+      `ScaledObject shop/web (offline, from ${file})\n` +
+        "keda ScaledObject shop/web -> HorizontalPodAutoscaler shop/keda-hpa-web (see --output yaml)\n" +
+        "    trigger 0 prometheus: s0-prometheus, target AverageValue 2.500\n" +
+        "    trigger 1 memory: memory, target AverageValue 1536Mi\n",
+    );
+    assert.equal(code, 0);
+  });
+
+  it("says KEDA's error for a ScaledObject it would refuse, and exits 1", async () => {
+    const io = captureIO();
+    const code = await runCommandLine(["explain", "shop/cron", "-f", file], io);
+    assert.equal(
+      io.out(),
+      `ScaledObject shop/cron (offline, from ${file})\n` +
+        "keda ScaledObject shop/cron (trigger 0): failed to ensure HPA is correctly created for " +
+        "ScaledObject: error parsing cron metadata: start and end can not have exactly same time input\n",
+    );
+    assert.equal(code, 1);
+  });
+
+  it("lists the ScaledObjects it found when none has the name", async () => {
+    const io = captureIO();
+    assert.equal(await runCommandLine(["explain", "shop/nope", "-f", file], io), 2);
+    assert.match(io.err(), /\(found: shop\/web \(ScaledObject\), shop\/cron \(ScaledObject\)\)/);
+  });
+});
+
 describe("explain offline for Knative PodAutoscalers", () => {
   let dir: string | undefined;
   let file = "";
