@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { Temporal } from "temporal-polyfill";
 
 /** A parsed schedule: for each field, the set of values it matches. */
 export interface CronSchedule {
@@ -140,4 +141,125 @@ export function parseCronSchedule(spec: string): CronSchedule {
     weekdays: sets[4],
     weekdaysStar: stars[4],
   };
+}
+
+/** Go's `time.Date(...)` in `zone`: a wall time in a gap or an overlap resolved as Go does. */
+function goDate(
+  zone: string,
+  y: number,
+  mo: number,
+  d: number,
+  h: number,
+  mi: number,
+): Temporal.ZonedDateTime {
+  // the wall time normalized (Go's Date carries overflowing days and months over)
+  const wall = Temporal.PlainDateTime.from({ year: y, month: 1, day: 1 })
+    .add({ months: mo - 1, days: d - 1, hours: h, minutes: mi });
+  const asUtc = wall.toZonedDateTime("UTC").epochMilliseconds;
+  const offsetAt = (ms: number): number =>
+    Temporal.Instant.fromEpochMilliseconds(ms).toZonedDateTimeISO(zone).offsetNanoseconds / 1e6;
+  // Go: the offset in effect at the wall time read as UTC; if the instant it gives lies in
+  // another period, the offset in effect at that instant
+  const first = offsetAt(asUtc);
+  let ms = asUtc - first;
+  const second = offsetAt(ms);
+  if (second !== first) ms = asUtc - second;
+  return Temporal.Instant.fromEpochMilliseconds(ms).toZonedDateTimeISO(zone);
+}
+
+/**
+ * robfig/cron v3's `SpecSchedule.Next` in `zone`: the first time after `after` (rounded up to
+ * the next whole second) that the schedule matches, found field by field as robfig walks them
+ * (DST included: a day that starts at 01:00 or 23:00 is moved back to its midnight); null when
+ * none is found within five years.
+ */
+export function cronNext(
+  s: CronSchedule,
+  after: Temporal.Instant,
+  zone: string,
+): Temporal.Instant | null {
+  const ms = after.epochMilliseconds;
+  let t = Temporal.Instant.fromEpochMilliseconds(Math.floor(ms / 1000) * 1000 + 1000)
+    .toZonedDateTimeISO(zone);
+  let added = false;
+  const yearLimit = t.year + 5;
+  const dayMatches = (z: Temporal.ZonedDateTime): boolean => {
+    const dom = s.days.has(z.day);
+    const dow = s.weekdays.has(z.dayOfWeek % 7);
+    return s.daysStar || s.weekdaysStar ? dom && dow : dom || dow;
+  };
+  const addHours = (z: Temporal.ZonedDateTime, n: number): Temporal.ZonedDateTime =>
+    z.toInstant().add({ hours: n }).toZonedDateTimeISO(zone);
+  wrap: for (;;) {
+    if (t.year > yearLimit) return null;
+    while (!s.months.has(t.month)) {
+      if (!added) {
+        added = true;
+        t = goDate(zone, t.year, t.month, 1, 0, 0);
+      }
+      t = goDate(zone, t.year, t.month + 1, t.day, t.hour, t.minute);
+      if (t.month === 1) continue wrap;
+    }
+    while (!dayMatches(t)) {
+      if (!added) {
+        added = true;
+        t = goDate(zone, t.year, t.month, t.day, 0, 0);
+      }
+      t = goDate(zone, t.year, t.month, t.day + 1, t.hour, t.minute);
+      if (t.hour !== 0) t = addHours(t, t.hour > 12 ? 24 - t.hour : -t.hour);
+      if (t.day === 1) continue wrap;
+    }
+    while (!s.hours.has(t.hour)) {
+      if (!added) {
+        added = true;
+        t = goDate(zone, t.year, t.month, t.day, t.hour, 0);
+      }
+      t = addHours(t, 1);
+      if (t.hour === 0) continue wrap;
+    }
+    while (!s.minutes.has(t.minute)) {
+      if (!added) {
+        added = true;
+        const m = Math.floor(t.epochMilliseconds / 60_000) * 60_000;
+        t = Temporal.Instant.fromEpochMilliseconds(m).toZonedDateTimeISO(zone);
+      }
+      t = t.toInstant().add({ minutes: 1 }).toZonedDateTimeISO(zone);
+      if (t.minute === 0) continue wrap;
+    }
+    // the standard parser matches second 0 only
+    while (t.second !== 0) {
+      if (!added) {
+        added = true;
+        const sec = Math.floor(t.epochMilliseconds / 1000) * 1000;
+        t = Temporal.Instant.fromEpochMilliseconds(sec).toZonedDateTimeISO(zone);
+      }
+      t = t.toInstant().add({ seconds: 1 }).toZonedDateTimeISO(zone);
+      if (t.second === 0) continue wrap;
+    }
+    return t.toInstant();
+  }
+}
+
+/**
+ * KEDA's cron trigger at `now`: active when the next end comes no later than the next start
+ * (inside the window `[start, end)`), its value `desiredReplicas` then, else 0. Throws
+ * `unable to load timezone: unknown time zone <zone>` for a zone it does not know.
+ */
+export function kedaCronState(
+  start: CronSchedule,
+  end: CronSchedule,
+  zone: string,
+  now: Temporal.Instant,
+): boolean {
+  try {
+    now.toZonedDateTimeISO(zone);
+  } catch {
+    throw new Error(`unable to load timezone: unknown time zone ${zone}`);
+  }
+  const nextStart = cronNext(start, now, zone);
+  const nextEnd = cronNext(end, now, zone);
+  // Go's zero Time (no next time) is before every other
+  const startMs = nextStart?.epochMilliseconds ?? -Infinity;
+  const endMs = nextEnd?.epochMilliseconds ?? -Infinity;
+  return !(startMs < endMs);
 }
