@@ -275,3 +275,13 @@ export function kedaPrometheusTextValue(body: string, valueLocation: string): nu
   if (!seen) throw new Error(`metric '${selector.name}' not found`);
   throw new Error(`value ${valueLocation} not found`);
 }
+
+/**
+ * metrics-api's `format: xml`. KEDA v2.20.2 unmarshals the answer into a
+ * `map[string]interface{}`, which Go's encoding/xml refuses whatever the document: every XML
+ * answer fails, with Go's words, and so it does here (measured with Go 1.26: `unknown type
+ * map[string]interface {}`).
+ */
+export function kedaXmlValue(_body: string, _valueLocation: string): number {
+  throw new Error("unknown type map[string]interface {}");
+}

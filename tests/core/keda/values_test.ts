@@ -12,6 +12,7 @@ import {
   kedaPathValue,
   kedaPrometheusTextValue,
   kedaPrometheusValue,
+  kedaXmlValue,
 } from "../../../src/core/keda/values.ts";
 
 describe("a Prometheus query's result (testPromQueryResult)", () => {
@@ -149,6 +150,12 @@ describe("a metrics-api answer's value (TestGetValueFromResponse)", () => {
     });
     // GetValueByPath stops at the first value that is not a map or a list
     assert.equal(kedaPathValue(doc, "count.more"), 2.43);
+  });
+
+  it("xml: never read, as KEDA's encoding/xml into a map never reads it", () => {
+    assert.throws(() => kedaXmlValue("<r><count>2</count></r>", "r.count"), {
+      message: "unknown type map[string]interface {}",
+    });
   });
 
   it("prometheus text, by selector", () => {
