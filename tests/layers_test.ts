@@ -447,7 +447,9 @@ describe("the layer rule on src/ and mod.ts", () => {
   const report = checkLayers(files);
 
   it("reads the sources of every layer", () => {
-    for (const path of ["mod.ts", "src/main.ts", "src/core/quantity.ts", "src/cli/serve.ts"]) {
+    for (
+      const path of ["mod.ts", "src/main.ts", "src/core/kubernetes/quantity.ts", "src/cli/serve.ts"]
+    ) {
       assert.ok(files.has(path), path);
     }
   });

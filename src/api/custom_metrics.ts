@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { formatQuantity } from "../core/quantity.ts";
+import { formatQuantity } from "../core/kubernetes/quantity.ts";
 import type { LabelSelector } from "../core/types.ts";
 import { customLookupKey, formatTimestamp } from "../store/store.ts";
 import type { CustomItem, CustomLookup } from "../store/types.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { formatQuantity } from "../core/quantity.ts";
+import { formatQuantity } from "../core/kubernetes/quantity.ts";
 import { formatTimestamp } from "../store/store.ts";
 import type { ExternalItem, ExternalLookup } from "../store/types.ts";
 import type { PlainResponse } from "../runtime/serve.ts";

@@ -10,7 +10,7 @@ import {
   matchesSelector,
   parseSelector,
   type Selector,
-} from "../core/label_selector.ts";
+} from "../core/kubernetes/label_selector.ts";
 import type { LabelSelector } from "../core/types.ts";
 import type { PlainResponse } from "../runtime/serve.ts";
 import { statusPlain } from "./status.ts";

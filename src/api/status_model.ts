@@ -21,17 +21,21 @@ import {
   computeDesiredReplicas,
   type HpaAlgorithmBehavior,
   type HpaMetricObservation,
-} from "../core/hpa_algorithm.ts";
-import { ESTAFETTE_ENABLED_ANNOTATION } from "../core/estafette_guard.ts";
-import { labelSelectorString } from "../core/label_selector.ts";
-import { planHpa, type PlanOptions } from "../core/plan.ts";
+} from "../core/kubernetes/hpa_algorithm.ts";
+import { ESTAFETTE_ENABLED_ANNOTATION } from "../core/estafette/guard.ts";
+import { labelSelectorString } from "../core/kubernetes/label_selector.ts";
+import { planHpa, type PlanOptions } from "../core/kube_metrics_adapter/plan.ts";
 import {
   parseScalingSchedule,
   scalingWindowMs,
   scheduleActive,
   type ScheduleOptions,
-} from "../core/scaling_schedule.ts";
-import { rampStepMs, scheduleChanges, scheduleSteps } from "../core/schedule_series.ts";
+} from "../core/kube_metrics_adapter/scaling_schedule.ts";
+import {
+  rampStepMs,
+  scheduleChanges,
+  scheduleSteps,
+} from "../core/kube_metrics_adapter/schedule_series.ts";
 import type { LabelSelector, MetricPlan, MetricTarget, ObjectReference } from "../core/types.ts";
 
 /** The version of the document's shape; bumped on an incompatible change. */
@@ -325,7 +329,7 @@ export interface ReplicaGuardStatus {
 
 /**
  * The next {@linkcode SCHEDULE_HOURS} hours of a schedule object an HPA uses, computed on each
- * request with the collector's maths (core/schedule_series.ts).
+ * request with the collector's maths (core/kube_metrics_adapter/schedule_series.ts).
  */
 export interface ScheduleStatus {
   kind: ScheduleKind;

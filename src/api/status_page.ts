@@ -10,7 +10,7 @@
  * @module
  */
 import type { Hono } from "hono";
-import { parseQuantity } from "../core/quantity.ts";
+import { parseQuantity } from "../core/kubernetes/quantity.ts";
 import {
   annotationConfig,
   fallbackText,

@@ -5,7 +5,7 @@
  */
 import { formatDuration } from "../core/duration.ts";
 import { hpaCreatedAt, overNamespaceLimit, type RankedPlan } from "../core/namespace_limit.ts";
-import { planKey } from "../core/plan.ts";
+import { planKey } from "../core/kube_metrics_adapter/plan.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { UsageError } from "./command.ts";
 import { type FlagValues, numberFlag } from "./flags.ts";

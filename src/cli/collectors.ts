@@ -1,7 +1,7 @@
 /**
  * The collectors of `serve` and `plan`, built from the command line: the one place that turns
  * collector flags into the typed options each collector owns. Adding a backend adds its
- * factory here, its descriptor in src/core/collectors.ts, and nothing else outside its files.
+ * factory here, its descriptor in src/core/kube_metrics_adapter/collectors.ts, and nothing else outside its files.
  */
 import type { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { createCollectorRegistry } from "../collectors/registry.ts";
@@ -22,7 +22,7 @@ import { createSkipperFactory } from "../collectors/skipper.ts";
 import { createSqsQueueLengthFactory } from "../collectors/sqs.ts";
 import { createZmonFactory } from "../collectors/zmon.ts";
 import { influxDbOptions, nakadiOptions, sqsOptions, zmonOptions } from "./backend_options.ts";
-import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
+import { DEFAULT_SCHEDULE_OPTIONS } from "../core/kube_metrics_adapter/scaling_schedule.ts";
 import { boolFlag, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
 import {
   externalRpsOptionsFromFlags,

@@ -24,7 +24,7 @@ import {
 } from "../api/discovery.ts";
 import { parseCertificateBundle } from "../api/pem.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
-import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import type { MetricPlan } from "../core/types.ts";
 import type { ClientTls } from "../runtime/tls_fetch.ts";
 import { UsageError } from "./command.ts";

@@ -37,13 +37,13 @@ import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
 import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collection_limits.ts";
 import { formatDuration } from "../core/duration.ts";
-import { InvalidHpaError } from "../core/hpa.ts";
-import { planHpa } from "../core/plan.ts";
-import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
+import { InvalidHpaError } from "../core/kubernetes/hpa.ts";
+import { planHpa } from "../core/kube_metrics_adapter/plan.ts";
+import { isKnativeHpaClass, knativeHpaFor } from "../core/knative/mapping.ts";
 import { isScaledObject, isTriggerAuthentication } from "../core/keda/scaled_object.ts";
 import { kedaRowText, kedaScaledObjectRow } from "./keda_plan.ts";
 import type { LabelSelector, MetricPlan, MetricTarget } from "../core/types.ts";
-import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import {
   annotationConfig,
   fallbackText,

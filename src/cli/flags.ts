@@ -3,7 +3,7 @@
  * API server it embeds) spell them, so existing Deployments and Helm values keep working.
  * The definitions are data: the README's flag reference is generated from them.
  */
-import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative_defaults.ts";
+import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative/defaults.ts";
 import { DEFAULT_CLUSTER_DOMAIN } from "../core/endpoint_policy.ts";
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { DELEGATE_DEFAULTS } from "../api/delegate.ts";
@@ -13,7 +13,7 @@ import { parseDuration } from "../core/duration.ts";
 import { EXTERNAL_RPS_DEFAULTS } from "../collectors/external_rps.ts";
 import { PROMETHEUS_DEFAULTS } from "../collectors/prometheus.ts";
 import { SKIPPER_DEFAULTS } from "../collectors/skipper.ts";
-import { DEFAULT_SCHEDULE_OPTIONS } from "../core/scaling_schedule.ts";
+import { DEFAULT_SCHEDULE_OPTIONS } from "../core/kube_metrics_adapter/scaling_schedule.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
 import { ENGINE_DEFAULTS } from "../engine/engine.ts";

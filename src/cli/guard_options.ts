@@ -7,7 +7,7 @@
  * Prometheus collector.
  */
 import type { ReplicaGuardOptions } from "../controllers/replica_guard.ts";
-import { LOWER_BOUND_ENV, parseLowerBound } from "../core/estafette_guard.ts";
+import { LOWER_BOUND_ENV, parseLowerBound } from "../core/estafette/guard.ts";
 import { boolFlag, type FlagValues, stringFlag } from "./flags.ts";
 import { PROMETHEUS_URL_ENV } from "./endpoint_options.ts";
 

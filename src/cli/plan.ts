@@ -25,26 +25,26 @@ import type { CollectorRegistry } from "../collectors/registry.ts";
 import { collectorRegistry } from "./collectors.ts";
 import { BackendNotConfiguredError } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
-import { InvalidHpaError } from "../core/hpa.ts";
-import { planHpa } from "../core/plan.ts";
+import { InvalidHpaError } from "../core/kubernetes/hpa.ts";
+import { planHpa } from "../core/kube_metrics_adapter/plan.ts";
 import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
-import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import {
   ESTAFETTE_ENABLED_ANNOTATION,
   guardRunsQuery,
   guardServerUrlProblem,
   parseGuardConfig,
   scopeGuardQuery,
-} from "../core/estafette_guard.ts";
+} from "../core/estafette/guard.ts";
 import type { EndpointPolicy } from "../core/endpoint_policy.ts";
-import type { PromQLScoper } from "../core/collector_config.ts";
+import type { PromQLScoper } from "../core/kube_metrics_adapter/collector_config.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
 import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collection_limits.ts";
 import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
-import { isKnativeHpaClass, knativeHpaFor } from "../core/knative.ts";
+import { isKnativeHpaClass, knativeHpaFor } from "../core/knative/mapping.ts";
 import { type KedaRow, kedaRowText, kedaScaledObjectRow } from "./keda_plan.ts";
 import { isScaledObject, isTriggerAuthentication } from "../core/keda/scaled_object.ts";
 import { dump as dumpYaml } from "js-yaml";

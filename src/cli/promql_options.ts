@@ -5,7 +5,7 @@
  * that does not enforce namespaces does not carry it.
  */
 import { UsageError } from "./command.ts";
-import type { PromQLScoper } from "../core/collector_config.ts";
+import type { PromQLScoper } from "../core/kube_metrics_adapter/collector_config.ts";
 import { type FlagValues, stringFlag } from "./flags.ts";
 
 /**

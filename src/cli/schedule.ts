@@ -18,7 +18,7 @@ import {
   scheduleValue,
   scheduleWindows,
   scheduleWindowValue,
-} from "../core/scaling_schedule.ts";
+} from "../core/kube_metrics_adapter/scaling_schedule.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
 import {
   type FlagDef,

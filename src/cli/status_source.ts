@@ -6,7 +6,10 @@
 import { buildStatus, type StatusGuardInput, type StatusReport } from "../api/status_model.ts";
 import type { StatusRequest } from "../api/status_page.ts";
 import type { ClusterView } from "../cluster/types.ts";
-import { DEFAULT_SCHEDULE_OPTIONS, type ScheduleOptions } from "../core/scaling_schedule.ts";
+import {
+  DEFAULT_SCHEDULE_OPTIONS,
+  type ScheduleOptions,
+} from "../core/kube_metrics_adapter/scaling_schedule.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { MetricHistory } from "../engine/history.ts";
 import type { MetricStore } from "../store/store.ts";

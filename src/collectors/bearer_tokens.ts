@@ -2,7 +2,7 @@
  * Bearer tokens that writers resolve from the cluster and collectors send: the Knative
  * reconciler reads the Secret behind a KEDA trigger authentication named by a metric's
  * `bearer-token-from`, and the Prometheus collector sends it. Keys come from
- * `bearerTokenKey` (core/configs/prometheus.ts): a namespaced TriggerAuthentication serves only
+ * `bearerTokenKey` (core/kube_metrics_adapter/configs/prometheus.ts): a namespaced TriggerAuthentication serves only
  * HPAs of its namespace.
  */
 

@@ -5,12 +5,15 @@
  *
  *     scalar(sum(rate(<metric>{host=~"<a_org|b_org>"}[1m])) * <weight>)
  *
- * Config keys (see src/core/configs/requests_per_second.ts): `hostnames` (comma-separated DNS
+ * Config keys (see src/core/kube_metrics_adapter/configs/requests_per_second.ts): `hostnames` (comma-separated DNS
  * names, required) and `weight` (percent of the traffic, default 100). Hostnames are checked as
  * DNS names (the original accepted any run of letters, digits, dots and dashes), and a
  * negative weight is refused.
  */
-import { isDnsName, requestsPerSecondDescriptor } from "../core/configs/requests_per_second.ts";
+import {
+  isDnsName,
+  requestsPerSecondDescriptor,
+} from "../core/kube_metrics_adapter/configs/requests_per_second.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   collectPrometheus,

@@ -5,9 +5,9 @@
  */
 import { lookup as dnsLookup } from "node:dns/promises";
 import { ipv4Octets, ipv6Words, isLinkLocalAddress, isLinkLocalHost } from "../core/link_local.ts";
-import { extractJsonValue } from "../core/json_extract.ts";
+import { extractJsonValue } from "../core/kube_metrics_adapter/json_extract.ts";
 import { ByteBuffer } from "../runtime/byte_buffer.ts";
-import type { JsonExtractionOptions } from "../core/json_extract.ts";
+import type { JsonExtractionOptions } from "../core/kube_metrics_adapter/json_extract.ts";
 
 /** Default cap on a backend response, bytes (the default of `--max-response-bytes`). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;

@@ -5,7 +5,10 @@
  * `--allow-link-local-targets`: a literal address when the plan is made, a name when it
  * resolves to one right before each request; redirects are never followed.
  */
-import { type HttpJsonPathConfig, jsonPathDescriptor } from "../core/configs/json_path.ts";
+import {
+  type HttpJsonPathConfig,
+  jsonPathDescriptor,
+} from "../core/kube_metrics_adapter/configs/json_path.ts";
 import {
   DEFAULT_MAX_RESPONSE_BYTES,
   extractJson,

@@ -4,7 +4,7 @@
  * `--influxdb-token`, `--influxdb-org`), run with the official client
  * `@influxdata/influxdb-client`.
  *
- * Config keys (read with the schema of src/core/configs/influxdb.ts): `query` (or the legacy
+ * Config keys (read with the schema of src/core/kube_metrics_adapter/configs/influxdb.ts): `query` (or the legacy
  * `query-name`), `address` and `org` (override the operator's; `org-id` is the older spelling of
  * `org`), and `token`, refused unless the operator allows annotation tokens
  * (`--allow-annotation-tokens`; tokens belong in flags or files).
@@ -29,7 +29,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Cancellable, FluxTableMetaData } from "@influxdata/influxdb-client";
-import { influxDbDescriptor } from "../core/configs/influxdb.ts";
+import { influxDbDescriptor } from "../core/kube_metrics_adapter/configs/influxdb.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   abortReasonText,
@@ -92,7 +92,7 @@ function normalisedUrl(raw: string): string | null {
 }
 
 /**
- * A plan's InfluxDB target: its config (read with the schema of core/configs/influxdb.ts) with
+ * A plan's InfluxDB target: its config (read with the schema of core/kube_metrics_adapter/configs/influxdb.ts) with
  * the operator's address, org and token filled in. Throws naming the metric: config errors
  * first, then {@linkcode BackendNotConfiguredError} for an address or org nobody set.
  */

@@ -15,7 +15,7 @@
  *
  * Differences from kube-metrics-adapter: a filter that matches no subscription is an error (it
  * reported 0), an `event-types` without a name (only commas) is a config error, and a page link
- * to another host is refused. The config is read with the schema of src/core/configs/nakadi.ts.
+ * to another host is refused. The config is read with the schema of src/core/kube_metrics_adapter/configs/nakadi.ts.
  *
  * @module
  */
@@ -24,7 +24,7 @@ import {
   nakadiDescriptor,
   type NakadiMetricType,
   type SubscriptionFilter,
-} from "../core/configs/nakadi.ts";
+} from "../core/kube_metrics_adapter/configs/nakadi.ts";
 import {
   type CappedResponse,
   fetchCapped,

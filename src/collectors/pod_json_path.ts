@@ -8,8 +8,11 @@
  * deadline (`timeoutMs`) is the request timeout times the rounds of requests its pods need.
  */
 import type { ClusterView, Kind, KubeObject } from "../cluster/types.ts";
-import { jsonPathDescriptor, type PodJsonPathConfig } from "../core/configs/json_path.ts";
-import { fromLabelSelector, matchesSelector } from "../core/label_selector.ts";
+import {
+  jsonPathDescriptor,
+  type PodJsonPathConfig,
+} from "../core/kube_metrics_adapter/configs/json_path.ts";
+import { fromLabelSelector, matchesSelector } from "../core/kubernetes/label_selector.ts";
 import type { LabelSelector, MetricPlan, ObjectReference } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, extractJson, httpGetText, stableConfig } from "./http_get.ts";

@@ -30,7 +30,7 @@ import {
   type MultipleSeries,
   type PrometheusConfig,
   prometheusDescriptor,
-} from "../core/configs/prometheus.ts";
+} from "../core/kube_metrics_adapter/configs/prometheus.ts";
 import type { MetricPlan, ObjectReference } from "../core/types.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, type LookupContext } from "./http_get.ts";
 import {

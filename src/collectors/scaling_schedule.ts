@@ -9,8 +9,11 @@ import {
   parseScalingSchedule,
   scheduleWindows,
   scheduleWindowValue,
-} from "../core/scaling_schedule.ts";
-import type { ScheduleOptions, ScheduleWindow } from "../core/scaling_schedule.ts";
+} from "../core/kube_metrics_adapter/scaling_schedule.ts";
+import type {
+  ScheduleOptions,
+  ScheduleWindow,
+} from "../core/kube_metrics_adapter/scaling_schedule.ts";
 import type { MetricPlan } from "../core/types.ts";
 import type {
   CollectContext,

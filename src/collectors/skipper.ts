@@ -17,7 +17,7 @@
  * parse); Rollouts count as scale targets; zero replicas is an error.
  */
 import type { Kind, KubeObject } from "../cluster/types.ts";
-import { skipperDescriptor } from "../core/configs/skipper.ts";
+import { skipperDescriptor } from "../core/kube_metrics_adapter/configs/skipper.ts";
 import type { MetricPlan } from "../core/types.ts";
 import {
   collectPrometheus,

@@ -2,7 +2,7 @@
  * External metrics of type `sqs-queue-length`: the approximate number of messages in an AWS SQS
  * queue, read with `@aws-sdk/client-sqs` (`--aws-external-metrics`).
  *
- * Config keys (selector labels, read with the schema of src/core/configs/sqs.ts): `queue-name`
+ * Config keys (selector labels, read with the schema of src/core/kube_metrics_adapter/configs/sqs.ts): `queue-name`
  * and `region` (required; the region must be one of the operator's, `--aws-region`), and the
  * optional `include-in-flight: "true"` (adds `ApproximateNumberOfMessagesNotVisible`, received
  * but not yet deleted) and `include-delayed: "true"` (adds `ApproximateNumberOfMessagesDelayed`).
@@ -21,7 +21,7 @@
  * @module
  */
 import type { QueueAttributeName, SQSClient, SQSClientConfig } from "@aws-sdk/client-sqs";
-import { sqsDescriptor, type SqsQueueConfig } from "../core/configs/sqs.ts";
+import { sqsDescriptor, type SqsQueueConfig } from "../core/kube_metrics_adapter/configs/sqs.ts";
 import { BackendNotConfiguredError, planConfig } from "./types.ts";
 import type {
   CollectContext,

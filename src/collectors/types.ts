@@ -8,7 +8,7 @@ import {
   type ConfigContext,
   parseCollectorConfig,
   planOrigin,
-} from "../core/collector_config.ts";
+} from "../core/kube_metrics_adapter/collector_config.ts";
 import type { MetricPlan, MetricType } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
 

@@ -3,7 +3,7 @@
  * as stored in ZMON's KairosDB (`--zmon-kariosdb-endpoint`), queried with
  * `POST <endpoint>/api/v1/datapoints/query` for the metric `zmon.check.<check-id>`.
  *
- * Config keys (selector labels, read with the schema of src/core/configs/zmon.ts; annotations
+ * Config keys (selector labels, read with the schema of src/core/kube_metrics_adapter/configs/zmon.ts; annotations
  * win, so `key` and `tag-<name>` may use wildcards that labels cannot hold): `check-id`
  * (integer, required), `key`, `tag-<name>`, `duration` (Go duration, default 10m) and
  * `aggregators` (comma list of avg, count, last, max, min, sum, diff; default last). The query
@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { zmonDescriptor, type ZmonQueryConfig } from "../core/configs/zmon.ts";
+import { zmonDescriptor, type ZmonQueryConfig } from "../core/kube_metrics_adapter/configs/zmon.ts";
 import { fetchCapped, parseJsonBody } from "./http_get.ts";
 import { bodyExcerpt, oauthBackend } from "./oauth_backend.ts";
 import type { OAuthBackend, OAuthBackendOptions, TokenSource } from "./oauth_backend.ts";

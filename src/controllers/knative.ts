@@ -2,7 +2,7 @@
  * The Knative HPA-class reconciler of issue 23 (`--knative-autoscaler`): PodAutoscalers of
  * class `hpa.autoscaling.knative.dev` get an HPA named after them and owned by them, built from
  * their `autoscaling.knative.dev/*` annotations as autoscaler-keda reads them (the pure mapping
- * of core/knative.ts), a ServerlessService in Serve mode, and their status (core/knative_status.ts).
+ * of core/knative/mapping.ts), a ServerlessService in Serve mode, and their status (core/knative/status.ts).
  * Deployments and StatefulSets that carry the class annotation in their own metadata get the
  * same HPA, owned by the workload, and lose it when the annotation goes.
  *
@@ -24,19 +24,19 @@ import {
 } from "../cluster/types.ts";
 import { errorText } from "../engine/error_text.ts";
 import { BearerTokens } from "../collectors/bearer_tokens.ts";
-import { bearerTokenKey } from "../core/configs/prometheus.ts";
+import { bearerTokenKey } from "../core/kube_metrics_adapter/configs/prometheus.ts";
 import {
   isKnativeHpaClass,
   type KnativeConfig,
   knativeHpaFor,
   type KnativeTriggerAuth,
-} from "../core/knative.ts";
+} from "../core/knative/mapping.ts";
 import {
   desiredSks,
   type PaProblem,
   paStatusChanged,
   paStatusFor,
-} from "../core/knative_status.ts";
+} from "../core/knative/status.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
 

@@ -2,7 +2,7 @@
  * The replica guard (issue 22): estafette-k8s-hpa-scaler's annotations, served by this adapter.
  * For every HPA with `estafette.io/hpa-scaler: "true"` it raises `spec.minReplicas` to what a
  * Prometheus query asks for and caps each scale-down at a share of the current pods, exactly as
- * upstream computes it (core/estafette_guard.ts decides; this file reads the cluster view, asks
+ * upstream computes it (core/estafette/guard.ts decides; this file reads the cluster view, asks
  * Prometheus and writes).
  *
  * - A leader-elected writer: only the leader runs passes; every 90 s (jittered by up to 25%).
@@ -39,10 +39,10 @@ import {
   parseGuardConfig,
   prometheusGuardValue,
   scopeGuardQuery,
-} from "../core/estafette_guard.ts";
+} from "../core/estafette/guard.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
-import type { PromQLScoper } from "../core/collector_config.ts";
+import type { PromQLScoper } from "../core/kube_metrics_adapter/collector_config.ts";
 import type { EndpointPolicy } from "../core/endpoint_policy.ts";
 
 /** Normal event reason: the guard changed an HPA's minReplicas. */

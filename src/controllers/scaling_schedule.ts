@@ -7,14 +7,14 @@
  *   more that the HPA controller would not act (inside its tolerance), it scales the target
  *   itself to ceil(value / averageValue), capped at maxReplicas, and says so in an event.
  *
- * What to write and whether to scale are decided by pure functions of core/scaling_schedule.ts
+ * What to write and whether to scale are decided by pure functions of core/kube_metrics_adapter/scaling_schedule.ts
  * ({@linkcode scheduleStatusUpdate}, {@linkcode mayNeedAdjustment}, {@linkcode planAdjustment});
  * this file reads the cluster view and writes. Runs every 10 s and on schedule changes; only
  * the leader writes.
  */
 import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
 import { ScheduleEvaluator, scheduleLabel } from "../collectors/scaling_schedule.ts";
-import { parseQuantity } from "../core/quantity.ts";
+import { parseQuantity } from "../core/kubernetes/quantity.ts";
 import {
   DEFAULT_SCHEDULE_OPTIONS,
   mayNeedAdjustment,
@@ -22,7 +22,7 @@ import {
   type ScheduleMetric,
   type ScheduleOptions,
   scheduleStatusUpdate,
-} from "../core/scaling_schedule.ts";
+} from "../core/kube_metrics_adapter/scaling_schedule.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
 

@@ -1,6 +1,6 @@
 /**
  * The tokenizer, parser and limits shared by the core's two expression languages: json-eval
- * (src/core/json_extract.ts) and formulas (src/core/formula.ts). Each language is a
+ * (src/core/kube_metrics_adapter/json_extract.ts) and formulas (src/core/formula.ts). Each language is a
  * `Lexicon` (its operators and words) and a `Grammar` (its levels and the primaries only it
  * has); each has its own evaluator, because their values differ (JSON values vs numbers,
  * booleans and nil). Nothing is ever evaluated as JavaScript.

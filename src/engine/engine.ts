@@ -25,7 +25,7 @@ import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/ty
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { Collector, CollectResult } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
-import { FORMULA_TYPE } from "../core/configs/formula.ts";
+import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import { fallbackActive } from "../core/fallback.ts";
 import {
   type CompiledFormula,
@@ -33,7 +33,7 @@ import {
   evaluateFormula,
   truncateToMilli,
 } from "../core/formula.ts";
-import { planHpa, planKey, type PlanOptions, queryKey } from "../core/plan.ts";
+import { planHpa, planKey, type PlanOptions, queryKey } from "../core/kube_metrics_adapter/plan.ts";
 import {
   compareMetricRank,
   hpaCreatedAt,

@@ -8,7 +8,7 @@ import { selectReadyPods } from "../collectors/pod_json_path.ts";
 import { scaleTargetKind } from "../collectors/prometheus.ts";
 import { fallbackReplicaCount, fallbackValue } from "../core/fallback.ts";
 import type { Fallback } from "../core/fallback.ts";
-import { formatQuantity, parseQuantity } from "../core/quantity.ts";
+import { formatQuantity, parseQuantity } from "../core/kubernetes/quantity.ts";
 import type { MetricPlan } from "../core/types.ts";
 import type { Sample } from "../store/types.ts";
 

@@ -294,7 +294,7 @@ export class MetricHistory {
 
 /**
  * The metric type in a plan key (`namespace/name/index/Type/metric`, see `planKey` in
- * core/plan.ts), "" when the key has another form.
+ * core/kube_metrics_adapter/plan.ts), "" when the key has another form.
  */
 function metricTypeOfKey(key: string): string {
   const parts = key.split("/", 4);

@@ -2,7 +2,7 @@
  * Where a plan's values are served: the store key the API looks up for the HPA controller's
  * request (`/namespaces/NS/RESOURCE.GROUP/NAME/METRIC` or the external metric path).
  */
-import { labelSelectorString } from "../core/label_selector.ts";
+import { labelSelectorString } from "../core/kubernetes/label_selector.ts";
 import type { MetricPlan, ObjectReference } from "../core/types.ts";
 import type { ServedAt } from "../store/types.ts";
 

@@ -13,8 +13,8 @@
  */
 
 import { formatDuration } from "../core/duration.ts";
-import { formatSelector, matchesSelector } from "../core/label_selector.ts";
-import type { Selector } from "../core/label_selector.ts";
+import { formatSelector, matchesSelector } from "../core/kubernetes/label_selector.ts";
+import type { Selector } from "../core/kubernetes/label_selector.ts";
 import { SmallMap } from "../core/small_map.ts";
 import type {
   CustomItem,

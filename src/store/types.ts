@@ -4,7 +4,7 @@
  * no value so that the API can say so in its 404 message.
  */
 
-import type { Selector } from "../core/label_selector.ts";
+import type { Selector } from "../core/kubernetes/label_selector.ts";
 import type { LabelSelector } from "../core/types.ts";
 
 /** Where a plan's values are served. */

@@ -3,7 +3,7 @@
  * `buildStatus` made from them with a chosen history per plan.
  */
 import type { KubeObject } from "../../src/cluster/types.ts";
-import { planHpa, planKey } from "../../src/core/plan.ts";
+import { planHpa, planKey } from "../../src/core/kube_metrics_adapter/plan.ts";
 import type {
   StatusHistoryInput,
   StatusInput,

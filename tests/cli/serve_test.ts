@@ -21,8 +21,11 @@ import {
   demoQueueLength,
   startDemoEndpoint,
 } from "../../src/cli/demo_endpoint.ts";
-import { parseScalingSchedule, scheduleValue } from "../../src/core/scaling_schedule.ts";
-import { formatQuantity } from "../../src/core/quantity.ts";
+import {
+  parseScalingSchedule,
+  scheduleValue,
+} from "../../src/core/kube_metrics_adapter/scaling_schedule.ts";
+import { formatQuantity } from "../../src/core/kubernetes/quantity.ts";
 import { readManifests } from "../../src/cluster/manifests.ts";
 import { captureIO } from "./capture_io.ts";
 import { runCommandLine } from "../../src/cli/commands.ts";

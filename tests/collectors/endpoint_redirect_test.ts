@@ -14,7 +14,7 @@ import { createHttpJsonPathFactory } from "../../src/collectors/http_json_path.t
 import { createPrometheusFactory } from "../../src/collectors/prometheus.ts";
 import type { CollectorFactory } from "../../src/collectors/types.ts";
 import { checkEndpoint, createEndpointPolicy } from "../../src/core/endpoint_policy.ts";
-import { planHpa } from "../../src/core/plan.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import { context } from "./prometheus_support.ts";
 import { startServer, type TestServer } from "./servers.ts";
 

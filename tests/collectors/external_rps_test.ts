@@ -13,7 +13,7 @@ import {
 import { type Collector, planConfig } from "../../src/collectors/types.ts";
 import { externalRpsOptionsFromFlags } from "../../src/cli/prometheus_options.ts";
 import type { FlagValues } from "../../src/cli/flags.ts";
-import { requestsPerSecondDescriptor } from "../../src/core/configs/requests_per_second.ts";
+import { requestsPerSecondDescriptor } from "../../src/core/kube_metrics_adapter/configs/requests_per_second.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import {
   context,

@@ -13,8 +13,8 @@ import { prometheusOptionsFromFlags } from "../../src/cli/prometheus_options.ts"
 import { promqlScoperFromFlags } from "../../src/cli/promql_options.ts";
 import { UsageError } from "../../src/cli/command.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
-import type { PromQLScoper } from "../../src/core/collector_config.ts";
-import { planHpa } from "../../src/core/plan.ts";
+import type { PromQLScoper } from "../../src/core/kube_metrics_adapter/collector_config.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import { GUARD_FAILED_REASON, ReplicaGuard } from "../../src/controllers/replica_guard.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";

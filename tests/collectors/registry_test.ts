@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import { collectorFactories } from "../../src/cli/collectors.ts";
 import { flagDefaults, SERVE_FLAGS } from "../../src/cli/flags.ts";
-import { COLLECTOR_DESCRIPTORS } from "../../src/core/collectors.ts";
+import { COLLECTOR_DESCRIPTORS } from "../../src/core/kube_metrics_adapter/collectors.ts";
 import { httpJsonPathFactory } from "../../src/collectors/http_json_path.ts";
 import { podJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
 import {

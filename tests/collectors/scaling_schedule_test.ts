@@ -10,7 +10,7 @@ import {
   parseScalingSchedule,
   scheduleActive,
   scheduleValue,
-} from "../../src/core/scaling_schedule.ts";
+} from "../../src/core/kube_metrics_adapter/scaling_schedule.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import { MemoryCluster } from "../engine/support.ts";

@@ -11,7 +11,7 @@ import { createServer, type Server } from "node:net";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { GUARD_FAILED_REASON, ReplicaGuard } from "../../src/controllers/replica_guard.ts";
 import { createEndpointPolicy, type EndpointPolicy } from "../../src/core/endpoint_policy.ts";
-import { guardServerUrlProblem, parseGuardConfig } from "../../src/core/estafette_guard.ts";
+import { guardServerUrlProblem, parseGuardConfig } from "../../src/core/estafette/guard.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
 import { MemoryCluster, RecordingWriter } from "../engine/support.ts";

@@ -5,7 +5,7 @@ import {
   AGGREGATOR_NAMES,
   type AggregatorName,
   parseAggregator,
-} from "../../src/core/aggregators.ts";
+} from "../../src/core/kube_metrics_adapter/aggregators.ts";
 
 describe("parseAggregator", () => {
   it("accepts every documented name", () => {

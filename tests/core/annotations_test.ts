@@ -5,7 +5,7 @@ import {
   type MetricAnnotations,
   parseMetricAnnotations,
   RESERVED_CONFIG_KEYS,
-} from "../../src/core/annotations.ts";
+} from "../../src/core/kube_metrics_adapter/annotations.ts";
 
 function only(annotations: Record<string, string>): MetricAnnotations {
   const parsed = parseMetricAnnotations(annotations);

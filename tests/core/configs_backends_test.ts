@@ -1,5 +1,5 @@
 /**
- * The config schemas of influxdb, sqs-queue-length, zmon and nakadi (src/core/configs/) as
+ * The config schemas of influxdb, sqs-queue-length, zmon and nakadi (src/core/kube_metrics_adapter/configs/) as
  * `plan` and `serve` meet them: each invalid config has one message, the same from `planHpa`
  * and from the collector's factory (created with typed options, every backend set up), so a
  * metric `plan` calls OK is one the factory accepts.
@@ -11,7 +11,7 @@ import { createNakadiFactory } from "../../src/collectors/nakadi.ts";
 import { createSqsQueueLengthFactory } from "../../src/collectors/sqs.ts";
 import type { CollectorFactory } from "../../src/collectors/types.ts";
 import { createZmonFactory } from "../../src/collectors/zmon.ts";
-import { planHpa } from "../../src/core/plan.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 
 const FACTORIES: Readonly<Record<string, CollectorFactory>> = {

@@ -1,5 +1,5 @@
 /**
- * The json-path config schema (src/core/configs/json_path.ts) as `plan` and `serve` meet it:
+ * The json-path config schema (src/core/kube_metrics_adapter/configs/json_path.ts) as `plan` and `serve` meet it:
  * each invalid config has one message, the same from `planHpa` and from the collector's
  * factory, so a metric `plan` calls OK is one the factory accepts. Among them the three
  * json-path configs that `plan` used to call OK and the collectors refused (issue 20).
@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHttpJsonPathFactory } from "../../src/collectors/http_json_path.ts";
 import { createPodJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
-import { planHpa } from "../../src/core/plan.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 
 type Kind = "Pods" | "External";

@@ -1,5 +1,5 @@
 /**
- * The config schemas of the Prometheus family (src/core/configs/prometheus.ts, skipper.ts,
+ * The config schemas of the Prometheus family (src/core/kube_metrics_adapter/configs/prometheus.ts, skipper.ts,
  * requests_per_second.ts) as `plan` and `serve` meet them: each invalid config has one
  * message, the same from `planHpa` and from the collector's factory (created with typed
  * options, every backend set up), and a config one accepts the other accepts too.
@@ -13,7 +13,7 @@ import {
 } from "../../src/collectors/prometheus.ts";
 import { createSkipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectorFactory } from "../../src/collectors/types.ts";
-import { planHpa } from "../../src/core/plan.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import type { MetricPlan, MetricType } from "../../src/core/types.ts";
 
 /** The factories as serve makes them, every backend set up; link-local targets as given. */

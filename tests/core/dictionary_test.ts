@@ -4,7 +4,7 @@ import process from "node:process";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { dictionaryOf, settleStringMaps } from "../../src/core/dictionary.ts";
-import { parseHpa } from "../../src/core/hpa.ts";
+import { parseHpa } from "../../src/core/kubernetes/hpa.ts";
 import { parseManifests } from "../../src/cluster/manifests.ts";
 
 /** An HPA with a ScalingSchedule metric whose annotation key names the schedule. */

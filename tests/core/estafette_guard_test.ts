@@ -31,7 +31,7 @@ import {
   parseGuardConfig,
   parseLowerBound,
   prometheusGuardValue,
-} from "../../src/core/estafette_guard.ts";
+} from "../../src/core/estafette/guard.ts";
 
 const URL = "http://prometheus:9090";
 /** 2024-03-31T08:00:00.789Z: the state annotation drops the milliseconds. */

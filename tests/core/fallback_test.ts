@@ -13,9 +13,9 @@ import {
   computeDesiredReplicas,
   type HpaMetricObservation,
   type HpaPod,
-} from "../../src/core/hpa_algorithm.ts";
-import { formatQuantity, parseQuantity } from "../../src/core/quantity.ts";
-import { planHpa } from "../../src/core/plan.ts";
+} from "../../src/core/kubernetes/hpa_algorithm.ts";
+import { formatQuantity, parseQuantity } from "../../src/core/kubernetes/quantity.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 
 const T = 1_700_000_000_000;
 

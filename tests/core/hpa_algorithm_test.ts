@@ -6,7 +6,7 @@ import {
   type HpaAlgorithmInput,
   type HpaMetricObservation,
   type HpaPod,
-} from "../../src/core/hpa_algorithm.ts";
+} from "../../src/core/kubernetes/hpa_algorithm.ts";
 
 const T = 1_700_000_000_000;
 const s = (seconds: number): number => T - seconds * 1000;

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { InvalidHpaError, parseHpa } from "../../src/core/hpa.ts";
+import { InvalidHpaError, parseHpa } from "../../src/core/kubernetes/hpa.ts";
 import { dictionaryOf } from "../../src/core/dictionary.ts";
 
 function hpa(spec: Record<string, unknown>, metadata: Record<string, unknown> = {}): unknown {

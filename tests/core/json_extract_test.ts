@@ -4,7 +4,7 @@ import {
   extractJsonValue,
   type JsonExtractionOptions,
   validateJsonExtraction,
-} from "../../src/core/json_extract.ts";
+} from "../../src/core/kube_metrics_adapter/json_extract.ts";
 import { prng } from "../support/prng.ts";
 
 const doc = {

@@ -5,7 +5,7 @@ import {
   paStatusChanged,
   paStatusFor,
   type PaStatusInput,
-} from "../../src/core/knative_status.ts";
+} from "../../src/core/knative/status.ts";
 
 const T0 = Date.parse("2026-11-25T10:00:00Z");
 const T1 = Date.parse("2026-11-25T10:05:00Z");

@@ -15,9 +15,9 @@ import {
   type KnativeMetricSpec,
   prometheusAddressProblem,
   renderQueryTemplate,
-} from "../../src/core/knative.ts";
-import { planHpa } from "../../src/core/plan.ts";
-import { formatQuantity } from "../../src/core/quantity.ts";
+} from "../../src/core/knative/mapping.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
+import { formatQuantity } from "../../src/core/kubernetes/quantity.ts";
 
 const NAME = "test-revision";
 const NS = "test-namespace";

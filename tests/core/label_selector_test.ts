@@ -8,7 +8,7 @@ import {
   matchesSelector,
   parseSelector,
   type Selector,
-} from "../../src/core/label_selector.ts";
+} from "../../src/core/kubernetes/label_selector.ts";
 import type { LabelSelector, LabelSelectorRequirement } from "../../src/core/types.ts";
 import { prng } from "../support/prng.ts";
 

@@ -6,7 +6,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planHpa, type PlanOptions } from "../../src/core/plan.ts";
+import { planHpa, type PlanOptions } from "../../src/core/kube_metrics_adapter/plan.ts";
 import { createEndpointPolicy } from "../../src/core/endpoint_policy.ts";
 
 const policy = createEndpointPolicy({

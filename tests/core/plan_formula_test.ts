@@ -4,7 +4,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planHpa, planKey } from "../../src/core/plan.ts";
+import { planHpa, planKey } from "../../src/core/kube_metrics_adapter/plan.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 
 type Metric = Record<string, unknown>;
@@ -283,7 +283,7 @@ describe("planHpa: formula metrics", () => {
   });
 
   it("gives formulas over the same queries the same query key, and different ones another", async () => {
-    const { queryKey } = await import("../../src/core/plan.ts");
+    const { queryKey } = await import("../../src/core/kube_metrics_adapter/plan.ts");
     const a = planHpa(hpa({ "metric-config.external.f.formula/expression": "rps", ...RPS }))[0];
     const b = planHpa(hpa({ "metric-config.external.f.formula/expression": "rps", ...RPS }))[0];
     const c = planHpa(hpa({

@@ -7,10 +7,10 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planHpa, queryKey } from "../../src/core/plan.ts";
+import { planHpa, queryKey } from "../../src/core/kube_metrics_adapter/plan.ts";
 import { scopePromQL } from "../../src/core/promql_scope.ts";
-import { parseGuardConfig, scopeGuardQuery } from "../../src/core/estafette_guard.ts";
-import type { PromQLScoper } from "../../src/core/collector_config.ts";
+import { parseGuardConfig, scopeGuardQuery } from "../../src/core/estafette/guard.ts";
+import type { PromQLScoper } from "../../src/core/kube_metrics_adapter/collector_config.ts";
 
 const scope: PromQLScoper = (q, ns) => scopePromQL(q, { label: "namespace", value: ns });
 

@@ -1,7 +1,12 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planHpa, planKey, type PlanOptions, queryKey } from "../../src/core/plan.ts";
-import { InvalidHpaError } from "../../src/core/hpa.ts";
+import {
+  planHpa,
+  planKey,
+  type PlanOptions,
+  queryKey,
+} from "../../src/core/kube_metrics_adapter/plan.ts";
+import { InvalidHpaError } from "../../src/core/kubernetes/hpa.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 
 type Obj = Record<string, unknown>;

@@ -1,6 +1,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { canonicalQuantity, formatQuantity, parseQuantity } from "../../src/core/quantity.ts";
+import {
+  canonicalQuantity,
+  formatQuantity,
+  parseQuantity,
+} from "../../src/core/kubernetes/quantity.ts";
 import { prng } from "../support/prng.ts";
 
 describe("parseQuantity", () => {

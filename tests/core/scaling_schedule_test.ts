@@ -13,7 +13,7 @@ import {
   scheduleStatusUpdate,
   scheduleValue,
   scheduleWindows,
-} from "../../src/core/scaling_schedule.ts";
+} from "../../src/core/kube_metrics_adapter/scaling_schedule.ts";
 
 const OPTIONS: ScheduleOptions = {
   defaultTimeZone: "Europe/Berlin",

@@ -5,14 +5,14 @@ import {
   type Schedule,
   type ScheduleOptions,
   scheduleValue,
-} from "../../src/core/scaling_schedule.ts";
+} from "../../src/core/kube_metrics_adapter/scaling_schedule.ts";
 import {
   MAX_RAMP_SAMPLES,
   rampStepMs,
   scheduleChanges,
   type ScheduleStep,
   scheduleSteps,
-} from "../../src/core/schedule_series.ts";
+} from "../../src/core/kube_metrics_adapter/schedule_series.ts";
 
 const OPTIONS: ScheduleOptions = {
   defaultTimeZone: "Europe/Berlin",

@@ -14,19 +14,19 @@ import { request as httpsRequest } from "node:https";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCertificate } from "../../src/api/cert_issue.ts";
-import { computeDesiredReplicas } from "../../src/core/hpa_algorithm.ts";
-import { parseQuantity } from "../../src/core/quantity.ts";
+import { computeDesiredReplicas } from "../../src/core/kubernetes/hpa_algorithm.ts";
+import { parseQuantity } from "../../src/core/kubernetes/quantity.ts";
 import type {
   HpaAlgorithmBehavior,
   HpaMetricObservation,
   HpaPod,
-} from "../../src/core/hpa_algorithm.ts";
+} from "../../src/core/kubernetes/hpa_algorithm.ts";
 import type { MetricTarget } from "../../src/core/types.ts";
 import {
   decideGuard,
   guardChangeMessage,
   parseGuardConfig,
-} from "../../src/core/estafette_guard.ts";
+} from "../../src/core/estafette/guard.ts";
 import { E2E, readState, STATE_DIR, waitFor } from "./harness.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
 import type { PodAnswer } from "./kubelet.ts";

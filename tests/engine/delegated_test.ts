@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import type { CollectorFactory } from "../../src/collectors/types.ts";
-import { parseSelector } from "../../src/core/label_selector.ts";
+import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
 import { Engine, type EngineOptions } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MetricStore } from "../../src/store/store.ts";

@@ -13,7 +13,7 @@ import { createHttpJsonPathFactory } from "../../src/collectors/http_json_path.t
 import { createPrometheusFactory } from "../../src/collectors/prometheus.ts";
 import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import { createEndpointPolicy } from "../../src/core/endpoint_policy.ts";
-import { parseSelector } from "../../src/core/label_selector.ts";
+import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { COLLECTOR_EVENT_REASON } from "../../src/engine/event_reporter.ts";
 import { MetricStore } from "../../src/store/store.ts";

@@ -6,7 +6,7 @@ import { createCollectorRegistry } from "../../src/collectors/registry.ts";
 import { createPodJsonPathFactory } from "../../src/collectors/pod_json_path.ts";
 import { createSkipperFactory } from "../../src/collectors/skipper.ts";
 import type { CollectContext, Collector, CollectorFactory } from "../../src/collectors/types.ts";
-import { parseSelector } from "../../src/core/label_selector.ts";
+import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
 import { collectionPhase, Engine } from "../../src/engine/engine.ts";
 import type { CollectionReport, EngineOptions, ReconcileReport } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";

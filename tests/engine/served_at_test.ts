@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { planHpa } from "../../src/core/plan.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import { servedAtOf } from "../../src/engine/served_at.ts";
 

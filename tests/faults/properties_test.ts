@@ -9,11 +9,21 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseMetricAnnotations, RESERVED_CONFIG_KEYS } from "../../src/core/annotations.ts";
-import { planHpa } from "../../src/core/plan.ts";
+import {
+  parseMetricAnnotations,
+  RESERVED_CONFIG_KEYS,
+} from "../../src/core/kube_metrics_adapter/annotations.ts";
+import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
 import { formatDuration, parseDuration } from "../../src/core/duration.ts";
-import { extractJsonValue, validateJsonExtraction } from "../../src/core/json_extract.ts";
-import { canonicalQuantity, formatQuantity, parseQuantity } from "../../src/core/quantity.ts";
+import {
+  extractJsonValue,
+  validateJsonExtraction,
+} from "../../src/core/kube_metrics_adapter/json_extract.ts";
+import {
+  canonicalQuantity,
+  formatQuantity,
+  parseQuantity,
+} from "../../src/core/kubernetes/quantity.ts";
 
 /** The same inputs on every run and runtime; a failure prints its seed and path to replay. */
 const SEED = 42;

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseSelector } from "../../src/core/label_selector.ts";
+import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
 import { describedKindFor, formatTimestamp, MetricStore } from "../../src/store/store.ts";
 import type { CustomLookup, ServedAt, StoredPlan } from "../../src/store/types.ts";
 

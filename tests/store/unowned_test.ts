@@ -5,7 +5,7 @@
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseSelector } from "../../src/core/label_selector.ts";
+import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
 import { MetricStore } from "../../src/store/store.ts";
 import type { CustomLookup, LookupResult, StoredPlan } from "../../src/store/types.ts";
 

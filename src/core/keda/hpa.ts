@@ -13,8 +13,8 @@
  *
  * @module
  */
-import { formatQuantity, parseQuantity, storedQuantity } from "../quantity.ts";
-import type { HpaBehavior, HpaMetricSpec } from "../hpa.ts";
+import { formatQuantity, parseQuantity, storedQuantity } from "../kubernetes/quantity.ts";
+import type { HpaBehavior, HpaMetricSpec } from "../kubernetes/hpa.ts";
 import {
   KEDA_API_VERSION,
   KEDA_COMPOSITE_METRIC,

@@ -8,7 +8,7 @@
  * @module
  */
 import { z } from "zod";
-import { HpaBehaviorSchema, withoutNulls, zodProblems } from "../hpa.ts";
+import { HpaBehaviorSchema, withoutNulls, zodProblems } from "../kubernetes/hpa.ts";
 import { KEDA_API_VERSION } from "./names.ts";
 
 const StringMap = z.record(z.string(), z.string());

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { parseQuantity } from "../quantity.ts";
+import { parseQuantity } from "../kubernetes/quantity.ts";
 
 /** What KEDA's Prometheus scaler reads of a trigger to judge a query's result. */
 export interface PrometheusResultOptions {

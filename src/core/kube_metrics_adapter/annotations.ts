@@ -12,10 +12,10 @@
  * decided by map order: malformed keys become warnings, and bad values or conflicting
  * collectors become errors of the one metric they belong to.
  */
-import { DurationError, parseDuration, TOO_LONG } from "./duration.ts";
-import { type Fallback, FALLBACK_KEYS, parseFallback } from "./fallback.ts";
-import { quote } from "./quote.ts";
-import type { MetricType } from "./types.ts";
+import { DurationError, parseDuration, TOO_LONG } from "../duration.ts";
+import { type Fallback, FALLBACK_KEYS, parseFallback } from "../fallback.ts";
+import { quote } from "../quote.ts";
+import type { MetricType } from "../types.ts";
 
 /** Every annotation key of the grammar starts with this. */
 export const METRIC_CONFIG_PREFIX = "metric-config.";

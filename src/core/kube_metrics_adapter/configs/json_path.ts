@@ -13,15 +13,15 @@ import {
   type ConfigSchema,
   REQUIRED,
 } from "../collector_config.ts";
-import { parseDuration } from "../duration.ts";
-import { checkEndpoint } from "../endpoint_policy.ts";
+import { parseDuration } from "../../duration.ts";
+import { checkEndpoint } from "../../endpoint_policy.ts";
 import {
   checkJsonEvalSyntax,
   checkJsonKeySyntax,
   type JsonExtractionOptions,
 } from "../json_extract.ts";
-import { isLinkLocalHost } from "../link_local.ts";
-import type { MetricType } from "../types.ts";
+import { isLinkLocalHost } from "../../link_local.ts";
+import type { MetricType } from "../../types.ts";
 
 /** kube-metrics-adapter's default `request-timeout` and `connect-timeout`, seconds. */
 export const DEFAULT_HTTP_TIMEOUT_SECONDS = 15;

@@ -5,7 +5,7 @@
  * Unknown fields are dropped. `parseHpa` reads YAML nulls as absent; the schemas do not.
  */
 import { z } from "zod";
-import { dictionaryOf } from "./dictionary.ts";
+import { dictionaryOf } from "../dictionary.ts";
 
 /** Read YAML `null`s as absent: drop them from objects (not from lists), deeply. */
 export function withoutNulls(v: unknown): unknown {

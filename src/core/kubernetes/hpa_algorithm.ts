@@ -17,7 +17,7 @@
  */
 
 import { parseQuantity } from "./quantity.ts";
-import type { MetricTarget } from "./types.ts";
+import type { MetricTarget } from "../types.ts";
 
 /** A metric value as served: a number or a Kubernetes Quantity string (`"1500m"`, `"2k"`). */
 export type HpaQuantity = number | string;

@@ -1,6 +1,6 @@
 /**
  * The defaults of the Knative mapping that the flags need, apart from the mapping itself
- * (core/knative.ts): `serve` loads the mapping only with `--knative-autoscaler`, and its flags
+ * (core/knative/mapping.ts): `serve` loads the mapping only with `--knative-autoscaler`, and its flags
  * are defined before that.
  *
  * @module

@@ -13,7 +13,7 @@
  *
  * Resource and ContainerResource metrics are served by metrics-server and produce no plan.
  */
-import { parseHpa } from "./hpa.ts";
+import { parseHpa } from "../kubernetes/hpa.ts";
 import { collectorDescriptor, EXTERNAL_ALIASES, EXTERNAL_COLLECTORS } from "./collectors.ts";
 import {
   type ConfigContext,
@@ -21,12 +21,17 @@ import {
   parseCollectorConfig,
   scopeConfigQueries,
 } from "./collector_config.ts";
-import { formatDuration } from "./duration.ts";
+import { formatDuration } from "../duration.ts";
 import { FORMULA_TYPE, type FormulaConfig, formulaDescriptor } from "./configs/formula.ts";
-import { checkFormula, compileFormula, formulaIdentifier } from "./formula.ts";
-import { parseQuantity } from "./quantity.ts";
-import { shortenValues } from "./quote.ts";
-import type { Hpa, HpaLabelSelector, HpaMetricTarget, HpaObjectReference } from "./hpa.ts";
+import { checkFormula, compileFormula, formulaIdentifier } from "../formula.ts";
+import { parseQuantity } from "../kubernetes/quantity.ts";
+import { shortenValues } from "../quote.ts";
+import type {
+  Hpa,
+  HpaLabelSelector,
+  HpaMetricTarget,
+  HpaObjectReference,
+} from "../kubernetes/hpa.ts";
 import {
   annotationKey,
   annotationTypeSegment,
@@ -42,7 +47,7 @@ import type {
   MetricTarget,
   MetricType,
   ObjectReference,
-} from "./types.ts";
+} from "../types.ts";
 
 /** Options of `planHpa`; the config context is what the collectors will be created with. */
 export interface PlanOptions extends ConfigContext {

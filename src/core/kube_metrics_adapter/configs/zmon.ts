@@ -12,7 +12,7 @@ import {
   type ConfigSchema,
   REQUIRED,
 } from "../collector_config.ts";
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../../duration.ts";
 
 /** The time range and sampling of a ZMON query without `duration`, seconds (10m). */
 export const DEFAULT_ZMON_DURATION_SECONDS = 600;

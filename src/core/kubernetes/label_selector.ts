@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { LabelSelector } from "./types.ts";
+import type { LabelSelector } from "../types.ts";
 
 /**
  * Requirement operators, spelled as the string form writes them, except: `exists` (a bare

@@ -25,9 +25,9 @@
  *
  * @module
  */
-import type { PromQLScoper } from "./collector_config.ts";
-import { checkEndpoint, type EndpointPolicy } from "./endpoint_policy.ts";
-import { quote, shortenValues } from "./quote.ts";
+import type { PromQLScoper } from "../kube_metrics_adapter/collector_config.ts";
+import { checkEndpoint, type EndpointPolicy } from "../endpoint_policy.ts";
+import { quote, shortenValues } from "../quote.ts";
 
 /** The master switch: the guard acts only when this is exactly `"true"`. */
 export const ESTAFETTE_ENABLED_ANNOTATION = "estafette.io/hpa-scaler";

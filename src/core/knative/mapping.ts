@@ -30,19 +30,24 @@
  *
  * @module
  */
-import { quote } from "./quote.ts";
-import { binaryQuantity, formatQuantity, parseQuantity, storedQuantity } from "./quantity.ts";
-import { parseDuration } from "./duration.ts";
-import { checkFormula, compileFormula, formulaIdentifier } from "./formula.ts";
-import { parseGoFloat } from "./estafette_guard.ts";
-import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "./knative_defaults.ts";
+import { quote } from "../quote.ts";
+import {
+  binaryQuantity,
+  formatQuantity,
+  parseQuantity,
+  storedQuantity,
+} from "../kubernetes/quantity.ts";
+import { parseDuration } from "../duration.ts";
+import { checkFormula, compileFormula, formulaIdentifier } from "../formula.ts";
+import { parseGoFloat } from "../estafette/guard.ts";
+import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "./defaults.ts";
 import {
   FALLBACK_BEHAVIOR_KEY,
   FALLBACK_FAILURE_THRESHOLD_KEY,
   FALLBACK_REPLICAS_KEY,
   type FallbackBehavior,
-} from "./fallback.ts";
-import type { LabelSelector, MetricTarget } from "./types.ts";
+} from "../fallback.ts";
+import type { LabelSelector, MetricTarget } from "../types.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Names

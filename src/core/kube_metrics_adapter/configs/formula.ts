@@ -12,7 +12,7 @@ import {
   type ConfigSchema,
   REQUIRED,
 } from "../collector_config.ts";
-import { compileFormula, FormulaError } from "../formula.ts";
+import { compileFormula, FormulaError } from "../../formula.ts";
 
 /** The type of formula metrics (`matchLabels.type`, the annotations' collector segment). */
 export const FORMULA_TYPE = "formula";

@@ -14,7 +14,7 @@ import { requestsPerSecondDescriptor } from "./configs/requests_per_second.ts";
 import { skipperDescriptor } from "./configs/skipper.ts";
 import { sqsDescriptor } from "./configs/sqs.ts";
 import { zmonDescriptor } from "./configs/zmon.ts";
-import type { MetricType } from "./types.ts";
+import type { MetricType } from "../types.ts";
 
 /** A config read by the collector itself (its schema takes every key as it is). */
 const passthrough: ConfigSchema<Record<string, string>> = z.record(z.string(), z.string());

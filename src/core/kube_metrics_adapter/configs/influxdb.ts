@@ -13,7 +13,7 @@ import {
   type ConfigSchema,
   REQUIRED,
 } from "../collector_config.ts";
-import type { MetricType } from "../types.ts";
+import type { MetricType } from "../../types.ts";
 import { hpaUrlKey } from "./json_path.ts";
 
 /** An InfluxDB metric's config. */

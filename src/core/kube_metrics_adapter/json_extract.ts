@@ -37,7 +37,7 @@ import {
   type Parser,
   roundHalfAway,
   type Token,
-} from "./expression.ts";
+} from "../expression.ts";
 
 /** How to get the value out of a document: exactly one of `jsonKey` and `jsonEval`. */
 export interface JsonExtractionOptions {

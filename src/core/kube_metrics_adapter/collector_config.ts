@@ -5,9 +5,9 @@
  * has one message, made in one place, naming the HPA, the metric, the key and the value.
  */
 import { z } from "zod";
-import { type EndpointPolicy, endpointPolicyActive } from "./endpoint_policy.ts";
-import { quote } from "./quote.ts";
-import type { MetricPlan, MetricType } from "./types.ts";
+import { type EndpointPolicy, endpointPolicyActive } from "../endpoint_policy.ts";
+import { quote } from "../quote.ts";
+import type { MetricPlan, MetricType } from "../types.ts";
 
 /**
  * What a config check may depend on besides the config: facts the operator set (no flag

@@ -24,7 +24,7 @@ import {
   type ConfigSchema,
   REQUIRED,
 } from "../collector_config.ts";
-import type { MetricType } from "../types.ts";
+import type { MetricType } from "../../types.ts";
 import { hpaUrlKey } from "./json_path.ts";
 
 /** What several series of an instant vector give (`multiple-series`). */

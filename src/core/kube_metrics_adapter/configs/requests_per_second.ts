@@ -12,7 +12,7 @@ import {
   type ConfigSchema,
   REQUIRED,
 } from "../collector_config.ts";
-import { quote } from "../quote.ts";
+import { quote } from "../../quote.ts";
 
 /** A requests-per-second metric's config. */
 export interface RequestsPerSecondConfig {
