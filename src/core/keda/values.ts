@@ -285,3 +285,56 @@ export function kedaPrometheusTextValue(body: string, valueLocation: string): nu
 export function kedaXmlValue(_body: string, _valueLocation: string): number {
   throw new Error("unknown type map[string]interface {}");
 }
+
+/** The SQS attributes KEDA's aws-sqs-queue trigger sums, by its two switches. */
+export function kedaSqsAttributes(scaleOnInFlight: boolean, scaleOnDelayed: boolean): string[] {
+  return [
+    "ApproximateNumberOfMessages",
+    ...(scaleOnInFlight ? ["ApproximateNumberOfMessagesNotVisible"] : []),
+    ...(scaleOnDelayed ? ["ApproximateNumberOfMessagesDelayed"] : []),
+  ];
+}
+
+/**
+ * An SQS queue's length as KEDA reads it: the sum of `attributes` (each an int64 in decimal)
+ * in the answer's `Attributes`. Throws KEDA's (and Go's) error for a missing or bad one.
+ */
+export function kedaSqsQueueLength(
+  answer: Readonly<Record<string, string>>,
+  attributes: readonly string[],
+): number {
+  let sum = 0n;
+  for (const name of attributes) {
+    const v = answer[name];
+    if (v === undefined) throw new Error(`metric ${name} not found in SQS queue attributes`);
+    if (!/^[+-]?[0-9]+$/.test(v)) {
+      throw new Error(`strconv.ParseInt: parsing ${JSON.stringify(v)}: invalid syntax`);
+    }
+    const n = BigInt(v);
+    if (n > 9223372036854775807n || n < -9223372036854775808n) {
+      throw new Error(`strconv.ParseInt: parsing ${JSON.stringify(v)}: value out of range`);
+    }
+    sum += n;
+  }
+  return Number(sum);
+}
+
+/**
+ * An InfluxDB v2 query's value as KEDA reads it: the first record's `_value`, a float or an
+ * integer. `records` are the query's records in order (their `_value` as the client decoded it:
+ * a number for a double, a bigint or number for a long).
+ */
+export function kedaInfluxValue(records: readonly { _value?: unknown }[]): number {
+  if (records.length === 0) throw new Error("no results found from query");
+  const v = records[0]._value;
+  if (typeof v === "number") return v;
+  if (typeof v === "bigint") return Number(v);
+  const goType = v === undefined || v === null
+    ? "<nil>"
+    : typeof v === "string"
+    ? "string"
+    : typeof v === "boolean"
+    ? "bool"
+    : typeof v;
+  throw new Error(`value of type ${goType} could not be converted into a float`);
+}
