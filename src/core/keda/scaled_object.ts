@@ -46,6 +46,7 @@ const FallbackSchema = z.object({
     "currentReplicas",
     "currentReplicasIfHigher",
     "currentReplicasIfLower",
+    "scalingModifiers",
   ])
     .optional(),
 });
