@@ -26,6 +26,7 @@ import { Buffer } from "node:buffer";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { type Http1Error, Http1Parser, type Http1Response } from "./http1_parser.ts";
+import type { ProxyFor } from "./http_proxy.ts";
 
 /** TLS settings of connections to https URLs (node:tls options, PEM text). */
 export interface Http1ClientTls {
@@ -50,6 +51,11 @@ export interface Http1ClientOptions {
   maxIdle?: number;
   /** TLS settings of https connections (default: verify against the runtime's roots). */
   tls?: Http1ClientTls;
+  /**
+   * The proxy of each request (`proxyFromEnv(process.env)`): an http proxy, spoken to in absolute
+   * form for http URLs and with CONNECT for https ones. None by default.
+   */
+  proxy?: ProxyFor;
 }
 
 /** One request. */
@@ -345,9 +351,19 @@ function malformed(e: Http1Error): Error {
 }
 
 /** The request's bytes: its head (latin1) and body. */
-function requestHead(method: string, url: URL, req: Http1ClientRequest): string {
+function requestHead(
+  method: string,
+  url: URL,
+  req: Http1ClientRequest,
+  proxy: URL | null,
+): string {
   if (!TOKEN_RE.test(method)) throw new TypeError(`invalid method "${method}"`);
-  let head = `${method} ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+  // through an http proxy, a plain request names the whole URL (absolute form)
+  const target = proxy !== null && url.protocol === "http:"
+    ? `${url.protocol}//${url.host}${url.pathname}${url.search}`
+    : `${url.pathname}${url.search}`;
+  let head = `${method} ${target} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+  if (proxy !== null && url.protocol === "http:") head += proxyAuthorization(proxy);
   let accept = false;
   for (const [name, value] of Object.entries(req.headers ?? {})) {
     const lower = name.toLowerCase();
@@ -370,6 +386,14 @@ function requestHead(method: string, url: URL, req: Http1ClientRequest): string 
   return head + "\r\n";
 }
 
+/** `proxy-authorization: Basic ...` for a proxy URL with credentials, else "". */
+function proxyAuthorization(proxy: URL): string {
+  if (proxy.username === "" && proxy.password === "") return "";
+  const user = decodeURIComponent(proxy.username);
+  const password = decodeURIComponent(proxy.password);
+  return `proxy-authorization: Basic ${Buffer.from(`${user}:${password}`).toString("base64")}\r\n`;
+}
+
 /**
  * A pool of HTTP/1.1 connections and the requests sent on them.
  *
@@ -386,6 +410,7 @@ export class Http1Client {
   readonly #keepAliveMs: number;
   readonly #maxHead: number;
   readonly #tls: Http1ClientTls;
+  readonly #proxy: ProxyFor | undefined;
   readonly #maxIdle: number;
   /** Idle connections by origin, the most recently used last. */
   readonly #idle = new Map<string, Connection[]>();
@@ -400,6 +425,7 @@ export class Http1Client {
     this.#maxHead = options.maxHeadBytes ?? 64 * 1024;
     this.#tls = options.tls ?? {};
     this.#maxIdle = options.maxIdle ?? 100;
+    this.#proxy = options.proxy;
   }
 
   /** Connections open now: idle and busy (for tests). */
@@ -420,20 +446,30 @@ export class Http1Client {
       throw new TypeError(`unsupported protocol "${u.protocol}" in ${u.href}`);
     }
     const method = (req.method ?? "GET").toUpperCase();
-    const head = requestHead(method, u, req);
+    const proxy = this.#proxy?.(u) ?? null;
+    if (proxy !== null && proxy.protocol !== "http:") {
+      throw new Http1ClientError(
+        `unsupported proxy ${proxy.protocol.slice(0, -1)}://${proxy.host} (only http proxies)`,
+      );
+    }
+    const head = requestHead(method, u, req, proxy);
     const signal = req.signal;
     signal?.throwIfAborted();
-    const key = `${u.protocol}//${u.host}`;
+    const key = proxy === null
+      ? `${u.protocol}//${u.host}`
+      : `${u.protocol}//${u.host} via ${proxy.host}`;
     const reused = this.#take(key);
     try {
-      return await this.#send(reused ?? this.#connect(u, key), method, head, req.body, signal);
+      const c = reused ?? await this.#connect(u, key, proxy, signal);
+      return await this.#send(c, method, head, req.body, signal);
     } catch (e) {
       // a kept connection the server closed before it read the request: once more on a new one
       if (
         reused !== null && e instanceof RetryableError && !signal?.aborted &&
         (method === "GET" || method === "HEAD")
       ) {
-        return await this.#send(this.#connect(u, key), method, head, req.body, signal);
+        const c = await this.#connect(u, key, proxy, signal);
+        return await this.#send(c, method, head, req.body, signal);
       }
       throw e instanceof RetryableError ? e.cause : e;
     }
@@ -460,30 +496,52 @@ export class Http1Client {
     return null;
   }
 
-  #connect(u: URL, key: string): Connection {
+  async #connect(
+    u: URL,
+    key: string,
+    proxy: URL | null,
+    signal: AbortSignal | undefined,
+  ): Promise<Connection> {
     const host = u.hostname.replace(/^\[|\]$/g, "");
     const https = u.protocol === "https:";
     const port = u.port === "" ? (https ? 443 : 80) : Number(u.port);
     let socket: net.Socket;
-    if (https) {
-      const t = this.#tls;
-      socket = tls.connect({
-        host,
-        port,
-        ALPNProtocols: ["http/1.1"],
-        ...(t.servername !== undefined
-          ? { servername: t.servername }
-          : net.isIP(host) === 0
-          ? { servername: host }
-          : {}),
-        ...(t.ca !== undefined ? { ca: t.ca } : {}),
-        ...(t.cert !== undefined ? { cert: t.cert } : {}),
-        ...(t.key !== undefined ? { key: t.key } : {}),
-        ...(t.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+    if (proxy !== null) {
+      const proxySocket = net.connect({
+        host: proxy.hostname.replace(/^\[|\]$/g, ""),
+        port: proxy.port === "" ? 80 : Number(proxy.port),
       });
-    } else socket = net.connect({ host, port });
+      proxySocket.setNoDelay(true);
+      if (!https) return new Connection(this, key, proxySocket, this.#maxHead);
+      await tunnel(
+        proxySocket,
+        proxy,
+        `${u.host.includes(":") ? u.host : `${u.host}:${port}`}`,
+        signal,
+      );
+      socket = this.#tlsConnect(host, port, proxySocket);
+    } else if (https) socket = this.#tlsConnect(host, port);
+    else socket = net.connect({ host, port });
     socket.setNoDelay(true);
     return new Connection(this, key, socket, this.#maxHead);
+  }
+
+  /** A TLS connection to `host`, over `over` (a proxy's tunnel) or a new TCP connection. */
+  #tlsConnect(host: string, port: number, over?: net.Socket): net.Socket {
+    const t = this.#tls;
+    return tls.connect({
+      ...(over !== undefined ? { socket: over } : { host, port }),
+      ALPNProtocols: ["http/1.1"],
+      ...(t.servername !== undefined
+        ? { servername: t.servername }
+        : net.isIP(host) === 0
+        ? { servername: host }
+        : {}),
+      ...(t.ca !== undefined ? { ca: t.ca } : {}),
+      ...(t.cert !== undefined ? { cert: t.cert } : {}),
+      ...(t.key !== undefined ? { key: t.key } : {}),
+      ...(t.rejectUnauthorized === false ? { rejectUnauthorized: false } : {}),
+    });
   }
 
   #send(
@@ -565,6 +623,67 @@ export class Http1Client {
     if (i >= 0) list.splice(i, 1);
     if (list.length === 0) this.#idle.delete(c.key);
   }
+}
+
+/**
+ * Opens a tunnel through an http proxy (`CONNECT authority`), resolving once the proxy answered
+ * 2xx; rejects with the proxy's answer, the socket's error or the signal's reason (the socket is
+ * destroyed then).
+ */
+function tunnel(
+  socket: net.Socket,
+  proxy: URL,
+  authority: string,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const parser = new Http1Parser({ maxHeadBytes: 64 * 1024 });
+    const done = (e?: unknown): void => {
+      socket.off("data", onData);
+      socket.off("error", onError);
+      socket.off("close", onClose);
+      signal?.removeEventListener("abort", onAbort);
+      if (e === undefined) resolve();
+      else {
+        socket.destroy();
+        reject(e);
+      }
+    };
+    const onData = (chunk: Buffer): void => {
+      parser.push(chunk);
+      const r = parser.nextResponse("CONNECT");
+      if (r === null) return;
+      if (!("minor" in r)) {
+        return done(new Http1ClientError(`malformed answer from the proxy: ${r.reason}`));
+      }
+      if (r.status < 200 || r.status > 299) {
+        return done(
+          new Http1ClientError(
+            `proxy ${proxy.host} refused the tunnel to ${authority}: ${r.status}${
+              r.reason ? ` ${r.reason}` : ""
+            }`,
+          ),
+        );
+      }
+      // the server speaks after the client's TLS hello: nothing may follow the proxy's answer
+      if (parser.heldBytes > 0) {
+        return done(new Http1ClientError("the proxy sent bytes after its answer"));
+      }
+      done();
+    };
+    const onError = (e: Error): void => done(e);
+    const onClose = (): void =>
+      done(new Http1ClientError(`proxy ${proxy.host} closed the connection`));
+    const onAbort = (): void => done(signal?.reason);
+    socket.on("data", onData);
+    socket.on("error", onError);
+    socket.on("close", onClose);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    socket.write(
+      `CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n${proxyAuthorization(proxy)}\r\n`,
+      "latin1",
+    );
+  });
 }
 
 /** A failure on a kept connection before any answer: the request may be sent again. */

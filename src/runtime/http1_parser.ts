@@ -356,8 +356,10 @@ function readResponseHead(text: string, method: string): Http1Response | Http1Er
   const body = framing(f, minor);
   if (body !== null && typeof body !== "number") return { status: 502, reason: body.reason };
   let bodyLength: number;
-  // RFC 9112 6.3: no body after HEAD, 1xx, 204 and 304, whatever the fields say
+  // RFC 9112 6.3: no body after HEAD, 1xx, 204 and 304, whatever the fields say; a 2xx to
+  // CONNECT turns the connection into a tunnel right after its head
   if (method === "HEAD" || status < 200 || status === 204 || status === 304) bodyLength = 0;
+  else if (method === "CONNECT" && status <= 299) bodyLength = 0;
   else if (body !== null) bodyLength = body;
   else {
     // the body is the bytes until the server closes: nothing can follow it

@@ -27,7 +27,8 @@
  * - redirects are never followed (every collector asks for `redirect: "manual"`; a call that
  *   asks to follow, or passes a Request, goes to the runtime's fetch);
  * - `statusText` is the standard reason phrase of the status;
- * - HTTP/1.1 only, no proxy from the environment, TLS verified against the runtime's roots;
+ * - HTTP/1.1 only; `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` as Go reads them (http
+ *   proxies only: `http_proxy.ts`); TLS verified against the runtime's roots;
  * - a body that fails to arrive fails with short words the same on every runtime (`connection
  *   closed while reading the body`, `malformed answer: <rule>`, `invalid gzip body: <why>`).
  */
@@ -35,7 +36,9 @@ import { STATUS_CODES } from "node:http";
 import { Readable } from "node:stream";
 import * as zlib from "node:zlib";
 import { ByteBuffer } from "./byte_buffer.ts";
+import process from "node:process";
 import { type Http1Body, Http1Client, type Http1ClientOptions } from "./http1_client.ts";
+import { proxyFromEnv } from "./http_proxy.ts";
 
 /** A body's text (UTF-8, a BOM dropped and bad bytes replaced, as Response.text()). */
 const UTF8 = new TextDecoder();
@@ -67,7 +70,8 @@ export interface CollectorFetchOptions extends Http1ClientOptions {
  * ```
  */
 export function collectorFetch(options: CollectorFetchOptions = {}): CollectorFetch {
-  const client = new Http1Client(options);
+  // the environment's proxies, as Go's clients (kube-metrics-adapter, KEDA) use them
+  const client = new Http1Client({ proxy: proxyFromEnv(process.env), ...options });
   const clientFetch = async (
     input: string | URL | Request,
     init?: RequestInit,
