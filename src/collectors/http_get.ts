@@ -114,19 +114,23 @@ export interface LinkLocalPolicy {
  * --allow-link-local-targets)`, or `request to <url> failed: cannot resolve host ...`.
  *
  * Every collector that sends a request to a URL an HPA chooses calls this (through
- * {@linkcode fetchCapped}'s `linkLocal` option, or directly) right before connecting. What
- * remains open is DNS rebinding: fetch resolves the name once more when it connects, and a
- * DNS server that answers differently then (TTL 0) reaches a link-local address in that
- * window. Closing it takes connecting to the checked address itself (a per-runtime
- * dispatcher); redirects, the other easy path, are never followed (see fetchCapped).
+ * {@linkcode fetchCapped}'s `linkLocal` option, or directly) right before connecting, and
+ * returns the first address it accepted (undefined when the host was an address or the policy
+ * allows all). fetchCapped has the collectors' fetch connect to that address, so a DNS answer
+ * that changes in between (rebinding) reaches nothing new; a fetch that cannot (the runtime's,
+ * in tests) resolves the name again. Redirects, the other easy path, are never followed (see
+ * fetchCapped).
  *
  * @example
  * ```ts
  * await checkLinkLocalTarget("http://169.254.169.254/latest", { allow: false }); // throws
  * ```
  */
-export async function checkLinkLocalTarget(url: string, policy: LinkLocalPolicy): Promise<void> {
-  if (linkLocalDecided(url, policy)) return;
+export async function checkLinkLocalTarget(
+  url: string,
+  policy: LinkLocalPolicy,
+): Promise<string | undefined> {
+  if (linkLocalDecided(url, policy)) return undefined;
   const host = hostOf(url);
   let addresses: string[];
   try {
@@ -138,7 +142,16 @@ export async function checkLinkLocalTarget(url: string, policy: LinkLocalPolicy)
   }
   const bad = addresses.find(isLinkLocalAddress);
   if (bad !== undefined) throw refusal(url, host, `resolves to link-local address ${bad}`);
+  return addresses[0];
 }
+
+/**
+ * The request init field that asks the collectors' fetch (runtime/http_fetch.ts) to connect to
+ * this address rather than resolve the URL's host again: the address the link-local check
+ * accepted, so that a DNS answer that changes between the check and the connection (rebinding)
+ * cannot reach a link-local address. Other fetches ignore it.
+ */
+export const CONNECT_ADDRESS_FIELD = "connectAddress";
 
 function hostOf(url: string): string {
   return new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
@@ -249,9 +262,13 @@ export async function fetchCapped(
   };
   try {
     // (an address in the URL is checked at once; only a name waits for its lookup)
+    let connectAddress: string | undefined;
     if (options.linkLocal && !linkLocalDecided(url, options.linkLocal)) {
       try {
-        await untilAborted(checkLinkLocalTarget(url, options.linkLocal), deadline.signal);
+        connectAddress = await untilAborted(
+          checkLinkLocalTarget(url, options.linkLocal),
+          deadline.signal,
+        );
       } catch (e) {
         if (deadline.signal.aborted) throw failed(e);
         throw e;
@@ -265,7 +282,8 @@ export async function fetchCapped(
         body: options.body,
         signal: deadline.signal,
         redirect: "manual",
-      });
+        ...(connectAddress !== undefined ? { [CONNECT_ADDRESS_FIELD]: connectAddress } : {}),
+      } as RequestInit);
     } catch (e) {
       throw failed(e);
     }

@@ -213,7 +213,7 @@ class InfluxDbCollector implements Collector {
       if (ctx.signal.aborted) return onAbort();
       ctx.signal.addEventListener("abort", onAbort, { once: true });
       checkLinkLocalTarget(cfg.address, { allow: cfg.allowLinkLocal, lookup: ctx.lookup })
-        .then(resolve, reject)
+        .then(() => resolve(), reject)
         .finally(() => ctx.signal.removeEventListener("abort", onAbort));
     });
     return await this.#query(ctx, what, await loadClient());

@@ -65,6 +65,11 @@ export interface Http1ClientRequest {
   headers?: Record<string, string>;
   body?: string | Uint8Array;
   signal?: AbortSignal;
+  /**
+   * Connect to this address instead of resolving the URL's host (which still names the server:
+   * Host header, TLS server name). Ignored through a proxy, which resolves the host itself.
+   */
+  address?: string;
 }
 
 /** A response's body, read piece by piece. */
@@ -455,12 +460,15 @@ export class Http1Client {
     const head = requestHead(method, u, req, proxy);
     const signal = req.signal;
     signal?.throwIfAborted();
-    const key = proxy === null
-      ? `${u.protocol}//${u.host}`
-      : `${u.protocol}//${u.host} via ${proxy.host}`;
+    const address = proxy === null ? req.address : undefined;
+    const key = proxy !== null
+      ? `${u.protocol}//${u.host} via ${proxy.host}`
+      : address !== undefined
+      ? `${u.protocol}//${u.host} at ${address}`
+      : `${u.protocol}//${u.host}`;
     const reused = this.#take(key);
     try {
-      const c = reused ?? await this.#connect(u, key, proxy, signal);
+      const c = reused ?? await this.#connect(u, key, proxy, signal, address);
       return await this.#send(c, method, head, req.body, signal);
     } catch (e) {
       // a kept connection the server closed before it read the request: once more on a new one
@@ -468,7 +476,7 @@ export class Http1Client {
         reused !== null && e instanceof RetryableError && !signal?.aborted &&
         (method === "GET" || method === "HEAD")
       ) {
-        const c = await this.#connect(u, key, proxy, signal);
+        const c = await this.#connect(u, key, proxy, signal, address);
         return await this.#send(c, method, head, req.body, signal);
       }
       throw e instanceof RetryableError ? e.cause : e;
@@ -501,8 +509,10 @@ export class Http1Client {
     key: string,
     proxy: URL | null,
     signal: AbortSignal | undefined,
+    address?: string,
   ): Promise<Connection> {
     const host = u.hostname.replace(/^\[|\]$/g, "");
+    const dial = address ?? host;
     const https = u.protocol === "https:";
     const port = u.port === "" ? (https ? 443 : 80) : Number(u.port);
     let socket: net.Socket;
@@ -516,21 +526,21 @@ export class Http1Client {
       await tunnel(
         proxySocket,
         proxy,
-        `${u.host.includes(":") ? u.host : `${u.host}:${port}`}`,
+        u.port === "" ? `${u.host}:${port}` : u.host,
         signal,
       );
       socket = this.#tlsConnect(host, port, proxySocket);
-    } else if (https) socket = this.#tlsConnect(host, port);
-    else socket = net.connect({ host, port });
+    } else if (https) socket = this.#tlsConnect(host, port, undefined, dial);
+    else socket = net.connect({ host: dial, port });
     socket.setNoDelay(true);
     return new Connection(this, key, socket, this.#maxHead);
   }
 
   /** A TLS connection to `host`, over `over` (a proxy's tunnel) or a new TCP connection. */
-  #tlsConnect(host: string, port: number, over?: net.Socket): net.Socket {
+  #tlsConnect(host: string, port: number, over?: net.Socket, dial = host): net.Socket {
     const t = this.#tls;
     return tls.connect({
-      ...(over !== undefined ? { socket: over } : { host, port }),
+      ...(over !== undefined ? { socket: over } : { host: dial, port }),
       ALPNProtocols: ["http/1.1"],
       ...(t.servername !== undefined
         ? { servername: t.servername }

@@ -80,11 +80,14 @@ export function collectorFetch(options: CollectorFetchOptions = {}): CollectorFe
       return await globalThis.fetch(input, init);
     }
     const url = typeof input === "string" ? input : input.href;
+    // the address the link-local check accepted (collectors/http_get.ts CONNECT_ADDRESS_FIELD)
+    const address = (init as { connectAddress?: unknown } | undefined)?.connectAddress;
     const res = await client.request(url, {
       method: init?.method ?? "GET",
       headers: headerRecord(init?.headers),
       body: bodyOf(init?.body),
       signal: init?.signal ?? undefined,
+      ...(typeof address === "string" ? { address } : {}),
     });
     return new ClientResponse(
       url,

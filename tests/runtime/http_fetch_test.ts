@@ -235,6 +235,40 @@ describe("collectorFetch", () => {
   });
 });
 
+describe("collectorFetch and the link-local check", () => {
+  it("connects to the address the check accepted, not to a second lookup's", async () => {
+    let host: string | undefined;
+    const srv = await startServer("127.0.0.2", 0, (req, res) => {
+      host = req.headers.host;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"length":3}');
+    });
+    const http = collectorFetch();
+    const lookups: string[] = [];
+    try {
+      // a name only this resolver knows: the client must not resolve it again
+      const url = `http://rebind.test:${srv.port}/q`;
+      const res = await fetchCapped(url, {
+        ...base,
+        fetch: http.fetch,
+        linkLocal: {
+          allow: false,
+          lookup: (name) => {
+            lookups.push(name);
+            return Promise.resolve(["127.0.0.2"]);
+          },
+        },
+      });
+      assert.deepEqual([res.status, res.text], [200, '{"length":3}']);
+      assert.deepEqual(lookups, ["rebind.test"]);
+      assert.equal(host, `rebind.test:${srv.port}`);
+    } finally {
+      await http.close();
+      await srv.close();
+    }
+  });
+});
+
 describe("collectorFetch with a backend an HPA author chose", () => {
   const cap = 1 << 20;
   // 64 MiB of zeros: each compresses to at most 64 KiB, the chunk a runtime reads at once
