@@ -205,8 +205,9 @@ class InfluxDbCollector implements Collector {
   async collect(ctx: CollectContext & LookupContext): Promise<CollectResult> {
     const cfg = this.#config;
     const what = `flux query ${quoteQuery(cfg.query)} of metric ${this.#metric} at ${cfg.address}`;
-    // Right before connecting: a name may resolve to a metadata service (see http_get.ts for
-    // the DNS rebinding window that remains).
+    // Right before connecting: a name may resolve to a metadata service. The InfluxDB client
+    // resolves the name again when it connects, so the DNS rebinding window that the
+    // collectors' fetch closes (http_get.ts) remains open here.
     await new Promise<void>((resolve, reject) => {
       const onAbort = (): void =>
         reject(new Error(`${what} failed: ${abortReasonText(ctx.signal)}`));
