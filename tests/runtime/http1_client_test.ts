@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import process from "node:process";
 import { fetchCapped } from "../../src/collectors/http_get.ts";
 import { Http1Client } from "../../src/runtime/http1_client.ts";
 import { Http1Parser } from "../../src/runtime/http1_parser.ts";
@@ -179,6 +178,25 @@ describe("the parser refuses the floods of a hostile answer within a bounded num
   });
 });
 
+describe("the parser gathers a body's chunks", () => {
+  it("gives one piece per push of one-byte chunks, not one per chunk", () => {
+    const parser = new Http1Parser();
+    parser.push(Buffer.from(CHUNKED_HEAD, "latin1"));
+    assert.ok(parser.nextResponse("GET") !== null);
+    let pieces = 0;
+    let bytes = 0;
+    const push = "1\r\nx\r\n".repeat(1000);
+    for (let i = 0; i < 100; i++) {
+      parser.push(Buffer.from(push, "latin1"));
+      for (let b = parser.body(1 << 20); b instanceof Uint8Array; b = parser.body(1 << 20)) {
+        pieces++;
+        bytes += b.byteLength;
+      }
+    }
+    assert.deepEqual([pieces, bytes], [100, 100_000]);
+  });
+});
+
 describe("the collectors' fetch against a hostile endpoint", () => {
   let srv: RawServer;
   const url = (p: string): string => `http://127.0.0.2:${srv.port}${p}`;
@@ -257,9 +275,8 @@ describe("the collectors' fetch against a hostile endpoint", () => {
     });
   }
 
-  it("reads a million one-byte chunks into the body, in memory bounded by the body", async () => {
+  it("reads a million one-byte chunks into the body, gathered into few pieces", async () => {
     const http = collectorFetch();
-    const before = process.memoryUsage().rss;
     try {
       const res = await fetchCapped(url("/one-byte-chunks"), {
         ...base,
@@ -271,9 +288,23 @@ describe("the collectors' fetch against a hostile endpoint", () => {
     } finally {
       await http.close();
     }
-    // Deno's fetch grew by 95 MiB on this answer
-    const grown = (process.memoryUsage().rss - before) / (1 << 20);
-    assert.ok(grown < 48, `RSS grew by ${grown.toFixed(1)} MiB`);
+    // Deno's fetch grew by 95 MiB on this answer, an object per chunk; here the data of every
+    // chunk the socket delivered at once is one piece (RSS is not compared: test files share a
+    // process under Bun, and their garbage moves it)
+    const client = new Http1Client();
+    try {
+      const r = await client.request(url("/one-byte-chunks"));
+      let pieces = 0;
+      let bytes = 0;
+      for (let p = await r.body.read(); p !== null; p = await r.body.read()) {
+        pieces++;
+        bytes += p.byteLength;
+      }
+      assert.equal(bytes, 1_000_000);
+      assert.ok(pieces < 2_000, `${pieces} pieces for 1,000,000 one-byte chunks`);
+    } finally {
+      await client.close();
+    }
   });
 
   it("skips 1xx answers and reads a body until the close", async () => {
