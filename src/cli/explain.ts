@@ -426,7 +426,7 @@ async function runOffline(
     const so = read.objects.find((o) => isScaledObject(o.object) && named(o.object));
     if (so) {
       const auths = objects.filter(isTriggerAuthentication);
-      const { row } = kedaScaledObjectRow(so.object, auths, so.source);
+      const { row } = kedaScaledObjectRow(so.object, auths);
       io.stdout(`ScaledObject ${id} (offline, from ${so.source})\n` + kedaRowText(row));
       return row.error === undefined ? 0 : 1;
     }

@@ -96,7 +96,6 @@ function paramsOf(
 export function kedaScaledObjectRow(
   object: KubeObject,
   authenticationObjects: readonly KubeObject[],
-  _source: string,
 ): { row: KedaRow; hpa?: KubeObject } {
   const source = `ScaledObject ${object.metadata.namespace ?? "default"}/${object.metadata.name}`;
   let so: ScaledObject;

@@ -380,7 +380,7 @@ export const planCommand: Command = {
       .map(({ object }) => object);
     for (const { object, source } of read.objects) {
       if (isScaledObject(object)) {
-        const row = kedaScaledObjectRow(object, authentications, source);
+        const row = kedaScaledObjectRow(object, authentications);
         keda.push(row.row);
         if (row.hpa !== undefined) generated.push(row.hpa);
         continue;

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { ScaledObject } from "./scaled_object.ts";
-import type { KedaCondition, KedaEvent } from "./status.ts";
-import { goParseBool } from "./typed_config.ts";
+import { KEDA_PAUSED_SCALE_IN, KEDA_PAUSED_SCALE_OUT } from "./names.ts";
+import { kedaBoolAnnotation, type ScaledObject } from "./scaled_object.ts";
+import { type KedaCondition, type KedaEvent, setCondition } from "./status.ts";
 
 /** The annotations of pausing and forced activation. */
 export const KEDA_PAUSED = "autoscaling.keda.sh/paused";
@@ -51,21 +51,10 @@ export interface KedaScaleDecision {
   triggersActivity: Record<string, { isActive: boolean }>;
 }
 
-function boolAnnotation(so: ScaledObject, key: string): boolean {
-  const v = so.metadata.annotations?.[key];
-  return v !== undefined && (goParseBool(v) ?? true);
-}
-
 /** KEDA's `NeedToBePausedByAnnotation`: `paused-replicas` present, or `paused` true. */
 export function kedaPausedByAnnotation(so: ScaledObject): boolean {
   return so.metadata.annotations?.[KEDA_PAUSED_REPLICAS] !== undefined ||
-    boolAnnotation(so, KEDA_PAUSED);
-}
-
-function setCondition(list: KedaCondition[], c: KedaCondition): void {
-  const i = list.findIndex((x) => x.type === c.type);
-  if (i < 0) list.push(c);
-  else list[i] = c;
+    kedaBoolAnnotation(so, KEDA_PAUSED);
 }
 
 /** KEDA's `RequestScale` for one polling interval; the replicas read succeeded. */
@@ -82,8 +71,11 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
     triggersActivity[name] = { isActive: activeSet.has(name) };
   }
   const out: KedaScaleDecision = { conditions, triggersActivity };
+  const set = (c: KedaCondition): void => {
+    out.conditions = setCondition(out.conditions, c);
+  };
   if (kedaPausedByAnnotation(so)) {
-    setCondition(conditions, {
+    set({
       type: "Paused",
       status: "True",
       reason: "ScaledObjectPaused",
@@ -96,9 +88,9 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
   const target = `${s.scaleTargetKind} ${
     so.metadata.namespace ?? "default"
   }/${spec.scaleTargetRef.name}`;
-  const forced = boolAnnotation(so, KEDA_FORCE_ACTIVATION);
+  const forced = kedaBoolAnnotation(so, KEDA_FORCE_ACTIVATION);
   if (s.active || forced) {
-    setCondition(conditions, {
+    set({
       type: "Active",
       status: "True",
       reason: "ScalerActive",
@@ -109,7 +101,7 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
     if (
       (spec.idleReplicaCount !== undefined && s.currentReplicas < min) || s.currentReplicas === 0
     ) {
-      if (boolAnnotation(so, "autoscaling.keda.sh/paused-scale-out")) return out;
+      if (kedaBoolAnnotation(so, KEDA_PAUSED_SCALE_OUT)) return out;
       const replicas = spec.minReplicaCount !== undefined && spec.minReplicaCount > 0
         ? spec.minReplicaCount
         : 1;
@@ -125,7 +117,7 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
           }`,
       };
     } else if (s.error) {
-      setCondition(conditions, {
+      set({
         type: "Ready",
         status: "Unknown",
         reason: "PartialTriggerError",
@@ -134,7 +126,7 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
     } else out.lastActiveTime = s.now;
     return out;
   }
-  setCondition(conditions, {
+  set({
     type: "Active",
     status: "False",
     reason: "ScalerNotActive",
@@ -145,7 +137,7 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
     return out;
   }
   if (s.error && spec.fallback === undefined) {
-    setCondition(conditions, {
+    set({
       type: "Ready",
       status: "False",
       reason: "TriggerError",
@@ -157,14 +149,14 @@ export function kedaScaleDecision(so: ScaledObject, s: KedaLoopState): KedaScale
     (spec.idleReplicaCount !== undefined && s.currentReplicas > spec.idleReplicaCount) ||
     (s.currentReplicas > 0 && min === 0)
   ) {
-    if (boolAnnotation(so, "autoscaling.keda.sh/paused-scale-in")) return out;
+    if (kedaBoolAnnotation(so, KEDA_PAUSED_SCALE_IN)) return out;
     const cooldown = (spec.cooldownPeriod ?? DEFAULT_COOLDOWN_SECONDS) * 1000;
     const initial = (spec.initialCooldownPeriod ?? DEFAULT_INITIAL_COOLDOWN_SECONDS) * 1000;
     const cooled = s.lastActiveTime === undefined
       ? s.createdAt + initial < s.now
       : s.lastActiveTime + cooldown < s.now;
     if (!cooled) {
-      setCondition(conditions, {
+      set({
         type: "Active",
         status: "False",
         reason: "ScalerCooldown",

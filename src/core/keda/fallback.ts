@@ -10,7 +10,7 @@
  */
 import { formatQuantity } from "../kubernetes/quantity.ts";
 import { KEDA_COMPOSITE_METRIC } from "./names.ts";
-import type { ScaledObject } from "./scaled_object.ts";
+import { kedaUsesModifiers, type ScaledObject } from "./scaled_object.ts";
 import { type KedaCondition, kedaHasValidFallback } from "./status.ts";
 
 /** One metric's `status.health` entry. */
@@ -44,14 +44,6 @@ export interface KedaFallbackStep {
   health: Record<string, KedaHealth> | null;
   /** The Fallback condition after the read, when health is tracked. */
   condition: KedaCondition | null;
-}
-
-function usesModifiers(so: ScaledObject): boolean {
-  const m = so.spec.advanced?.scalingModifiers;
-  return m !== undefined &&
-    [m.formula, m.target, m.activationTarget, m.metricType].some((v) =>
-      v !== undefined && v !== ""
-    );
 }
 
 function fallbackCondition(
@@ -131,7 +123,7 @@ export function kedaFallbackStep(
     else if (behavior === "currentReplicasIfHigher") replicas = Math.max(current, replicas);
     else replicas = Math.min(current, replicas);
   }
-  const modifiers = usesModifiers(so);
+  const modifiers = kedaUsesModifiers(so);
   const valueType = modifiers ? so.spec.advanced?.scalingModifiers?.metricType : ctx.target.type;
   if (valueType === "Value") {
     // per ready pod: KEDA gives up (an error) when none is ready

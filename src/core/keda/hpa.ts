@@ -27,23 +27,17 @@ import {
   kedaNameLabel,
   kedaNormalize,
 } from "./names.ts";
-import type { ScaledObject, ScaledObjectTrigger } from "./scaled_object.ts";
-import { goParseBool, type TriggerParams } from "./typed_config.ts";
+import {
+  kedaBoolAnnotation,
+  kedaUsesModifiers,
+  type ScaledObject,
+  type ScaledObjectTrigger,
+} from "./scaled_object.ts";
+import type { TriggerParams } from "./typed_config.ts";
 import { readTrigger, TriggerError } from "./triggers.ts";
 
 /** The `app.kubernetes.io/managed-by` of the HPAs this adapter writes for ScaledObjects. */
 export const KEDA_HPA_MANAGER = "hpa-metrics-adapter";
-
-/** The trigger types whose HPA metric this adapter builds. */
-export const KEDA_TRIGGER_TYPES: readonly string[] = [
-  "prometheus",
-  "metrics-api",
-  "aws-sqs-queue",
-  "cron",
-  "influxdb",
-  "cpu",
-  "memory",
-];
 
 /** The HorizontalPodAutoscaler written for a ScaledObject, complete, as it is created. */
 export interface KedaHpa {
@@ -169,15 +163,6 @@ function externalSpec(
   };
 }
 
-/** KEDA's `IsUsingModifiers`: `scalingModifiers` set with any field. */
-function usesModifiers(so: ScaledObject): boolean {
-  const m = so.spec.advanced?.scalingModifiers;
-  return m !== undefined &&
-    [m.formula, m.target, m.activationTarget, m.metricType].some((v) =>
-      v !== undefined && v !== ""
-    );
-}
-
 /**
  * One trigger's metric entry, as its KEDA scaler makes it; throws {@linkcode TriggerError} with
  * KEDA's words.
@@ -191,7 +176,7 @@ export function kedaTriggerMetric(
 ): KedaTriggerMetric {
   const name = so.metadata.name;
   const read = readTrigger(trigger.type, params, {
-    modifiers: usesModifiers(so),
+    modifiers: kedaUsesModifiers(so),
     metricType: trigger.metricType,
     podIdentity,
   });
@@ -247,19 +232,11 @@ export function kedaTriggerMetric(
   }
 }
 
-/** KEDA's `getBoolAnnotation`: absent is false; a value that is not a boolean counts as true. */
-function boolAnnotation(annotations: Record<string, string> | undefined, key: string): boolean {
-  const v = annotations?.[key];
-  if (v === undefined) return false;
-  return goParseBool(v) ?? true;
-}
-
 /** The behavior with the paused-scale-in/out annotations applied (a copy). */
 function pausedBehavior(so: ScaledObject): HpaBehavior | undefined {
   const given = so.spec.advanced?.horizontalPodAutoscalerConfig?.behavior;
-  const annotations = so.metadata.annotations;
-  const pauseIn = boolAnnotation(annotations, KEDA_PAUSED_SCALE_IN);
-  const pauseOut = boolAnnotation(annotations, KEDA_PAUSED_SCALE_OUT);
+  const pauseIn = kedaBoolAnnotation(so, KEDA_PAUSED_SCALE_IN);
+  const pauseOut = kedaBoolAnnotation(so, KEDA_PAUSED_SCALE_OUT);
   if (!pauseIn && !pauseOut) return given;
   const behavior: HpaBehavior = structuredClone(given ?? {});
   if (pauseIn) behavior.scaleDown = { ...behavior.scaleDown, selectPolicy: "Disabled" };
@@ -358,7 +335,7 @@ export function kedaHpaFor(so: ScaledObject, options: KedaHpaOptions): KedaHpaRe
   let specs = byType(metrics.map((m) => m.spec));
   let composite = false;
   const modifiers = spec.advanced?.scalingModifiers;
-  if (modifiers !== undefined && usesModifiers(so)) {
+  if (modifiers !== undefined && kedaUsesModifiers(so)) {
     const type = modifiers.metricType || "AverageValue";
     if (type === "Utilization") {
       return fail(

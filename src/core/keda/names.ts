@@ -57,18 +57,28 @@ export function kedaCronPart(schedule: string): string {
     .replace(/,/g, "Cm");
 }
 
+/** Go's `url.ParseRequestURI` path of `s`, or undefined when it is not a request URI. */
+function requestUriPath(s: string): string | undefined {
+  const q = s.indexOf("?");
+  const rest = q < 0 ? s : s.slice(0, q);
+  if (rest.startsWith("/")) return rest;
+  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(rest);
+  if (scheme === null) return undefined;
+  const after = rest.slice(scheme[0].length);
+  if (!after.startsWith("//")) return ""; // opaque: no path
+  const slash = after.indexOf("/", 2);
+  return slash < 0 ? "" : after.slice(slash);
+}
+
 /**
- * The queue name of an `aws-sqs-queue` trigger's metric: the third path segment of a queue
- * URL (`https://sqs.eu-west-1.amazonaws.com/<account>/<queue>`), or the value itself when it
- * is not such a URL.
+ * The queue name of an `aws-sqs-queue` trigger's metric, as KEDA reads `queueURL`: the value
+ * itself when Go's `ParseRequestURI` refuses it (`my-queue`), else the third of exactly three
+ * path segments (`https://sqs.eu-west-1.amazonaws.com/<account>/<queue>`); null when the URL
+ * has no such segment (KEDA: `cannot get queueName from queueURL`).
  */
-export function kedaSqsQueueName(queueUrl: string): string {
-  let url: URL;
-  try {
-    url = new URL(queueUrl);
-  } catch {
-    return queueUrl;
-  }
-  const segments = url.pathname.split("/");
-  return segments.length >= 3 && segments[2] !== "" ? segments[2] : queueUrl;
+export function kedaSqsQueueName(queueUrl: string): string | null {
+  const path = requestUriPath(queueUrl);
+  if (path === undefined) return queueUrl;
+  const parts = path.split("/");
+  return parts.length === 3 && parts[2] !== "" ? parts[2] : null;
 }

@@ -8,7 +8,8 @@
  * @module
  */
 import { z } from "zod";
-import { HpaBehaviorSchema, withoutNulls, zodProblems } from "../kubernetes/hpa.ts";
+import { HpaBehaviorSchema, hpaDisplayName, withoutNulls, zodProblems } from "../kubernetes/hpa.ts";
+import { goParseBool } from "./typed_config.ts";
 import { KEDA_API_VERSION } from "./names.ts";
 
 const StringMap = z.record(z.string(), z.string());
@@ -111,13 +112,21 @@ export class InvalidScaledObjectError extends Error {
 }
 
 /** `namespace/name` of a raw object, as well as it can be read (`default` when unset). */
-export function objectDisplayName(obj: unknown): string {
-  const meta = (obj as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
-  const name = typeof meta?.name === "string" && meta.name !== "" ? meta.name : "<unnamed>";
-  const ns = typeof meta?.namespace === "string" && meta.namespace !== ""
-    ? meta.namespace
-    : "default";
-  return `${ns}/${name}`;
+const objectDisplayName = hpaDisplayName;
+
+/** KEDA's `IsUsingModifiers`: `advanced.scalingModifiers` set with any field. */
+export function kedaUsesModifiers(so: ScaledObject): boolean {
+  const m = so.spec.advanced?.scalingModifiers;
+  return m !== undefined &&
+    [m.formula, m.target, m.activationTarget, m.metricType].some((v) =>
+      v !== undefined && v !== ""
+    );
+}
+
+/** KEDA's `getBoolAnnotation`: absent is false; a value Go's ParseBool refuses counts as true. */
+export function kedaBoolAnnotation(so: ScaledObject, key: string): boolean {
+  const v = so.metadata.annotations?.[key];
+  return v !== undefined && (goParseBool(v) ?? true);
 }
 
 /** Whether `obj` says it is a KEDA ScaledObject (by apiVersion and kind). */

@@ -7,7 +7,7 @@
  * @module
  */
 import type { KedaHpaResult } from "./hpa.ts";
-import type { ScaledObject } from "./scaled_object.ts";
+import { kedaUsesModifiers, type ScaledObject } from "./scaled_object.ts";
 
 /** A condition as KEDA writes it. */
 export interface KedaCondition {
@@ -85,13 +85,9 @@ export function kedaHasValidFallback(so: ScaledObject): boolean {
   const f = so.spec.fallback;
   if (f === undefined) return false;
   if (f.failureThreshold < 0 || f.replicas < 0) return false;
-  const m = so.spec.advanced?.scalingModifiers;
-  const modifiers = m !== undefined &&
-    [m.formula, m.target, m.activationTarget, m.metricType].some((v) =>
-      v !== undefined && v !== ""
-    );
-  if (!modifiers) return true;
-  return /^[+-]?\d+$/.test(m?.target ?? "") && Number(m?.target) > 0;
+  if (!kedaUsesModifiers(so)) return true;
+  const target = so.spec.advanced?.scalingModifiers?.target ?? "";
+  return /^[+-]?\d+$/.test(target) && Number(target) > 0;
 }
 
 /** An event KEDA's controller emits on the ScaledObject. */

@@ -8,6 +8,7 @@
  * @module
  */
 import { parseCronSchedule } from "./cron.ts";
+import { kedaCronPart, kedaSqsQueueName } from "./names.ts";
 import {
   type FieldSpec,
   type ParamSource,
@@ -152,20 +153,6 @@ function externalMetricType(ctx: TriggerContext): void {
   }
 }
 
-/** Go's `url.ParseRequestURI` path of `s`, or undefined when it is not a request URI. */
-function requestUriPath(s: string): string | undefined {
-  const noFragment = s;
-  const q = noFragment.indexOf("?");
-  const rest = q < 0 ? noFragment : noFragment.slice(0, q);
-  if (rest.startsWith("/")) return rest;
-  const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(rest);
-  if (scheme === null) return undefined;
-  const after = rest.slice(scheme[0].length);
-  if (!after.startsWith("//")) return ""; // opaque: no path
-  const slash = after.indexOf("/", 2);
-  return slash < 0 ? "" : after.slice(slash);
-}
-
 /**
  * Reads one trigger's metadata as its KEDA scaler does. Throws {@linkcode TriggerError} with
  * the text KEDA's `Ready` condition shows after `failed to ensure HPA is correctly created for
@@ -257,16 +244,8 @@ export function readTrigger(
         type,
         p + p,
       );
-      const url = values.queueURL as string;
-      const path = requestUriPath(url);
-      let queueName = url;
-      if (path !== undefined) {
-        const parts = path.split("/");
-        if (parts.length !== 3 || parts[2] === "") {
-          throw new TriggerError(`${p}cannot get queueName from queueURL`);
-        }
-        queueName = parts[2];
-      }
+      const queueName = kedaSqsQueueName(values.queueURL as string);
+      if (queueName === null) throw new TriggerError(`${p}cannot get queueName from queueURL`);
       const problem = awsAuthProblem(params, values, ctx);
       if (problem !== null) throw new TriggerError(p + problem);
       return { values, namePart: `aws-sqs-${queueName}` };
@@ -300,13 +279,10 @@ export function readTrigger(
         type,
         "error parsing cron metadata: ",
       );
-      const part = (s: string): string =>
-        s.replace(/ /g, "").replace(/\*/g, "x").replace(/\//g, "Sl").replace(/\?/g, "Qm")
-          .replace(/,/g, "Cm");
       return {
         values,
-        namePart: `cron-${values.timezone}-${part(values.start as string)}-${
-          part(values.end as string)
+        namePart: `cron-${values.timezone}-${kedaCronPart(values.start as string)}-${
+          kedaCronPart(values.end as string)
         }`,
       };
     }

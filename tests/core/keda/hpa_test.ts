@@ -121,6 +121,7 @@ describe("KEDA's metric names", () => {
     assert.equal(kedaCronPart("*/5 ? * 1,2 *"), "xSl5Qmx1Cm2x");
     assert.equal(kedaSqsQueueName("https://sqs.us-east-1.amazonaws.com/123/q-1"), "q-1");
     assert.equal(kedaSqsQueueName("q-1"), "q-1");
+    assert.equal(kedaSqsQueueName("https://sqs.us-east-1.amazonaws.com/123"), null);
     assert.equal(kedaNameLabel(`${"a".repeat(62)}-b`), "a".repeat(62));
     assert.equal(kedaNameLabel("keda-hpa-web"), "keda-hpa-web");
   });
