@@ -17,6 +17,7 @@ import {
   type MetricSource,
   type ReadCaches,
 } from "./metric_read.ts";
+import { kedaExternal } from "./keda_metrics.ts";
 import { plainReady } from "./responses.ts";
 import { parseParam, type SelectorCache } from "./selectors.ts";
 import { plainNotFound, statusPlain } from "./status.ts";
@@ -80,6 +81,10 @@ export function externalMetrics(
   caches: ReadCaches,
   options: MetricSource,
 ): PlainResponse | Forward {
+  if (options.keda) {
+    const keda = kedaExternal(read.lookup, { ...options, keda: options.keda });
+    if (keda !== undefined) return keda;
+  }
   const result = options.store.lookupExternal(read.lookup, options.now());
   if ("miss" in result) {
     if (result.miss.unowned && options.delegates?.external) return FORWARD;

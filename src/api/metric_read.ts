@@ -10,6 +10,14 @@ import type { ApiDelegates } from "./delegate.ts";
 import type { PodLister, PodSetCache } from "./pods.ts";
 import { type ReadyBody, readyBody } from "./responses.ts";
 
+/** The owned ScaledObjects, as the serving path needs them (the KEDA controller). */
+export interface KedaServingSource {
+  scaledObject(
+    namespace: string,
+    name: string,
+  ): { hpaName: string | null; metricNames: string[]; error?: string } | undefined;
+}
+
 /** What a metric read is answered from. */
 export interface MetricSource {
   store: MetricStore;
@@ -18,6 +26,8 @@ export interface MetricSource {
   now(): number;
   /** Where the reads that no HPA of ours asks for go, per API (issue 26); none by default. */
   delegates?: ApiDelegates;
+  /** The ScaledObjects this adapter owns (`--keda-scaled-objects`), answered as KEDA does. */
+  keda?: KedaServingSource;
 }
 
 /** The answer to a read no HPA of ours asks for when its API has a delegate: forward it. */

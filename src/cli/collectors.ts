@@ -3,6 +3,7 @@
  * collector flags into the typed options each collector owns. Adding a backend adds its
  * factory here, its descriptor in src/core/kube_metrics_adapter/collectors.ts, and nothing else outside its files.
  */
+import { kedaCollectorFactories, type KedaTriggerSource } from "../collectors/keda.ts";
 import type { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { createCollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
@@ -34,6 +35,8 @@ import {
 export interface CollectorShared {
   /** Tokens of `bearer-token-from`, which the Knative reconciler fills. */
   bearerTokens?: BearerTokens;
+  /** The triggers of the owned ScaledObjects (`--keda-scaled-objects`): the KEDA controller. */
+  kedaTriggers?: KedaTriggerSource;
 }
 
 /** Every collector factory of this release, with the options the flags give. */
@@ -66,6 +69,15 @@ export function collectorFactories(
     createSqsQueueLengthFactory(sqsOptions(flags)),
     createZmonFactory(zmonOptions(flags)),
     createNakadiFactory(nakadiOptions(flags)),
+    // KEDA's triggers of the owned ScaledObjects
+    ...(shared.kedaTriggers
+      ? kedaCollectorFactories({
+        triggers: shared.kedaTriggers,
+        linkLocal: { allow: boolFlag(flags, "allow-link-local-targets") },
+        maxResponseBytes: numberFlag(flags, "max-response-bytes"),
+        sqsEndpointUrl: stringFlag(flags, "aws-endpoint-url") ?? null,
+      })
+      : []),
   ];
 }
 

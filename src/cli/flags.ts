@@ -4,6 +4,7 @@
  * The definitions are data: the README's flag reference is generated from them.
  */
 import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "../core/knative/defaults.ts";
+import { KEDA_COLLECTED_TYPES, kedaCollectorType } from "../core/keda/plan.ts";
 import { DEFAULT_CLUSTER_DOMAIN } from "../core/endpoint_policy.ts";
 import { DELEGATED_AUTH_DEFAULTS } from "../api/auth.ts";
 import { DELEGATE_DEFAULTS } from "../api/delegate.ts";
@@ -67,6 +68,7 @@ const BACKENDS = "Backends";
 const SCHEDULES = "Scaling schedules";
 const GUARD = "Replica guard (estafette-k8s-hpa-scaler)";
 const KNATIVE = "Knative (autoscaler-keda's annotations)";
+const KEDA = "KEDA (ScaledObjects)";
 const DELEGATION = "Delegation (metrics of another adapter)";
 const LOGGING = "Logging";
 
@@ -709,6 +711,28 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   ),
 
   def(
+    KEDA,
+    "keda-scaled-objects",
+    "bool",
+    false,
+    "serve KEDA ScaledObjects as KEDA v2.20.2 does: write the HPA and the status KEDA's operator writes (leader only) and serve their external metrics under KEDA's names; ScaledObjects whose HPA keda-operator manages are left to KEDA",
+  ),
+  def(
+    KEDA,
+    "keda-scaled-object-selector",
+    "string",
+    "",
+    "label selector of the ScaledObjects this adapter owns (as KEDA's WATCH_LABEL_SELECTOR); empty: all",
+  ),
+  def(
+    KEDA,
+    "keda-cluster-object-namespace",
+    "string",
+    "keda",
+    "namespace of the Secrets and ConfigMaps a ClusterTriggerAuthentication names (KEDA's KEDA_CLUSTER_OBJECT_NAMESPACE)",
+  ),
+
+  def(
     DELEGATION,
     "delegate-external-metrics",
     "string",
@@ -936,6 +960,9 @@ export function enabledCollectors(values: FlagValues): Set<string> {
   if (boolFlag(values, "knative-autoscaler")) on.add("prometheus");
   if (stringFlag(values, "influxdb-address")) on.add("influxdb");
   if (boolFlag(values, "aws-external-metrics")) on.add("sqs-queue-length");
+  if (boolFlag(values, "keda-scaled-objects")) {
+    for (const t of KEDA_COLLECTED_TYPES) on.add(kedaCollectorType(t));
+  }
   if (stringFlag(values, "zmon-kariosdb-endpoint")) on.add("zmon");
   if (stringFlag(values, "nakadi-endpoint")) on.add("nakadi");
   if (boolFlag(values, "scaling-schedule")) {

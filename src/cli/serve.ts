@@ -28,7 +28,7 @@ import { delegationFromFlags } from "./delegate_options.ts";
 import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
-import type { ClusterView, ClusterWriter } from "../cluster/types.ts";
+import type { ClusterView, ClusterWriter, KubeObject } from "../cluster/types.ts";
 import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
@@ -314,7 +314,26 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const { delegates } = delegation;
     // trigger authentication tokens: the Knative reconciler reads them, Prometheus sends them
     const bearerTokens = new BearerTokens();
-    const registry = collectorRegistry(flags, { bearerTokens });
+    // --keda-scaled-objects: the owned ScaledObjects' HPAs, statuses, triggers and plans
+    let replan: (namespace: string, name: string) => void = () => {};
+    const keda = boolFlag(flags, "keda-scaled-objects")
+      ? new (await import("../controllers/keda.ts")).KedaController({
+        cluster,
+        writer: cluster,
+        // file mode: the manifests stay as they are; decisions are logged
+        write: kubeSource !== null,
+        selector: stringFlag(flags, "keda-scaled-object-selector") ?? "",
+        clusterObjectNamespace: stringFlag(flags, "keda-cluster-object-namespace") ?? "keda",
+        version: VERSION,
+        onPlansChanged: (ns, name) => replan(ns, name),
+        logger: log,
+        isLeader,
+      })
+      : null;
+    const registry = collectorRegistry(flags, {
+      bearerTokens,
+      ...(keda ? { kedaTriggers: keda } : {}),
+    });
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
     closers.push(() => timers.clear());
@@ -367,6 +386,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       onCollection: (r) => metrics.observeCollection(r.collector, r.ok, r.durationMs / 1000),
       // kube-metrics-adapter's "updates": one per HPA per reconcile, error when a metric failed
       onReconcile: (r) => (r.ok ? metrics.updatesSuccess : metrics.updatesError).inc(),
+      ...(keda ? { planOverride: (hpa: KubeObject) => keda.plansFor(hpa) } : {}),
       // HPAs added while running (a cluster's first deploy): their first collections are a
       // peak like the start's, and Bun keeps the memory it grew to unless asked (memory.ts)
       onNewCollectionsDone: (count) => {
@@ -437,6 +457,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         metrics.observeRequest(obs);
       },
       delegates,
+      ...(keda ? { keda } : {}),
       // a peer's values go to the store as ours do, its failures to the leader's events
       ...(sharding
         ? {
@@ -497,6 +518,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       // the members first, so that the engine starts on its own share only
       await sharding.start(engine, engineStore);
       closers.push(() => sharding.stop());
+    }
+    replan = (ns, name) => engine.replan(ns, name);
+    if (keda) {
+      await keda.start();
+      closers.push(() => keda.stop());
     }
     await engine.start();
     closers.push(() => engine.stop());

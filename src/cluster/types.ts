@@ -18,9 +18,11 @@ export type Kind =
   | "ClusterScalingSchedule"
   | "PodAutoscaler"
   | "ServerlessService"
+  | "ScaledObject"
   | "TriggerAuthentication"
   | "ClusterTriggerAuthentication"
-  | "Secret";
+  | "Secret"
+  | "ConfigMap";
 
 /** A Kubernetes object as read (JSON). Validate what you use at the point of use. */
 export interface KubeObject {
@@ -213,7 +215,15 @@ export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
     namespaced: true,
     scale: false,
   },
-  // KEDA's trigger authentication, read (never watched) for a Knative trigger's bearer token
+  // KEDA's ScaledObjects (--keda-scaled-objects) and trigger authentications (read, never
+  // watched: a Knative trigger's bearer token, a ScaledObject trigger's parameters)
+  ScaledObject: {
+    group: "keda.sh",
+    version: "v1alpha1",
+    plural: "scaledobjects",
+    namespaced: true,
+    scale: false,
+  },
   TriggerAuthentication: {
     group: "keda.sh",
     version: "v1alpha1",
@@ -230,6 +240,7 @@ export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
   },
   // read one at a time with `read`, never watched
   Secret: { group: "", version: "v1", plural: "secrets", namespaced: true, scale: false },
+  ConfigMap: { group: "", version: "v1", plural: "configmaps", namespaced: true, scale: false },
 };
 
 /** An owner reference of an object, as read. */

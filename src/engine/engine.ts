@@ -208,6 +208,12 @@ export interface EngineOptions {
    */
   onReconcile?: (report: ReconcileReport) => void;
   /**
+   * Plans an HPA that another system's objects describe (a KEDA ScaledObject's, issue 47): its
+   * plans and a fingerprint of what they were made from (the HPA is planned again when either
+   * changes), or undefined to plan it from its annotations as usual.
+   */
+  planOverride?: (hpa: KubeObject) => { plans: MetricPlan[]; inputs: string } | undefined;
+  /**
    * Called after the start, each time at least `newCollectionsBurst` collections created since
    * the last call (HPAs added while running: a cluster's first deploy, a restore) have all
    * ended their first attempt and no other was created for 10 s, with their number. The end of
@@ -437,6 +443,7 @@ export class Engine {
   readonly #enabled: ReadonlySet<string>;
   /** What every HPA is planned with (interval default, enabled collectors, config context). */
   readonly #planOptions: PlanOptions;
+  readonly #planOverride?: (hpa: KubeObject) => { plans: MetricPlan[]; inputs: string } | undefined;
   readonly #disregardIncompatible: boolean;
   readonly #delegatedApis: { custom: boolean; external: boolean };
   readonly #maxCollections: number;
@@ -492,6 +499,7 @@ export class Engine {
     this.#onCollection = options.onCollection;
     this.#owns = options.owns ?? (() => true);
     this.#onReconcile = options.onReconcile;
+    this.#planOverride = options.planOverride;
     this.#onNewCollectionsDone = options.onNewCollectionsDone;
     this.#newCollectionsBurst = Math.max(
       1,
@@ -679,10 +687,17 @@ export class Engine {
    * Re-plan one HPA and start, keep or stop its collectors. Called for every HPA add and
    * update; idempotent (an unchanged HPA changes nothing).
    */
+  /** Plan the HPA `namespace/name` again as the cluster has it (its plan override changed). */
+  replan(namespace: string, name: string): void {
+    const hpa = this.#cluster.get("HorizontalPodAutoscaler", namespace, name);
+    if (hpa) this.reconcile(hpa);
+  }
+
   reconcile(hpa: KubeObject): void {
     if (this.#stopped) return;
     const hpaKey = hpaKeyOf(hpa);
-    const inputs = planInputsHash(hpa);
+    const override = this.#planOverride?.(hpa);
+    const inputs = override ? fnv1a(override.inputs, planInputsHash(hpa)) : planInputsHash(hpa);
     const known = this.#hpas.get(hpaKey);
     if (known && known.inputs === inputs) {
       // a status update (or a resync): nothing planning reads changed
@@ -694,7 +709,7 @@ export class Engine {
     }
     let plans: MetricPlan[];
     try {
-      plans = planHpa(hpa, this.#planOptions);
+      plans = override ? override.plans : planHpa(hpa, this.#planOptions);
     } catch (e) {
       const msg = errorText(e);
       this.#removeHpa(hpaKey);

@@ -98,11 +98,11 @@ status:
   conditions: [{type: Ready, status: "True"}]
 ---
 apiVersion: v1
-kind: ConfigMap
+kind: Service
 metadata: {name: settings}
 ---
 apiVersion: v1
-kind: ConfigMap
+kind: Service
 metadata: {name: other}
 ---
 apiVersion: zalando.org/v1
@@ -161,7 +161,7 @@ describe("FileClusterSource", () => {
           ["3", "4", "1"],
         );
         assert.deepEqual(debug, [
-          "ignoring v1 ConfigMap objects (first in DIR/b/mixed.yml): not a kind the adapter reads",
+          "ignoring v1 Service objects (first in DIR/b/mixed.yml): not a kind the adapter reads",
           "ignoring autoscaling/v1 HorizontalPodAutoscaler objects (first in DIR/b/mixed.yml): not a kind the adapter reads",
         ]);
         assert.deepEqual(errors, []);

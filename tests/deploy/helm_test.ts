@@ -214,7 +214,12 @@ const ALL_FEATURES: Obj = {
   statusPage: { enabled: false },
   metrics: { port: 9100 },
   serviceMonitor: { enabled: true, interval: "30s", labels: { release: "prometheus" } },
-  keda: { installCRDs: true },
+  keda: {
+    installCRDs: true,
+    scaledObjects: true,
+    scaledObjectSelector: "autoscaler=hpa-metrics-adapter",
+    clusterObjectNamespace: "keda-system",
+  },
 };
 
 /** KEDA's CRDs of deploy/crds/keda, which keda.installCRDs renders. */
@@ -507,6 +512,25 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
           "knative-autoscaler": true,
           "knative-prometheus-address": PROMETHEUS,
           "knative-cluster-trigger-authentication-namespace": "keda-system",
+        },
+      },
+      {
+        name: "keda.scaledObjects",
+        values: {
+          keda: {
+            scaledObjects: true,
+            scaledObjectSelector: "autoscaler=hpa-metrics-adapter",
+            clusterObjectNamespace: "keda-system",
+          },
+        },
+        added: [
+          "ClusterRole hpa-metrics-adapter:keda",
+          "ClusterRoleBinding hpa-metrics-adapter:keda",
+        ],
+        flags: {
+          "keda-scaled-objects": true,
+          "keda-scaled-object-selector": "autoscaler=hpa-metrics-adapter",
+          "keda-cluster-object-namespace": "keda-system",
         },
       },
       {
@@ -1131,6 +1155,7 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         (o) => o,
       ],
       ["knative", { knative: { enabled: true } }, "knative", (o) => o],
+      ["keda", { keda: { scaledObjects: true } }, "keda", (o) => o],
       [
         "delegation",
         {
@@ -1192,10 +1217,12 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
           "Certificate hpa-metrics-adapter/hpa-metrics-adapter-ca",
           "Certificate hpa-metrics-adapter/hpa-metrics-adapter-tls",
           "ClusterRole hpa-metrics-adapter:delegation",
+          "ClusterRole hpa-metrics-adapter:keda",
           "ClusterRole hpa-metrics-adapter:knative",
           "ClusterRole hpa-metrics-adapter:replica-guard",
           "ClusterRole hpa-metrics-adapter:shard-peer",
           "ClusterRoleBinding hpa-metrics-adapter:delegation",
+          "ClusterRoleBinding hpa-metrics-adapter:keda",
           "ClusterRoleBinding hpa-metrics-adapter:knative",
           "ClusterRoleBinding hpa-metrics-adapter:replica-guard",
           "ClusterRoleBinding hpa-metrics-adapter:shard-peer",
@@ -1236,6 +1263,9 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "--knative-autoscaler",
         `--knative-prometheus-address=${PROMETHEUS}`,
         "--knative-cluster-trigger-authentication-namespace=keda-system",
+        "--keda-scaled-objects",
+        "--keda-scaled-object-selector=autoscaler=hpa-metrics-adapter",
+        "--keda-cluster-object-namespace=keda-system",
         `--delegate-external-metrics=${KEDA}`,
         `--delegate-custom-metrics=${PROMETHEUS_ADAPTER}`,
         "--delegate-ca-file=/etc/hpa-metrics-adapter/delegate-ca/ca.crt",

@@ -133,9 +133,11 @@ const COMPONENT_KINDS: ReadonlySet<string> = new Set([
   "ReplicaSet",
   "PodAutoscaler",
   "ServerlessService",
+  "ScaledObject",
   "TriggerAuthentication",
   "ClusterTriggerAuthentication",
   "Secret",
+  "ConfigMap",
 ]);
 
 /** What the adapter must be able to do: derived from the kind table the cluster view watches. */
@@ -438,6 +440,34 @@ describe("overlays", () => {
       ]
     ) assert.equal(allowed(objects, ADAPTER, a), false, JSON.stringify(a));
     assert.equal(objects.length, kustomize(DEPLOY).length + 2);
+  });
+
+  it("keda: turns the ScaledObject controller on with the rules for SOs, HPAs and trigger secrets", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "keda"));
+    assert.equal(serveFlags(objects)["keda-scaled-objects"], true);
+    const may = (group: string, resource: string, verb: string) =>
+      allowed(objects, ADAPTER, { group, resource, verb });
+    for (const verb of ["get", "list", "watch", "patch"]) {
+      assert.equal(may("keda.sh", "scaledobjects", verb), true, verb);
+    }
+    assert.equal(may("keda.sh", "scaledobjects/status", "patch"), true);
+    assert.equal(may("keda.sh", "scaledobjects/finalizers", "update"), true);
+    for (const verb of ["create", "patch", "delete"]) {
+      assert.equal(may("autoscaling", "horizontalpodautoscalers", verb), true, verb);
+    }
+    assert.equal(may("keda.sh", "triggerauthentications", "get"), true);
+    assert.equal(may("keda.sh", "clustertriggerauthentications", "get"), true);
+    assert.equal(may("", "secrets", "get"), true);
+    assert.equal(may("", "configmaps", "get"), true);
+    // nothing more than it needs: no listing of secrets, no deleting ScaledObjects
+    assert.equal(may("", "secrets", "list"), false);
+    assert.equal(may("keda.sh", "scaledobjects", "delete"), false);
+    // the base install alone may do none of it
+    const base = kustomize(DEPLOY);
+    assert.equal(
+      allowed(base, ADAPTER, { group: "keda.sh", resource: "scaledobjects", verb: "list" }),
+      false,
+    );
   });
 
   it("knative: turns the reconciler on with the rules for PAs, SKSs, HPAs and trigger secrets", () => {

@@ -13,7 +13,10 @@ import type {
   WatchHandler,
 } from "../../src/cluster/types.ts";
 
-const CLUSTER_SCOPED: ReadonlySet<Kind> = new Set(["ClusterScalingSchedule"]);
+const CLUSTER_SCOPED: ReadonlySet<Kind> = new Set([
+  "ClusterScalingSchedule",
+  "ClusterTriggerAuthentication",
+]);
 
 /** An in-memory cluster view whose objects tests set and delete. */
 export class MemoryCluster implements ClusterView {

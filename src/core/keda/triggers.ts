@@ -248,6 +248,7 @@ export function readTrigger(
       if (queueName === null) throw new TriggerError(`${p}cannot get queueName from queueURL`);
       const problem = awsAuthProblem(params, values, ctx);
       if (problem !== null) throw new TriggerError(p + problem);
+      Object.assign(values, awsCredentialValues(params, values, ctx));
       return { values, namePart: `aws-sqs-${queueName}` };
     }
     case "cron": {
@@ -372,6 +373,43 @@ export function readTrigger(
 }
 
 /** KEDA's AWS credential check (`pkg/scalers/aws/aws_common.go`) for a pod-owned identity. */
+/**
+ * The credentials KEDA's `GetAwsAuthorization` picks (after {@linkcode awsAuthProblem} accepted
+ * them), as values: `awsRoleArn` to assume, or `awsAccessKeyID`, `awsSecretAccessKey` and
+ * `awsSessionToken`; none when the identity is the pod's or the operator's (the default chain).
+ */
+function awsCredentialValues(
+  params: TriggerParams,
+  values: Record<string, ParsedValue>,
+  ctx: TriggerContext,
+): Record<string, string> {
+  if (ctx.podIdentity === "aws") return {};
+  const owner = values.identityOwner ?? "";
+  if (owner !== "" && owner !== "pod") return {};
+  const auth = params.authParams ?? {};
+  if (auth.awsRoleArn) return { awsRoleArn: auth.awsRoleArn };
+  const keyId = auth.awsAccessKeyID ?? auth.awsAccessKeyId;
+  if (keyId !== undefined) {
+    return {
+      awsAccessKeyID: keyId,
+      awsSecretAccessKey: auth.awsSecretAccessKey ?? "",
+      ...(auth.awsSessionToken ? { awsSessionToken: auth.awsSessionToken } : {}),
+    };
+  }
+  const md = params.metadata;
+  const env = params.resolvedEnv ?? {};
+  return {
+    awsAccessKeyID: md.awsAccessKeyID ??
+      (md.awsAccessKeyIDFromEnv !== undefined ? env[md.awsAccessKeyIDFromEnv] ?? "" : ""),
+    awsSecretAccessKey: md.awsSecretAccessKeyFromEnv !== undefined
+      ? env[md.awsSecretAccessKeyFromEnv] ?? ""
+      : "",
+    ...(md.awsSessionTokenFromEnv !== undefined && env[md.awsSessionTokenFromEnv]
+      ? { awsSessionToken: env[md.awsSessionTokenFromEnv] }
+      : {}),
+  };
+}
+
 function awsAuthProblem(
   params: TriggerParams,
   values: Record<string, ParsedValue>,

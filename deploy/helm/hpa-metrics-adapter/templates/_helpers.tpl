@@ -223,6 +223,15 @@ values.yaml, then extraArgs (the last value of a flag wins).
 - {{ printf "--knative-cluster-trigger-authentication-namespace=%s" . | quote }}
 {{- end }}
 {{- end }}
+{{- if .Values.keda.scaledObjects }}
+- --keda-scaled-objects
+{{- with .Values.keda.scaledObjectSelector }}
+- {{ printf "--keda-scaled-object-selector=%s" . | quote }}
+{{- end }}
+{{- with .Values.keda.clusterObjectNamespace }}
+- {{ printf "--keda-cluster-object-namespace=%s" . | quote }}
+{{- end }}
+{{- end }}
 {{- if include "hpa-metrics-adapter.delegating" . }}
 {{- with .Values.delegation.externalMetrics }}
 - {{ printf "--delegate-external-metrics=%s" . | quote }}

@@ -1,0 +1,558 @@
+/**
+ * KEDA's ScaledObjects without KEDA (`--keda-scaled-objects`, issue 47): for each ScaledObject
+ * this adapter owns (those `--keda-scaled-object-selector` picks), the HPA KEDA v2.20.2 would
+ * write (core/keda/hpa.ts), written as KEDA writes it, and the ScaledObject's status; and, on
+ * every replica, the triggers' resolved parameters and metric plans (core/keda/plan.ts) that the
+ * engine collects and the external metrics API serves under KEDA's names.
+ *
+ * - Writes only on the leader, only when something differs, with JSON merge patches: the
+ *   ScaledObject's `scaledobject.keda.sh/name` label (KEDA's operator sets it), the HPA (created;
+ *   updated when KEDA would update it, core/keda/hpa_update.ts, so an edit of a field KEDA sets
+ *   is reverted), the HPA of an old `horizontalPodAutoscalerConfig.name` (deleted), the status
+ *   subresource, and events (KEDA's reasons).
+ * - An HPA of the ScaledObject's name that `keda-operator` manages, or that the ScaledObject
+ *   does not control, is left alone, with a Warning event on the ScaledObject that says so; the
+ *   ScaledObject is then not ours (its metrics go to the delegate, if any).
+ * - Errors land where KEDA puts them: `Ready=False` with KEDA's message, a Warning event; a
+ *   ScaledObject that does not parse gets the fields named. Every other ScaledObject goes on.
+ *
+ * @module
+ */
+import { createHmac, randomBytes } from "node:crypto";
+import { replacingMergePatch } from "../cluster/merge_patch.ts";
+import {
+  type ClusterView,
+  type ClusterWriter,
+  controllerRef,
+  type Kind,
+  KIND_RESOURCES,
+  type KubeObject,
+} from "../cluster/types.ts";
+import type { KedaResolvedTrigger, KedaTriggerSource } from "../collectors/keda.ts";
+import { type KedaHpa, kedaHpaFor, type KedaHpaResult } from "../core/keda/hpa.ts";
+import { kedaHpaUpdates } from "../core/keda/hpa_update.ts";
+import { KEDA_OPERATOR, KEDA_SCALED_OBJECT_LABEL } from "../core/keda/names.ts";
+import { kedaPlans } from "../core/keda/plan.ts";
+import {
+  InvalidScaledObjectError,
+  kedaUsesModifiers,
+  parseScaledObject,
+  type ScaledObject,
+} from "../core/keda/scaled_object.ts";
+import {
+  type KedaCondition,
+  type KedaEvent,
+  kedaGvkString,
+  kedaReconciledConditions,
+  kedaScaleTarget,
+} from "../core/keda/status.ts";
+import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
+import {
+  matchesSelector,
+  parseSelector,
+  type Selector,
+} from "../core/kubernetes/label_selector.ts";
+import type { MetricPlan } from "../core/types.ts";
+import { errorText } from "../engine/error_text.ts";
+import type { Logger } from "../engine/logger.ts";
+import { silentLogger } from "../engine/logger.ts";
+import { resolveKedaParams } from "./keda_resolver.ts";
+
+/** Warning event reason when a ScaledObject's HPA is KEDA's operator's (or not its own). */
+export const KEDA_NOT_OURS_REASON = "ScaledObjectNotOwned";
+
+/** Options of {@linkcode KedaController}. */
+export interface KedaControllerOptions {
+  cluster: ClusterView;
+  /** Reads (secrets, targets), creates, patches, status and events. */
+  writer?: ClusterWriter;
+  /** Write (cluster mode); false only logs the decisions (file mode). */
+  write: boolean;
+  /** `--keda-scaled-object-selector`: the ScaledObjects this adapter owns ("" all). */
+  selector?: string;
+  /** Where ClusterTriggerAuthentications' Secrets live (KEDA's cluster object namespace). */
+  clusterObjectNamespace?: string;
+  /** `app.kubernetes.io/version` of the HPAs. */
+  version: string;
+  /** Called when the plans of an HPA change (the engine plans it again). */
+  onPlansChanged?: (namespace: string, hpaName: string) => void;
+  /** Full resync period, seconds (30). */
+  resyncSeconds?: number;
+  setTimer?: (fn: () => void, ms: number) => unknown;
+  clearTimer?: (handle: unknown) => void;
+  logger?: Logger;
+  isLeader?: () => boolean;
+}
+
+/** What is known of one owned ScaledObject. */
+interface Entry {
+  so: ScaledObject;
+  hpaName: string | null;
+  /** The HPA it makes, when it makes one. */
+  result: KedaHpaResult | null;
+  triggers: (KedaResolvedTrigger | undefined)[];
+  /** The digest of the whole entry (plans change when it does). */
+  digest: string;
+}
+
+// deno-lint-ignore no-explicit-any
+type Loose = any;
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Reconciles owned ScaledObjects; see the module documentation. */
+export class KedaController implements KedaTriggerSource {
+  readonly #cluster: ClusterView;
+  readonly #writer?: ClusterWriter;
+  readonly #write: boolean;
+  readonly #selector: Selector | null;
+  readonly #clusterNs: string;
+  readonly #version: string;
+  readonly #onPlansChanged: (namespace: string, hpaName: string) => void;
+  readonly #resyncMs: number;
+  readonly #setTimer: (fn: () => void, ms: number) => unknown;
+  readonly #clearTimer: (handle: unknown) => void;
+  readonly #log: Logger;
+  readonly #isLeader: () => boolean;
+  /** A key of this process for digests of parameters (secrets are never hashed bare). */
+  readonly #digestKey = randomBytes(32);
+  readonly #entries = new Map<string, Entry>();
+  readonly #queue = new Set<string>();
+  /** The last event message per ScaledObject and reason, so each is said once per change. */
+  readonly #said = new Map<string, string>();
+  #unwatch: (() => void)[] = [];
+  #timer: unknown = null;
+  #draining: Promise<void> | null = null;
+  #stopped = false;
+
+  /** Creates the controller; nothing happens until {@linkcode KedaController.start}. */
+  constructor(options: KedaControllerOptions) {
+    this.#cluster = options.cluster;
+    this.#writer = options.writer;
+    this.#write = options.write;
+    this.#selector = options.selector ? parseSelector(options.selector) : null;
+    this.#clusterNs = options.clusterObjectNamespace ?? "keda";
+    this.#version = options.version;
+    this.#onPlansChanged = options.onPlansChanged ?? (() => {});
+    this.#resyncMs = (options.resyncSeconds ?? 30) * 1000;
+    this.#setTimer = options.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
+    this.#clearTimer = options.clearTimer ??
+      ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
+    this.#log = options.logger ?? silentLogger();
+    this.#isLeader = options.isLeader ?? (() => true);
+  }
+
+  /** Watch ScaledObjects and HPAs, reconcile everything, then on changes and every resync. */
+  async start(): Promise<void> {
+    for (const kind of ["ScaledObject", "HorizontalPodAutoscaler"] as Kind[]) {
+      this.#unwatch.push(this.#cluster.watch(kind, (type, obj) => this.#changed(kind, type, obj)));
+    }
+    await Promise.all([
+      this.#cluster.ensure("ScaledObject"),
+      this.#cluster.ensure("HorizontalPodAutoscaler"),
+    ]);
+    if (this.#stopped) return;
+    const loop = (): void => {
+      if (this.#stopped) return;
+      this.#timer = this.#setTimer(loop, this.#resyncMs);
+      this.resync();
+    };
+    loop();
+  }
+
+  /** Stop watching; waits for the ScaledObject being reconciled. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer !== null) this.#clearTimer(this.#timer);
+    this.#timer = null;
+    for (const u of this.#unwatch.splice(0)) u();
+    this.#queue.clear();
+    await this.#draining?.catch(() => {});
+  }
+
+  /** Queue every ScaledObject. */
+  resync(): void {
+    for (const so of this.#cluster.list("ScaledObject")) {
+      this.#queue.add(`${so.metadata.namespace ?? "default"}/${so.metadata.name}`);
+    }
+    this.#drain();
+  }
+
+  /** Resolves when the queue is empty (tests). */
+  async idle(): Promise<void> {
+    while (this.#draining) await this.#draining;
+  }
+
+  /** The resolved trigger `index` of the ScaledObject `key` (`ns/name`), for the collectors. */
+  trigger(key: string, index: number): KedaResolvedTrigger | undefined {
+    return this.#entries.get(key)?.triggers[index];
+  }
+
+  /** The owned ScaledObjects (`ns/name`), for the status page and the serving path. */
+  owned(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  /** The owned ScaledObject `name` of `namespace`, as the serving path needs it. */
+  scaledObject(
+    namespace: string,
+    name: string,
+  ): { hpaName: string | null; metricNames: string[]; error?: string } | undefined {
+    const e = this.#entries.get(`${namespace}/${name}`);
+    if (!e) return undefined;
+    if (e.result === null || "error" in e.result) {
+      return {
+        hpaName: e.hpaName,
+        metricNames: [],
+        error: e.result && "error" in e.result ? e.result.error : "not reconciled yet",
+      };
+    }
+    return { hpaName: e.hpaName, metricNames: e.result.status.externalMetricNames };
+  }
+
+  /**
+   * The plans of `hpa` when a ScaledObject controls it: this adapter's KEDA plans when the
+   * ScaledObject is ours, none when it is not (KEDA's, served by its metrics server or the
+   * delegate); undefined for every other HPA (planned from its annotations).
+   */
+  plansFor(hpa: KubeObject): { plans: MetricPlan[]; inputs: string } | undefined {
+    const ref = controllerRef(hpa);
+    if (ref?.kind !== "ScaledObject" || !ref.apiVersion?.startsWith("keda.sh/")) return undefined;
+    const ns = hpa.metadata.namespace ?? "default";
+    const e = this.#entries.get(`${ns}/${ref.name}`);
+    if (!e || e.hpaName !== hpa.metadata.name || e.result === null || "error" in e.result) {
+      return { plans: [], inputs: `keda:none:${e?.digest ?? ""}` };
+    }
+    const plans = kedaPlans(e.so, {
+      hpaName: hpa.metadata.name,
+      hpaMetrics: Array.isArray(hpa.spec?.metrics) ? hpa.spec.metrics : [],
+      metrics: e.result.metrics,
+      paramsDigest: e.triggers.map((t) => t?.digest ?? ""),
+    });
+    return { plans, inputs: `keda:${e.digest}` };
+  }
+
+  #changed(kind: Kind, type: string, obj: KubeObject): void {
+    if (this.#stopped) return;
+    const ns = obj.metadata.namespace ?? "default";
+    if (kind === "ScaledObject") {
+      if (type === "DELETED") {
+        this.#forget(`${ns}/${obj.metadata.name}`);
+        return;
+      }
+      this.#queue.add(`${ns}/${obj.metadata.name}`);
+    } else {
+      const ref = controllerRef(obj);
+      if (ref?.kind === "ScaledObject" && ref.name) this.#queue.add(`${ns}/${ref.name}`);
+      else {
+        // an HPA of an owned ScaledObject's name that it does not control
+        for (const [key, e] of this.#entries) {
+          if (e.hpaName === obj.metadata.name && key.startsWith(`${ns}/`)) this.#queue.add(key);
+        }
+      }
+    }
+    this.#drain();
+  }
+
+  /** Drop an entry (and, unless `keepSaid`, what was said about it: it is gone). */
+  #forget(key: string, keepSaid = false): void {
+    const e = this.#entries.get(key);
+    this.#entries.delete(key);
+    if (!keepSaid) {
+      for (const k of [...this.#said.keys()]) if (k.startsWith(`${key}|`)) this.#said.delete(k);
+    }
+    if (e?.hpaName) this.#onPlansChanged(e.so.metadata.namespace ?? "default", e.hpaName);
+  }
+
+  #drain(): void {
+    if (this.#draining || this.#stopped) return;
+    this.#draining = (async () => {
+      await undefined;
+      try {
+        while (this.#queue.size > 0 && !this.#stopped) {
+          const key = this.#queue.values().next().value as string;
+          this.#queue.delete(key);
+          const [ns, name] = key.split("/") as [string, string];
+          try {
+            await this.#reconcile(ns, name);
+          } catch (e) {
+            this.#log.error("keda reconcile failed", { scaledObject: key, error: errorText(e) });
+          }
+        }
+      } finally {
+        this.#draining = null;
+      }
+    })();
+  }
+
+  #selected(obj: KubeObject): boolean {
+    return this.#selector === null || matchesSelector(this.#selector, obj.metadata.labels ?? {});
+  }
+
+  #digest(value: unknown): string {
+    return createHmac("sha256", this.#digestKey).update(JSON.stringify(value)).digest("hex")
+      .slice(0, 16);
+  }
+
+  #read(kind: Kind, ns: string | undefined, name: string): Promise<KubeObject | null> {
+    if (!this.#writer) return Promise.resolve(this.#cluster.get(kind, ns, name) ?? null);
+    return this.#writer.read(kind, ns, name);
+  }
+
+  async #reconcile(ns: string, name: string): Promise<void> {
+    const key = `${ns}/${name}`;
+    const obj = this.#cluster.get("ScaledObject", ns, name);
+    if (!obj || obj.metadata.deletionTimestamp || !this.#selected(obj)) {
+      this.#forget(key);
+      return;
+    }
+    let so: ScaledObject;
+    try {
+      so = parseScaledObject(obj);
+    } catch (e) {
+      if (!(e instanceof InvalidScaledObjectError)) throw e;
+      const message = `invalid ScaledObject ${key}: ${e.problems.join("; ")}`;
+      this.#forget(key);
+      await this.#setStatus(obj, { error: message, trigger: undefined, metrics: [] }, null, null);
+      return;
+    }
+    const leader = this.#isLeader();
+    // KEDA's operator labels the ScaledObject with its name
+    if (leader && obj.metadata.labels?.[KEDA_SCALED_OBJECT_LABEL] !== name) {
+      await this.#patch("ScaledObject", ns, name, {
+        metadata: { labels: { [KEDA_SCALED_OBJECT_LABEL]: name } },
+      });
+    }
+    // the scale target: its GVKR, and that it exists
+    let target: { kind: string; gvkr: ReturnType<typeof kedaScaleTarget>; replicas?: number };
+    const targetPrefix = "ScaledObject doesn't have correct scaleTargetRef specification: ";
+    try {
+      const gvkr = kedaScaleTarget(so.spec.scaleTargetRef, (_g, kind) => {
+        const known = (KIND_RESOURCES as Record<string, { plural: string }>)[kind];
+        return known?.plural ?? `${kind.toLowerCase()}s`;
+      });
+      const kind = gvkr.kind as Kind;
+      const found = Object.hasOwn(KIND_RESOURCES, kind) && KIND_RESOURCES[kind].scale
+        ? await this.#read(kind, ns, so.spec.scaleTargetRef.name)
+        : undefined;
+      if (found === null) {
+        throw new Error(
+          `${gvkr.resource}${
+            gvkr.group ? `.${gvkr.group}` : ""
+          } "${so.spec.scaleTargetRef.name}" not found`,
+        );
+      }
+      const replicas = found?.spec?.replicas;
+      target = {
+        kind: kedaGvkString(gvkr),
+        gvkr,
+        ...(typeof replicas === "number" ? { replicas } : {}),
+      };
+    } catch (e) {
+      this.#entries.delete(key);
+      await this.#setStatus(obj, { error: targetPrefix + errorText(e), metrics: [] }, so, null);
+      return;
+    }
+    const resolved = await resolveKedaParams(so, (k, n, m) => this.#read(k, n, m), this.#clusterNs);
+    let result = kedaHpaFor(so, {
+      version: this.#version,
+      params: resolved.params,
+      podIdentities: resolved.podIdentities,
+    });
+    const envError = resolved.errors.findIndex((x) => x !== undefined);
+    if (!("error" in result) && envError >= 0) {
+      result = {
+        error: `failed to ensure HPA is correctly created for ScaledObject: ${
+          resolved.errors[envError]
+        }`,
+        trigger: envError,
+        metrics: result.metrics,
+      };
+    }
+    const triggers = so.spec.triggers.map((t, i): KedaResolvedTrigger | undefined => {
+      if ("error" in result) return undefined;
+      try {
+        const { values } = readTrigger(t.type, resolved.params[i], {
+          modifiers: kedaUsesModifiers(so),
+          ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
+          ...(resolved.podIdentities[i] !== undefined
+            ? { podIdentity: resolved.podIdentities[i] }
+            : {}),
+        });
+        return { type: t.type, values, digest: this.#digest([t.type, resolved.params[i]]) };
+      } catch (e) {
+        if (e instanceof TriggerError) return undefined;
+        throw e;
+      }
+    });
+    const hpaName = "error" in result ? null : result.hpa.metadata.name;
+    // the HPA of that name: KEDA's operator's, or another's, is left alone
+    if (hpaName !== null) {
+      const found = this.#cluster.get("HorizontalPodAutoscaler", ns, hpaName);
+      const managedBy = found?.metadata.labels?.["app.kubernetes.io/managed-by"];
+      const ref = found ? controllerRef(found) : undefined;
+      const controlled = ref?.kind === "ScaledObject" && ref.name === name &&
+        (!ref.uid || !so.metadata.uid || ref.uid === so.metadata.uid);
+      if (found && (managedBy === KEDA_OPERATOR || !controlled)) {
+        this.#forget(key, true);
+        this.#event(obj, {
+          type: "Warning",
+          reason: KEDA_NOT_OURS_REASON,
+          message: managedBy === KEDA_OPERATOR
+            ? `HorizontalPodAutoscaler ${ns}/${hpaName} is managed by keda-operator: this ScaledObject is left to KEDA`
+            : `HorizontalPodAutoscaler ${ns}/${hpaName} exists and is not controlled by this ScaledObject: left alone`,
+        });
+        return;
+      }
+    }
+    const digest = this.#digest([hpaName, result, triggers.map((t) => t?.digest ?? null)]);
+    const before = this.#entries.get(key);
+    this.#entries.set(key, { so, hpaName, result, triggers, digest });
+    if (!("error" in result)) await this.#ensureHpa(obj, so, result.hpa);
+    if (before?.hpaName && before.hpaName !== hpaName) this.#onPlansChanged(ns, before.hpaName);
+    if (hpaName !== null && before?.digest !== digest) this.#onPlansChanged(ns, hpaName);
+    await this.#setStatus(obj, result, so, target);
+  }
+
+  async #ensureHpa(obj: KubeObject, so: ScaledObject, want: KedaHpa): Promise<void> {
+    if (!this.#isLeader()) return;
+    const ns = want.metadata.namespace;
+    const name = want.metadata.name;
+    // a renamed HPA: the old one goes (when this ScaledObject controls it)
+    const old = (obj.status as Loose)?.hpaName;
+    if (typeof old === "string" && old !== "" && old !== name) {
+      const prev = this.#cluster.get("HorizontalPodAutoscaler", ns, old);
+      const ref = prev ? controllerRef(prev) : undefined;
+      if (prev && ref?.kind === "ScaledObject" && ref.name === so.metadata.name) {
+        await this.#do(
+          `delete HorizontalPodAutoscaler ${ns}/${old}`,
+          () => this.#writer!.delete("HorizontalPodAutoscaler", ns, old),
+        );
+      }
+    }
+    const found = this.#cluster.get("HorizontalPodAutoscaler", ns, name);
+    if (!found) {
+      await this.#do(
+        `create HorizontalPodAutoscaler ${ns}/${name}`,
+        () => this.#writer!.create("HorizontalPodAutoscaler", want as unknown as KubeObject),
+      );
+      return;
+    }
+    const updates = kedaHpaUpdates(want, found as Loose);
+    const patch: Record<string, unknown> = {};
+    const meta: Record<string, unknown> = {};
+    if (updates.labels) {
+      meta.labels = replacingMergePatch(found.metadata.labels ?? {}, want.metadata.labels);
+    }
+    if (updates.annotations) {
+      meta.annotations = replacingMergePatch(
+        found.metadata.annotations ?? {},
+        want.metadata.annotations ?? {},
+      );
+    }
+    if (Object.keys(meta).length > 0) patch.metadata = meta;
+    if (updates.spec) {
+      const spec: Record<string, unknown> = { ...want.spec };
+      for (const k of Object.keys(found.spec ?? {})) if (!(k in spec)) spec[k] = null;
+      patch.spec = spec;
+    }
+    if (Object.keys(patch).length === 0) return;
+    await this.#do(
+      `update HorizontalPodAutoscaler ${ns}/${name}`,
+      () => this.#writer!.patch("HorizontalPodAutoscaler", ns, name, patch),
+    );
+  }
+
+  /** The status after a reconcile that made `result`, written when it changed. */
+  async #setStatus(
+    obj: KubeObject,
+    result: KedaHpaResult,
+    so: ScaledObject | null,
+    target: { kind: string; gvkr: ReturnType<typeof kedaScaleTarget>; replicas?: number } | null,
+  ): Promise<void> {
+    const current = (obj.status ?? {}) as Loose;
+    let conditions: KedaCondition[];
+    let event: KedaEvent | null;
+    if (so) {
+      ({ conditions, event } = kedaReconciledConditions(so, current.conditions, result));
+    } else {
+      const message = "error" in result ? result.error : "";
+      conditions = [
+        { type: "Ready", status: "False", reason: "ScaledObjectCheckFailed", message },
+        {
+          type: "Active",
+          status: "Unknown",
+          reason: "UnknownState",
+          message: "ScaledObject check failed",
+        },
+        { type: "Fallback", status: "Unknown" },
+        { type: "Paused", status: "False" },
+      ];
+      event = { type: "Warning", reason: "ScaledObjectCheckFailed", message };
+    }
+    const status: Loose = { ...current, conditions };
+    if (target) {
+      status.scaleTargetKind = target.kind;
+      status.scaleTargetGVKR = target.gvkr;
+      if (status.originalReplicaCount === undefined && target.replicas !== undefined) {
+        status.originalReplicaCount = target.replicas;
+      }
+    }
+    if (so && !("error" in result)) {
+      const s = result.status;
+      status.triggersTypes = s.triggersTypes;
+      status.authenticationsTypes = s.authenticationsTypes;
+      if (s.externalMetricNames.length > 0) status.externalMetricNames = s.externalMetricNames;
+      else delete status.externalMetricNames;
+      if (s.resourceMetricNames.length > 0) status.resourceMetricNames = s.resourceMetricNames;
+      else delete status.resourceMetricNames;
+      if (s.compositeScalerName) status.compositeScalerName = s.compositeScalerName;
+      status.hpaName = s.hpaName;
+    }
+    for (const k of Object.keys(status)) if (status[k] === undefined) delete status[k];
+    if (event) this.#event(obj, event);
+    if (same(status, current) || !this.#isLeader()) return;
+    const ns = obj.metadata.namespace ?? "default";
+    await this.#do(
+      `update status of ScaledObject ${ns}/${obj.metadata.name}`,
+      () => this.#writer!.updateStatus("ScaledObject", ns, obj.metadata.name, status),
+    );
+  }
+
+  async #patch(kind: Kind, ns: string, name: string, patch: unknown): Promise<void> {
+    await this.#do(`patch ${kind} ${ns}/${name}`, () => this.#writer!.patch(kind, ns, name, patch));
+  }
+
+  /** A write on the leader in cluster mode; logged (not done) in file mode. */
+  async #do(what: string, write: () => Promise<unknown>): Promise<void> {
+    if (!this.#write || !this.#writer) {
+      this.#log.info(`keda: would ${what} (file mode)`);
+      return;
+    }
+    try {
+      await write();
+      this.#log.info(`keda: ${what}`);
+    } catch (e) {
+      this.#log.error(`keda: cannot ${what}`, { error: errorText(e) });
+    }
+  }
+
+  /** An event on the ScaledObject, once per change of its message for that reason (leader). */
+  #event(obj: KubeObject, event: KedaEvent): void {
+    const key = `${obj.metadata.namespace ?? "default"}/${obj.metadata.name}|${event.reason}`;
+    if (this.#said.get(key) === event.message) return;
+    this.#said.set(key, event.message);
+    if (event.type === "Warning") {
+      this.#log.warn("keda ScaledObject", {
+        scaledObject: key.split("|")[0],
+        error: event.message,
+      });
+    }
+    if (!this.#writer || !this.#write || !this.#isLeader()) return;
+    this.#writer.emitEvent("ScaledObject", obj, event).catch((e) =>
+      this.#log.error("failed to write event", { scaledObject: key, error: errorText(e) })
+    );
+  }
+}

@@ -1,0 +1,429 @@
+/**
+ * The ScaledObject controller of `--keda-scaled-objects` (issue 47) on an in-memory cluster:
+ * the HPA and status it writes (as KEDA v2.20.2 writes them), what it reverts, what it leaves
+ * to KEDA's operator, its errors, and the resolved triggers and plans it hands the engine.
+ */
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../src/cluster/types.ts";
+import { KEDA_NOT_OURS_REASON, KedaController } from "../../src/controllers/keda.ts";
+import { memoryLogger } from "../../src/engine/logger.ts";
+import { MemoryCluster, RecordingWriter, settle } from "../engine/support.ts";
+
+// deno-lint-ignore no-explicit-any
+type Obj = any;
+
+function deployment(env: Obj[] = []): KubeObject {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "web", namespace: "shop", uid: "uid-web" },
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: { app: "web" } },
+      template: { spec: { containers: [{ name: "app", image: "x", env }] } },
+    },
+  };
+}
+
+function scaledObject(spec: Obj = {}, meta: Obj = {}): KubeObject {
+  return {
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ScaledObject",
+    metadata: { name: "web", namespace: "shop", uid: "uid-so", generation: 1, ...meta },
+    spec: {
+      scaleTargetRef: { name: "web" },
+      maxReplicaCount: 10,
+      triggers: [
+        {
+          type: "prometheus",
+          metadata: {
+            serverAddress: "http://prometheus:9090",
+            query: "sum(rate(http_requests_total[1m]))",
+            threshold: "100.5",
+          },
+          authenticationRef: { name: "prom-auth" },
+        },
+        {
+          type: "cron",
+          metadata: {
+            timezone: "Europe/Berlin",
+            start: "0 8 * * *",
+            end: "0 20 * * *",
+            desiredReplicas: "5",
+          },
+        },
+        { type: "cpu", metricType: "Utilization", metadata: { value: "60" } },
+      ],
+      ...spec,
+    },
+  };
+}
+
+const AUTH: KubeObject = {
+  apiVersion: "keda.sh/v1alpha1",
+  kind: "TriggerAuthentication",
+  metadata: { name: "prom-auth", namespace: "shop" },
+  spec: {
+    secretTargetRef: [{ parameter: "bearerToken", name: "prom-secret", key: "token" }],
+  },
+};
+const SECRET: KubeObject = {
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: { name: "prom-secret", namespace: "shop" },
+  // deno-lint-ignore no-explicit-any
+  ...({ data: { token: btoa("s3cret\n") } } as any),
+};
+
+function setup(
+  objects: [string, KubeObject][],
+  options: { leader?: boolean; selector?: string } = {},
+) {
+  const cluster = new MemoryCluster();
+  for (const [kind, o] of objects) cluster.set(kind as never, o);
+  const writer = new RecordingWriter(cluster);
+  const logger = memoryLogger();
+  const replans: string[] = [];
+  const controller = new KedaController({
+    cluster,
+    writer,
+    write: true,
+    version: "9.9.9",
+    selector: options.selector ?? "",
+    onPlansChanged: (ns, name) => replans.push(`${ns}/${name}`),
+    setTimer: () => null,
+    clearTimer: () => {},
+    logger,
+    isLeader: () => options.leader ?? true,
+  });
+  const run = async () => {
+    for (let i = 0; i < 3; i++) {
+      await settle();
+      await controller.idle();
+    }
+  };
+  const get = (kind: string, name: string) => cluster.get(kind as never, "shop", name);
+  return { cluster, writer, controller, run, get, replans, logger };
+}
+
+const ALL: [string, KubeObject][] = [
+  ["Deployment", deployment()],
+  ["TriggerAuthentication", AUTH],
+  ["Secret", SECRET],
+  ["ScaledObject", scaledObject()],
+];
+
+describe("KedaController", () => {
+  it("writes KEDA's HPA, the ScaledObject's label and status, and then nothing more", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    const hpa = s.get("HorizontalPodAutoscaler", "keda-hpa-web")!;
+    assert.deepEqual(hpa.metadata.labels, {
+      "app.kubernetes.io/name": "keda-hpa-web",
+      "app.kubernetes.io/version": "9.9.9",
+      "app.kubernetes.io/part-of": "web",
+      "app.kubernetes.io/managed-by": "hpa-metrics-adapter",
+      "scaledobject.keda.sh/name": "web",
+    });
+    assert.deepEqual(hpa.metadata.ownerReferences, [{
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      name: "web",
+      uid: "uid-so",
+      controller: true,
+      blockOwnerDeletion: true,
+    }]);
+    assert.deepEqual(hpa.spec, {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+      minReplicas: 1,
+      maxReplicas: 10,
+      metrics: [
+        {
+          type: "External",
+          external: {
+            metric: {
+              name: "s0-prometheus",
+              selector: { matchLabels: { "scaledobject.keda.sh/name": "web" } },
+            },
+            target: { type: "AverageValue", averageValue: "100.500" },
+          },
+        },
+        {
+          type: "External",
+          external: {
+            metric: {
+              name: "s1-cron-Europe-Berlin-08xxx-020xxx",
+              selector: { matchLabels: { "scaledobject.keda.sh/name": "web" } },
+            },
+            target: { type: "AverageValue", averageValue: "1" },
+          },
+        },
+        {
+          type: "Resource",
+          resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 60 } },
+        },
+      ],
+    });
+    const so = s.get("ScaledObject", "web")!;
+    assert.equal(so.metadata.labels?.["scaledobject.keda.sh/name"], "web");
+    assert.deepEqual(so.status, {
+      conditions: [
+        {
+          type: "Ready",
+          status: "True",
+          reason: "ScaledObjectReady",
+          message: "ScaledObject is defined correctly and is ready for scaling",
+        },
+        { type: "Active", status: "Unknown" },
+        {
+          type: "Fallback",
+          status: "False",
+          reason: "NoFallbackFound",
+          message: "No fallbacks are active on this scaled object",
+        },
+        { type: "Paused", status: "False" },
+      ],
+      scaleTargetKind: "apps/v1.Deployment",
+      scaleTargetGVKR: {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        resource: "deployments",
+      },
+      originalReplicaCount: 3,
+      triggersTypes: "prometheus,cron,cpu",
+      authenticationsTypes: "prom-auth",
+      externalMetricNames: ["s0-prometheus", "s1-cron-Europe-Berlin-08xxx-020xxx"],
+      resourceMetricNames: ["cpu"],
+      hpaName: "keda-hpa-web",
+    });
+    assert.deepEqual(s.writer.events.map((e) => [e.event.type, e.event.reason]), [
+      ["Normal", "ScaledObjectReady"],
+    ]);
+    const writes = s.writer.creates.length + s.writer.patches.length +
+      s.writer.statusUpdates.length;
+    // a resync changes nothing, so writes nothing
+    s.controller.resync();
+    await s.run();
+    assert.equal(
+      s.writer.creates.length + s.writer.patches.length + s.writer.statusUpdates.length,
+      writes,
+    );
+    assert.deepEqual(s.replans, ["shop/keda-hpa-web"]);
+  });
+
+  it("reads the trigger's Secret through its TriggerAuthentication, for its plan only", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    const t = s.controller.trigger("shop/web", 0)!;
+    assert.equal(t.type, "prometheus");
+    assert.equal(t.values.bearerToken, "s3cret"); // trimmed, as KEDA's typed config reads it
+    assert.equal(t.values.threshold, 100.5);
+    const plans = s.controller.plansFor(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!)!;
+    assert.deepEqual(
+      plans.plans.map((p) => [p.index, p.metricName, p.collector, p.intervalSeconds, p.error]),
+      [
+        [0, "s0-prometheus", "keda-prometheus", 10, null],
+        [1, "s1-cron-Europe-Berlin-08xxx-020xxx", "keda-cron", 10, null],
+      ],
+    );
+    assert.deepEqual(Object.keys(plans.plans[0].config), [
+      "keda-scaled-object",
+      "keda-trigger",
+      "keda-params",
+    ]);
+    assert.equal(plans.plans[0].config["keda-params"], t.digest);
+    assert.ok(!JSON.stringify(plans).includes("s3cret"));
+    // a rotated Secret: a new digest, and the HPA is planned again
+    s.cluster.set("Secret", { ...SECRET, ...({ data: { token: btoa("other") } } as Obj) });
+    s.controller.resync();
+    await s.run();
+    const t2 = s.controller.trigger("shop/web", 0)!;
+    assert.equal(t2.values.bearerToken, "other");
+    assert.notEqual(t2.digest, t.digest);
+    assert.deepEqual(s.replans, ["shop/keda-hpa-web", "shop/keda-hpa-web"]);
+    // an HPA no ScaledObject controls is planned as usual
+    assert.equal(s.controller.plansFor({ metadata: { name: "x", namespace: "shop" } }), undefined);
+  });
+
+  it("reverts an edit of a field KEDA sets, and keeps labels it does not set", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    const hpa = s.get("HorizontalPodAutoscaler", "keda-hpa-web")!;
+    s.cluster.set("HorizontalPodAutoscaler", {
+      ...hpa,
+      spec: { ...hpa.spec, maxReplicas: 50 },
+    });
+    await s.run();
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 10);
+    const last = s.writer.patches.at(-1)!;
+    assert.equal(last.kind, "HorizontalPodAutoscaler");
+    assert.deepEqual(Object.keys(last.patch as Obj), ["spec"]);
+  });
+
+  it("leaves a ScaledObject whose HPA keda-operator manages to KEDA, with a Warning", async () => {
+    const kedaHpa: KubeObject = {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: "keda-hpa-web",
+        namespace: "shop",
+        labels: { "app.kubernetes.io/managed-by": "keda-operator" },
+        ownerReferences: [{
+          apiVersion: "keda.sh/v1alpha1",
+          kind: "ScaledObject",
+          name: "web",
+          uid: "uid-so",
+          controller: true,
+        }],
+      },
+      spec: { maxReplicas: 10, metrics: [] },
+    };
+    const s = setup([...ALL, ["HorizontalPodAutoscaler", kedaHpa]]);
+    await s.controller.start();
+    await s.run();
+    assert.deepEqual(s.writer.creates, []);
+    assert.deepEqual(
+      s.writer.patches.filter((p) => p.kind === "HorizontalPodAutoscaler"),
+      [],
+    );
+    assert.deepEqual(s.writer.statusUpdates, []);
+    assert.deepEqual(s.writer.events.map((e) => [e.event.type, e.event.reason, e.event.message]), [[
+      "Warning",
+      KEDA_NOT_OURS_REASON,
+      "HorizontalPodAutoscaler shop/keda-hpa-web is managed by keda-operator: this ScaledObject is left to KEDA",
+    ]]);
+    assert.deepEqual(s.controller.owned(), []);
+    // its HPA gets no plans of ours (KEDA's metrics server, or the delegate, serves it)
+    assert.deepEqual(s.controller.plansFor(kedaHpa)?.plans, []);
+  });
+
+  it("sets Ready=False with KEDA's message and a Warning for a bad trigger; others go on", async () => {
+    const bad = scaledObject({
+      triggers: [{ type: "prometheus", metadata: { serverAddress: "http://p", query: "up" } }],
+    }, { name: "bad", uid: "uid-bad" });
+    const s = setup([...ALL, ["ScaledObject", bad]]);
+    await s.controller.start();
+    await s.run();
+    const message =
+      'failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]';
+    const status = s.get("ScaledObject", "bad")!.status;
+    assert.deepEqual(status.conditions[0], {
+      type: "Ready",
+      status: "False",
+      reason: "ScaledObjectCheckFailed",
+      message,
+    });
+    assert.deepEqual(status.conditions[1], {
+      type: "Active",
+      status: "Unknown",
+      reason: "UnknownState",
+      message: "ScaledObject check failed",
+    });
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-bad"), undefined);
+    assert.ok(
+      s.writer.events.some((e) =>
+        e.name === "shop/bad" && e.event.type === "Warning" && e.event.message === message
+      ),
+    );
+    assert.ok(s.get("HorizontalPodAutoscaler", "keda-hpa-web"));
+    assert.deepEqual(s.controller.scaledObject("shop", "bad"), {
+      hpaName: null,
+      metricNames: [],
+      error: message,
+    });
+  });
+
+  it("names a missing scale target as KEDA does", async () => {
+    const s = setup([["ScaledObject", scaledObject()]]);
+    await s.controller.start();
+    await s.run();
+    assert.equal(
+      s.get("ScaledObject", "web")!.status.conditions[0].message,
+      'ScaledObject doesn\'t have correct scaleTargetRef specification: deployments.apps "web" not found',
+    );
+  });
+
+  it("owns only the ScaledObjects its selector picks, and writes nothing off the leader", async () => {
+    const s = setup(ALL, { selector: "autoscaler=hpa-metrics-adapter" });
+    await s.controller.start();
+    await s.run();
+    assert.deepEqual(s.controller.owned(), []);
+    assert.deepEqual(s.writer.creates, []);
+    const f = setup(ALL, { leader: false });
+    await f.controller.start();
+    await f.run();
+    assert.deepEqual(f.controller.owned(), ["shop/web"]);
+    assert.deepEqual([f.writer.creates, f.writer.patches, f.writer.statusUpdates], [[], [], []]);
+    // a follower still resolves the triggers it serves
+    assert.equal(f.controller.trigger("shop/web", 0)?.values.bearerToken, "s3cret");
+  });
+
+  it("deletes the HPA of an old horizontalPodAutoscalerConfig.name", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    const so = s.get("ScaledObject", "web")!;
+    s.cluster.set("ScaledObject", {
+      ...so,
+      spec: { ...so.spec, advanced: { horizontalPodAutoscalerConfig: { name: "web-hpa" } } },
+    });
+    await s.run();
+    assert.ok(s.get("HorizontalPodAutoscaler", "web-hpa"));
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web"), undefined);
+    assert.deepEqual(s.writer.deletes, [{
+      kind: "HorizontalPodAutoscaler",
+      name: "shop/keda-hpa-web",
+    }]);
+    assert.equal(s.get("ScaledObject", "web")!.status.hpaName, "web-hpa");
+  });
+
+  it("resolves <key>FromEnv from the target container's env ($(VAR) expanded)", async () => {
+    const so = scaledObject({
+      triggers: [{
+        type: "aws-sqs-queue",
+        metadata: { queueURLFromEnv: "QUEUE_URL", awsRegion: "eu-central-1" },
+        authenticationRef: { name: "aws" },
+      }],
+    });
+    const s = setup([
+      ["TriggerAuthentication", {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "TriggerAuthentication",
+        metadata: { name: "aws", namespace: "shop" },
+        spec: {
+          secretTargetRef: [
+            { parameter: "awsAccessKeyID", name: "aws", key: "id" },
+            { parameter: "awsSecretAccessKey", name: "aws", key: "secret" },
+          ],
+        },
+      }],
+      ["Secret", {
+        metadata: { name: "aws", namespace: "shop" },
+        ...({ data: { id: btoa("AKID"), secret: btoa("SECRET") } } as Obj),
+      }],
+      [
+        "Deployment",
+        deployment([{ name: "HOST", value: "sqs.local" }, {
+          name: "QUEUE_URL",
+          value: "http://$(HOST)/000000000000/jobs",
+        }]),
+      ],
+      ["ScaledObject", so],
+    ]);
+    await s.controller.start();
+    await s.run();
+    assert.equal(
+      s.controller.trigger("shop/web", 0)?.values.queueURL,
+      "http://sqs.local/000000000000/jobs",
+    );
+    assert.equal(s.controller.trigger("shop/web", 0)?.values.awsAccessKeyID, "AKID");
+    assert.deepEqual(s.get("ScaledObject", "web")!.status.externalMetricNames, [
+      "s0-aws-sqs-jobs",
+    ]);
+  });
+});
