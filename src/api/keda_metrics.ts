@@ -9,7 +9,9 @@
  *
  * @module
  */
-import { KEDA_SCALED_OBJECT_LABEL } from "../core/keda/names.ts";
+import { KEDA_COMPOSITE_METRIC, KEDA_SCALED_OBJECT_LABEL } from "../core/keda/names.ts";
+import { truncateToMilli } from "../core/formula.ts";
+import { formatQuantity } from "../core/kubernetes/quantity.ts";
 import {
   kedaMatchMetric,
   kedaMetricItem,
@@ -60,7 +62,11 @@ export function kedaExternal(
   }
   const so = source.keda.scaledObject(lookup.namespace, name);
   if (so === undefined) return undefined;
-  const match = kedaMatchMetric(so.metricNames, lookup.metricName);
+  // with scalingModifiers KEDA computes every trigger and answers the composite metric,
+  // whatever name was asked
+  const match = so.composite
+    ? KEDA_COMPOSITE_METRIC
+    : kedaMatchMetric(so.metricNames, lookup.metricName);
   if (match === undefined) return kedaFailure(kedaReadError("no match", lookup.metricName));
   const now = source.now();
   const found = source.store.lookupExternal({ ...lookup, metricName: match }, now);
@@ -68,6 +74,8 @@ export function kedaExternal(
     return kedaFailure(kedaReadError("failed", lookup.metricName));
   }
   const item = kedaMetricItem(match, found.items[0].value, now);
+  // the composite value is a milli quantity set from the formula's result (SetMilli)
+  if (so.composite) item.value = formatQuantity(truncateToMilli(found.items[0].value));
   return plainJson(
     `{"kind":"ExternalMetricValueList","apiVersion":"external.metrics.k8s.io/v1beta1","metadata":{},"items":[${
       JSON.stringify(item)

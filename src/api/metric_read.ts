@@ -15,7 +15,9 @@ export interface KedaServingSource {
   scaledObject(
     namespace: string,
     name: string,
-  ): { hpaName: string | null; metricNames: string[]; error?: string } | undefined;
+  ):
+    | { hpaName: string | null; metricNames: string[]; composite?: boolean; error?: string }
+    | undefined;
 }
 
 /** What a metric read is answered from. */

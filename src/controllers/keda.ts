@@ -31,7 +31,11 @@ import {
 import type { KedaResolvedTrigger, KedaTriggerSource } from "../collectors/keda.ts";
 import { type KedaHpa, kedaHpaFor, type KedaHpaResult } from "../core/keda/hpa.ts";
 import { kedaHpaUpdates } from "../core/keda/hpa_update.ts";
-import { KEDA_OPERATOR, KEDA_SCALED_OBJECT_LABEL } from "../core/keda/names.ts";
+import {
+  KEDA_COMPOSITE_METRIC,
+  KEDA_OPERATOR,
+  KEDA_SCALED_OBJECT_LABEL,
+} from "../core/keda/names.ts";
 import { kedaPlans } from "../core/keda/plan.ts";
 import {
   InvalidScaledObjectError,
@@ -199,7 +203,9 @@ export class KedaController implements KedaTriggerSource {
   scaledObject(
     namespace: string,
     name: string,
-  ): { hpaName: string | null; metricNames: string[]; error?: string } | undefined {
+  ):
+    | { hpaName: string | null; metricNames: string[]; composite?: boolean; error?: string }
+    | undefined {
     const e = this.#entries.get(`${namespace}/${name}`);
     if (!e) return undefined;
     if (e.result === null || "error" in e.result) {
@@ -209,7 +215,12 @@ export class KedaController implements KedaTriggerSource {
         error: e.result && "error" in e.result ? e.result.error : "not reconciled yet",
       };
     }
-    return { hpaName: e.hpaName, metricNames: e.result.status.externalMetricNames };
+    const composite = e.result.status.compositeScalerName !== undefined;
+    return {
+      hpaName: e.hpaName,
+      metricNames: composite ? [KEDA_COMPOSITE_METRIC] : e.result.status.externalMetricNames,
+      ...(composite ? { composite } : {}),
+    };
   }
 
   /**
@@ -318,13 +329,6 @@ export class KedaController implements KedaTriggerSource {
       await this.#setStatus(obj, { error: message, trigger: undefined, metrics: [] }, null, null);
       return;
     }
-    const leader = this.#isLeader();
-    // KEDA's operator labels the ScaledObject with its name
-    if (leader && obj.metadata.labels?.[KEDA_SCALED_OBJECT_LABEL] !== name) {
-      await this.#patch("ScaledObject", ns, name, {
-        metadata: { labels: { [KEDA_SCALED_OBJECT_LABEL]: name } },
-      });
-    }
     // the scale target: its GVKR, and that it exists
     let target: { kind: string; gvkr: ReturnType<typeof kedaScaleTarget>; replicas?: number };
     const targetPrefix = "ScaledObject doesn't have correct scaleTargetRef specification: ";
@@ -352,6 +356,7 @@ export class KedaController implements KedaTriggerSource {
       };
     } catch (e) {
       this.#entries.delete(key);
+      await this.#label(obj);
       await this.#setStatus(obj, { error: targetPrefix + errorText(e), metrics: [] }, so, null);
       return;
     }
@@ -407,6 +412,7 @@ export class KedaController implements KedaTriggerSource {
         return;
       }
     }
+    await this.#label(obj);
     const digest = this.#digest([hpaName, result, triggers.map((t) => t?.digest ?? null)]);
     const before = this.#entries.get(key);
     this.#entries.set(key, { so, hpaName, result, triggers, digest });
@@ -414,6 +420,15 @@ export class KedaController implements KedaTriggerSource {
     if (before?.hpaName && before.hpaName !== hpaName) this.#onPlansChanged(ns, before.hpaName);
     if (hpaName !== null && before?.digest !== digest) this.#onPlansChanged(ns, hpaName);
     await this.#setStatus(obj, result, so, target);
+  }
+
+  /** KEDA's operator labels each ScaledObject it reconciles with its name (leader). */
+  async #label(obj: KubeObject): Promise<void> {
+    const name = obj.metadata.name;
+    if (!this.#isLeader() || obj.metadata.labels?.[KEDA_SCALED_OBJECT_LABEL] === name) return;
+    await this.#patch("ScaledObject", obj.metadata.namespace ?? "default", name, {
+      metadata: { labels: { [KEDA_SCALED_OBJECT_LABEL]: name } },
+    });
   }
 
   async #ensureHpa(obj: KubeObject, so: ScaledObject, want: KedaHpa): Promise<void> {

@@ -122,9 +122,9 @@ function objects(promUrl: string): [string, KubeObject][] {
   ];
 }
 
-async function setup(promUrl: string = prometheus.url) {
+async function setup(promUrl: string = prometheus.url, more: [string, KubeObject][] = []) {
   const cluster = new MemoryCluster();
-  for (const [kind, o] of objects(promUrl)) cluster.set(kind as never, o);
+  for (const [kind, o] of [...objects(promUrl), ...more]) cluster.set(kind as never, o);
   const writer = new RecordingWriter(cluster);
   const logger = memoryLogger();
   const store = new MetricStore();
@@ -155,7 +155,10 @@ async function setup(promUrl: string = prometheus.url) {
     version: { gitVersion: "v9.9.9", goVersion: "node", platform: "linux/amd64" },
     keda,
   });
-  const read = async (metric: string, selector = SELECTOR) => {
+  const read = async (
+    metric: string,
+    selector = SELECTOR,
+  ): Promise<{ status: number; body: Obj }> => {
     const res = await app.request(`${EM}/namespaces/shop/${metric}?${selector}`);
     return { status: res.status, body: JSON.parse(await res.text()) };
   };
@@ -252,6 +255,99 @@ describe("KEDA ScaledObjects served", () => {
         500,
         "rpc error: code = Unknown desc = error when getting metric values metric:s0-prometheus encountered error",
       ]);
+    } finally {
+      await s.stop();
+      await down.close();
+    }
+  });
+
+  it("computes scalingModifiers' composite metric from the named triggers, as a milli quantity", async () => {
+    const composite: KubeObject = {
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      metadata: { name: "mix", namespace: "shop", uid: "uid-mix" },
+      spec: {
+        scaleTargetRef: { name: "web" },
+        advanced: { scalingModifiers: { formula: "prom + api * 2", target: "10" } },
+        triggers: [
+          {
+            type: "prometheus",
+            name: "prom",
+            metadata: { serverAddress: prometheus.url, query: "up", threshold: "1" },
+          },
+          {
+            type: "metrics-api",
+            name: "api",
+            metadata: {
+              url: `http://127.0.0.1:${metricsApi.port}/stats`,
+              valueLocation: "queue.depth",
+            },
+          },
+        ],
+      },
+    };
+    const s = await setup(prometheus.url, [["ScaledObject", composite]]);
+    try {
+      await settle();
+      const hpa = s.cluster.get("HorizontalPodAutoscaler", "shop", "keda-hpa-mix")!;
+      assert.deepEqual(hpa.spec.metrics, [{
+        type: "External",
+        external: {
+          metric: {
+            name: "composite-metric",
+            selector: { matchLabels: { "scaledobject.keda.sh/name": "mix" } },
+          },
+          target: { type: "AverageValue", averageValue: "10" },
+        },
+      }]);
+      const sel = "labelSelector=scaledobject.keda.sh%2Fname%3Dmix";
+      let r = await s.read("composite-metric", sel);
+      for (let i = 0; i < 200 && r.status !== 200; i++) {
+        await new Promise((res) => setTimeout(res, 50));
+        r = await s.read("composite-metric", sel);
+      }
+      // 250.25 + 7 * 2, set as milli: 264250m
+      assert.deepEqual(
+        [r.status, r.body.items?.[0]?.metricName, r.body.items?.[0]?.value],
+        [200, "composite-metric", "264250m"],
+      );
+      // KEDA answers the composite whatever name is asked
+      const other = await s.read("s0-prometheus", sel);
+      assert.equal(other.body.items[0].metricName, "composite-metric");
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("serves KEDA's fallback past failureThreshold failed collections", async () => {
+    const down = await startFakePrometheusApi();
+    down.reply = () => ({ status: 503, body: "down" });
+    const withFallback: KubeObject = {
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      metadata: { name: "fb", namespace: "shop", uid: "uid-fb" },
+      spec: {
+        scaleTargetRef: { name: "web" },
+        pollingInterval: 1,
+        fallback: { failureThreshold: 1, replicas: 6 },
+        triggers: [{
+          type: "prometheus",
+          metadata: { serverAddress: down.url, query: "up", threshold: "5" },
+        }],
+      },
+    };
+    const s = await setup(prometheus.url, [["ScaledObject", withFallback]]);
+    try {
+      await settle();
+      const sel = "labelSelector=scaledobject.keda.sh%2Fname%3Dfb";
+      let r = await s.read("s0-prometheus", sel);
+      for (let i = 0; i < 200 && r.status !== 200; i++) {
+        await new Promise((res) => setTimeout(res, 50));
+        r = await s.read("s0-prometheus", sel);
+      }
+      // two failures (more than 1): 6 replicas x target 5
+      assert.deepEqual([r.status, r.body.items?.[0]?.value], [200, "30"]);
+      assert.ok(down.seen.length >= 2, `asked ${down.seen.length} times`);
     } finally {
       await s.stop();
       await down.close();

@@ -13,10 +13,15 @@
  *
  * @module
  */
-import type { MetricPlan, ObjectReference } from "../types.ts";
+import { checkFormula } from "../formula.ts";
+import { FORMULA_TYPE } from "../kube_metrics_adapter/configs/formula.ts";
+import { planKey, queryKey } from "../kube_metrics_adapter/plan.ts";
+import type { FormulaInput, MetricPlan, ObjectReference } from "../types.ts";
 import type { KedaTriggerMetric } from "./hpa.ts";
-import { KEDA_SCALED_OBJECT_LABEL } from "./names.ts";
+import { KEDA_COMPOSITE_METRIC, KEDA_SCALED_OBJECT_LABEL } from "./names.ts";
 import type { ScaledObject } from "./scaled_object.ts";
+import { kedaHasValidFallback } from "./status.ts";
+import type { Fallback } from "../fallback.ts";
 
 /** Config key: the ScaledObject (`<namespace>/<name>`). */
 export const KEDA_PLAN_SCALED_OBJECT = "keda-scaled-object";
@@ -69,8 +74,11 @@ function externalName(entry: unknown): string | undefined {
 
 /**
  * The plans of a ScaledObject's External metrics. A trigger whose type this adapter does not
- * collect, and the composite metric of `scalingModifiers`, get a plan with an error that says so
- * (its value is then not served, or, with delegation, comes from the delegate).
+ * collect gets a plan with an error that says so (its value is then not served, or, with
+ * delegation, comes from the delegate). With `scalingModifiers`, the HPA's one External metric
+ * is `composite-metric`: a formula plan over hidden plans of the triggers' metrics (collected,
+ * never served), each named in the formula by its trigger's `name`, as KEDA's metrics server
+ * computes it (the engine's formulas speak the expr-lang subset KEDA's users write).
  */
 export function kedaPlans(so: ScaledObject, input: KedaPlanInput): MetricPlan[] {
   const ns = so.metadata.namespace ?? "default";
@@ -80,47 +88,34 @@ export function kedaPlans(so: ScaledObject, input: KedaPlanInput): MetricPlan[] 
     kind: ref.kind || "Deployment",
     name: ref.name,
   };
-  const plans: MetricPlan[] = [];
-  for (const [index, entry] of input.hpaMetrics.entries()) {
-    const name = externalName(entry);
-    if (name === undefined) continue;
-    const spec = (entry as { external: { target: MetricPlan["target"] } }).external;
-    const m = input.metrics.find((x) => x.spec.type === "External" && x.metricName === name);
-    const base: MetricPlan = {
-      hpa: { namespace: ns, name: input.hpaName },
-      index,
-      metricType: "External",
-      metricName: name,
-      metricSelector: { matchLabels: { [KEDA_SCALED_OBJECT_LABEL]: so.metadata.name } },
-      target: { ...spec.target },
-      describedObject: null,
-      scaleTargetRef,
-      collector: null,
-      intervalSeconds: KEDA_FRESH_SECONDS,
-      perReplica: false,
-      minPodReadyAgeSeconds: 0,
-      config: {},
-      error: null,
-    };
-    if (m === undefined) {
-      plans.push({
-        ...base,
-        error:
-          `the composite metric of ScaledObject ${ns}/${so.metadata.name}'s scalingModifiers is not computed by this adapter yet`,
-      });
-      continue;
-    }
+  const base = (index: number, name: string, target: MetricPlan["target"]): MetricPlan => ({
+    hpa: { namespace: ns, name: input.hpaName },
+    index,
+    metricType: "External",
+    metricName: name,
+    metricSelector: { matchLabels: { [KEDA_SCALED_OBJECT_LABEL]: so.metadata.name } },
+    target: { ...target },
+    describedObject: null,
+    scaleTargetRef,
+    collector: null,
+    intervalSeconds: KEDA_FRESH_SECONDS,
+    perReplica: false,
+    minPodReadyAgeSeconds: 0,
+    config: {},
+    error: null,
+  });
+  /** The plan of one trigger's metric (an error when its type is not collected here). */
+  const triggerPlan = (m: KedaTriggerMetric, plan: MetricPlan): MetricPlan => {
     const trigger = so.spec.triggers[m.index];
     if (!KEDA_COLLECTED_TYPES.has(trigger.type)) {
-      plans.push({
-        ...base,
+      return {
+        ...plan,
         error:
           `ScaledObject ${ns}/${so.metadata.name} trigger ${m.index}: this adapter does not collect "${trigger.type}" triggers`,
-      });
-      continue;
+      };
     }
-    plans.push({
-      ...base,
+    return {
+      ...plan,
       collector: kedaCollectorType(trigger.type),
       intervalSeconds: kedaIntervalSeconds(so, trigger.useCachedMetrics === true),
       config: {
@@ -128,7 +123,103 @@ export function kedaPlans(so: ScaledObject, input: KedaPlanInput): MetricPlan[] 
         [KEDA_PLAN_TRIGGER]: String(m.index),
         [KEDA_PLAN_PARAMS]: input.paramsDigest[m.index] ?? "",
       },
+    };
+  };
+  // KEDA's fallback, as the engine serves it: past `failureThreshold` consecutive failed
+  // collections, the value from which the HPA computes the fallback replicas
+  const f = so.spec.fallback;
+  const fallback: Fallback | undefined = f !== undefined && kedaHasValidFallback(so)
+    ? {
+      failureThreshold: f.failureThreshold,
+      replicas: f.replicas,
+      behavior: f.behavior ?? "static",
+    }
+    : undefined;
+  const plans: MetricPlan[] = [];
+  const hidden: MetricPlan[] = [];
+  for (const [index, entry] of input.hpaMetrics.entries()) {
+    const name = externalName(entry);
+    if (name === undefined) continue;
+    const target = (entry as { external: { target: MetricPlan["target"] } }).external.target;
+    if (name === KEDA_COMPOSITE_METRIC) {
+      const composite = base(index, name, target);
+      if (fallback) composite.fallback = fallback;
+      plans.push(compositePlan(so, composite, input, (m, i) => {
+        const h: MetricPlan = {
+          ...triggerPlan(
+            m,
+            base(input.hpaMetrics.length + i, m.metricName, {
+              type: "AverageValue",
+            }),
+          ),
+          hidden: true,
+        };
+        hidden.push(h);
+        return h;
+      }));
+      continue;
+    }
+    const m = input.metrics.find((x) => x.spec.type === "External" && x.metricName === name);
+    if (m === undefined) {
+      plans.push({
+        ...base(index, name, target),
+        error: `ScaledObject ${ns}/${so.metadata.name} has no trigger of metric ${name}`,
+      });
+      continue;
+    }
+    const plan = triggerPlan(m, base(index, name, target));
+    if (fallback && fallback.behavior !== "scalingModifiers") plan.fallback = fallback;
+    plans.push(plan);
+  }
+  return [...plans, ...hidden];
+}
+
+/** The `composite-metric` plan: the formula over a hidden plan of each trigger's metric. */
+function compositePlan(
+  so: ScaledObject,
+  plan: MetricPlan,
+  input: KedaPlanInput,
+  hiddenPlan: (m: KedaTriggerMetric, i: number) => MetricPlan,
+): MetricPlan {
+  const formula = so.spec.advanced?.scalingModifiers?.formula ?? "";
+  const at = `the scalingModifiers formula of ScaledObject ${
+    so.metadata.namespace ?? "default"
+  }/${so.metadata.name}`;
+  const inputs: FormulaInput[] = [];
+  const errors: string[] = [];
+  let i = 0;
+  for (const m of input.metrics) {
+    if (m.spec.type !== "External") continue;
+    const name = so.spec.triggers[m.index].name ?? "";
+    const h = hiddenPlan(m, i++);
+    if (name === "") continue; // not nameable in the formula (KEDA: "trigger name not given")
+    if (h.error !== null) errors.push(h.error);
+    inputs.push({
+      identifier: name,
+      planKey: planKey(h),
+      queryKey: queryKey(h),
+      metricType: "External",
+      metricName: h.metricName,
     });
   }
-  return plans;
+  try {
+    checkFormula(formula, inputs.map((x) => x.identifier));
+  } catch (e) {
+    errors.push(`${at}: ${(e as Error).message}`);
+  }
+  const interval = Math.min(
+    KEDA_FRESH_SECONDS,
+    ...inputs.map((x) => {
+      const m = input.metrics.find((y) => y.metricName === x.metricName);
+      const t = m ? so.spec.triggers[m.index] : undefined;
+      return kedaIntervalSeconds(so, t?.useCachedMetrics === true);
+    }),
+  );
+  return {
+    ...plan,
+    collector: FORMULA_TYPE,
+    intervalSeconds: interval,
+    formula: { expression: formula, inputs },
+    error: errors.length > 0 ? errors.join("; ") : null,
+  };
 }
