@@ -135,6 +135,11 @@ export interface StatusInput {
    * (`--estafette-hpa-scaler`). Without it, `replicaGuard` is null for every HPA.
    */
   replicaGuard?: (namespace: string, name: string) => StatusGuardInput | null;
+  /**
+   * The ScaledObject that controls an HPA (`--keda-scaled-objects`): given only when the KEDA
+   * controller runs. Without it, `scaledObject` is null for every HPA.
+   */
+  scaledObject?: (hpa: KubeObject) => ScaledObjectStatus | null;
   /** Report only this HPA (one HPA's page). */
   only?: { namespace: string; name: string };
   /**
@@ -355,6 +360,17 @@ export interface ScheduleStatus {
   steps: { at: string; value: number }[];
 }
 
+/** The ScaledObject behind an HPA, as the KEDA controller knows it. */
+export interface ScaledObjectStatus {
+  name: string;
+  /** Ours (`--keda-scaled-objects` and the selector), or KEDA's operator's, or another's. */
+  owner: "hpa-metrics-adapter" | "keda-operator" | "other";
+  /** Its `Ready` condition as written (null before the first write). */
+  ready: { status: string; reason?: string; message?: string } | null;
+  /** Each trigger: its index, type, name and External metric (null for Resource ones). */
+  triggers: { index: number; type: string; name: string | null; metricName: string | null }[];
+}
+
 /** One HPA. */
 export interface HpaStatus {
   namespace: string;
@@ -370,6 +386,8 @@ export interface HpaStatus {
   replicas: ReplicaComparison;
   /** The replica guard's last decision; null when the guard is off or not on for this HPA. */
   replicaGuard: ReplicaGuardStatus | null;
+  /** The KEDA ScaledObject that controls it; null when none does (or the controller is off). */
+  scaledObject: ScaledObjectStatus | null;
   metrics: MetricStatus[];
 }
 
@@ -816,7 +834,9 @@ function hpaStatus(
     .map((p) => metricStatus(p, input, conflicts, fallbacks))
     .sort((a, b) => a.index - b.index);
   for (const m of metrics) for (const w of m.warnings) if (!warnings.includes(w)) warnings.push(w);
-  if (plans.length === 0) {
+  const scaledObject = input.scaledObject?.(hpa) ?? null;
+  // a ScaledObject's HPA is planned from the ScaledObject (ours), or by KEDA (not here)
+  if (plans.length === 0 && scaledObject === null) {
     try {
       planHpa(hpa, input.planOptions);
     } catch (e) {
@@ -844,6 +864,7 @@ function hpaStatus(
     warnings,
     replicas: compareReplicas(hpa, metrics, input),
     replicaGuard: guardStatus(hpa, input),
+    scaledObject,
     metrics,
   };
 }

@@ -22,6 +22,7 @@ import {
   type HpaStatus,
   type MetricStatus,
   type ReplicaGuardStatus,
+  type ScaledObjectStatus,
   scheduleChangeTexts,
   scheduleLabel,
   type ScheduleStatus,
@@ -534,6 +535,35 @@ function guardSection(g: ReplicaGuardStatus): string {
   }</table>`;
 }
 
+function scaledObjectSection(so: ScaledObjectStatus): string {
+  const owner = so.owner === "hpa-metrics-adapter"
+    ? "this adapter (--keda-scaled-objects)"
+    : so.owner === "keda-operator"
+    ? "KEDA's operator (its metrics are KEDA's or the delegate's)"
+    : "not this adapter (another object owns the HPA, or the selector leaves it out)";
+  const ready = so.ready === null
+    ? "not written yet"
+    : `${esc(so.ready.status)}${so.ready.reason ? ` ${esc(so.ready.reason)}` : ""}${
+      so.ready.message
+        ? `: <span class="${so.ready.status === "True" ? "muted" : "err"}">${
+          esc(so.ready.message)
+        }</span>`
+        : ""
+    }`;
+  const rows = so.triggers.map((t) =>
+    `<tr><td>${t.index}</td><td>${esc(t.type)}</td><td>${
+      t.name === null ? "" : esc(t.name)
+    }</td><td>${
+      t.metricName === null
+        ? '<span class="muted">Resource</span>'
+        : `<code>${esc(t.metricName)}</code>`
+    }</td></tr>`
+  ).join("");
+  return `<h2>ScaledObject ${esc(so.name)}</h2>
+<table class="scaledobject"><tr><th>served by</th><td>${owner}</td></tr><tr><th>Ready</th><td>${ready}</td></tr></table>
+<table class="triggers"><tr><th>trigger</th><th>type</th><th>name</th><th>metric</th></tr>${rows}</table>`;
+}
+
 /**
  * One HPA: its planner errors and warnings, the replica comparison, the replica guard's last
  * decision (when it runs for the HPA), a plot per metric, and the next 24 hours of each
@@ -566,7 +596,9 @@ export function renderHpaPage(
 </table>
 ${list(r.reasons, "reasons")}
 <p class="muted">${esc(r.note)}</p>
-${h.replicaGuard === null ? "" : `${guardSection(h.replicaGuard)}\n`}<h2>Planner errors</h2>
+${h.replicaGuard === null ? "" : `${guardSection(h.replicaGuard)}\n`}${
+    h.scaledObject === null ? "" : `${scaledObjectSection(h.scaledObject)}\n`
+  }<h2>Planner errors</h2>
 ${
     list([
       ...h.errors,

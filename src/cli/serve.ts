@@ -504,6 +504,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
                   guardRef?.lastDecision(ns, name) ?? null,
               }
               : {}),
+            ...(keda ? { scaledObject: (hpa: KubeObject) => keda.statusOf(hpa) } : {}),
           }),
         })
         : undefined;

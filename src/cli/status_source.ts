@@ -3,9 +3,14 @@
  * running engine, store, cluster view, history and replica guard, with the serve flags that
  * shape it.
  */
-import { buildStatus, type StatusGuardInput, type StatusReport } from "../api/status_model.ts";
+import {
+  buildStatus,
+  type ScaledObjectStatus,
+  type StatusGuardInput,
+  type StatusReport,
+} from "../api/status_model.ts";
 import type { StatusRequest } from "../api/status_page.ts";
-import type { ClusterView } from "../cluster/types.ts";
+import type { ClusterView, KubeObject } from "../cluster/types.ts";
 import {
   DEFAULT_SCHEDULE_OPTIONS,
   type ScheduleOptions,
@@ -26,6 +31,8 @@ export interface StatusSources {
    * returns null until the guard exists. Omitted when `--estafette-hpa-scaler` is off.
    */
   replicaGuard?: (namespace: string, name: string) => StatusGuardInput | null;
+  /** The ScaledObject behind an HPA (the KEDA controller); omitted without --keda-scaled-objects. */
+  scaledObject?: (hpa: KubeObject) => ScaledObjectStatus | null;
   flags: FlagValues;
   now: () => number;
 }
@@ -80,6 +87,7 @@ export function statusReporter(
       tolerance: numberFlag(flags, "horizontal-pod-autoscaler-tolerance"),
       ...(request.schedules ? { schedules } : {}),
       ...(sources.replicaGuard ? { replicaGuard: sources.replicaGuard } : {}),
+      ...(sources.scaledObject ? { scaledObject: sources.scaledObject } : {}),
       ...(request.hpa ? { only: request.hpa } : {}),
       delegates,
     });

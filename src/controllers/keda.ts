@@ -57,6 +57,7 @@ import {
   type Selector,
 } from "../core/kubernetes/label_selector.ts";
 import type { MetricPlan } from "../core/types.ts";
+import type { ScaledObjectStatus } from "../api/status_model.ts";
 import { errorText } from "../engine/error_text.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
@@ -220,6 +221,45 @@ export class KedaController implements KedaTriggerSource {
       hpaName: e.hpaName,
       metricNames: composite ? [KEDA_COMPOSITE_METRIC] : e.result.status.externalMetricNames,
       ...(composite ? { composite } : {}),
+    };
+  }
+
+  /** The ScaledObject that controls `hpa`, for the status page; null when none does. */
+  statusOf(hpa: KubeObject): ScaledObjectStatus | null {
+    const ref = controllerRef(hpa);
+    if (ref?.kind !== "ScaledObject" || !ref.name) return null;
+    const ns = hpa.metadata.namespace ?? "default";
+    const e = this.#entries.get(`${ns}/${ref.name}`);
+    const obj = this.#cluster.get("ScaledObject", ns, ref.name);
+    const ours = e !== undefined && e.hpaName === hpa.metadata.name;
+    const owner = ours
+      ? "hpa-metrics-adapter"
+      : hpa.metadata.labels?.["app.kubernetes.io/managed-by"] === KEDA_OPERATOR
+      ? "keda-operator"
+      : "other";
+    const conditions = Array.isArray(obj?.status?.conditions) ? obj!.status.conditions : [];
+    const ready = conditions.find((c: Loose) => c?.type === "Ready");
+    const triggers: Loose[] = Array.isArray(obj?.spec?.triggers) ? obj!.spec.triggers : [];
+    const metrics = e?.result?.metrics ?? [];
+    return {
+      name: ref.name,
+      owner,
+      ready: ready
+        ? {
+          status: String(ready.status),
+          ...(ready.reason ? { reason: String(ready.reason) } : {}),
+          ...(ready.message ? { message: String(ready.message) } : {}),
+        }
+        : null,
+      triggers: triggers.map((t, index) => {
+        const m = metrics.find((x) => x.index === index);
+        return {
+          index,
+          type: String(t?.type ?? ""),
+          name: typeof t?.name === "string" && t.name !== "" ? t.name : null,
+          metricName: m && m.spec.type === "External" ? m.metricName : null,
+        };
+      }),
     };
   }
 

@@ -60,6 +60,7 @@ describe("buildStatus: the JSON document", () => {
           note: REPLICA_NOTE,
         },
         replicaGuard: null,
+        scaledObject: null,
         metrics: [{
           key: "shop/web/0/External/queue",
           index: 0,

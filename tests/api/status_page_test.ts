@@ -542,3 +542,43 @@ describe("status page: the next 24 hours of a ScalingSchedule", () => {
     ]);
   });
 });
+
+describe("status page: the ScaledObject behind an HPA", () => {
+  it("names it, who serves it, its Ready condition (escaped) and its triggers' metrics", () => {
+    const r = report();
+    const web = { ...r.hpas.find((h) => h.name === "web")! };
+    web.scaledObject = {
+      name: "web",
+      owner: "hpa-metrics-adapter",
+      ready: {
+        status: "False",
+        reason: "ScaledObjectCheckFailed",
+        message: 'missing "threshold" <b>',
+      },
+      triggers: [
+        { index: 0, type: "prometheus", name: "rps", metricName: "s0-prometheus" },
+        { index: 1, type: "cpu", name: null, metricName: null },
+      ],
+    };
+    const html = renderHpaPage(web, r);
+    assert.deepEqual(tableAfter(html, "<h2>ScaledObject web</h2>"), [
+      ["served by", "this adapter (--keda-scaled-objects)"],
+      [
+        "Ready",
+        'False ScaledObjectCheckFailed: <span class="err">missing &quot;threshold&quot; &lt;b&gt;</span>',
+      ],
+    ]);
+    assert.ok(
+      html.includes(
+        "<tr><td>0</td><td>prometheus</td><td>rps</td><td><code>s0-prometheus</code></td></tr>",
+      ),
+    );
+    assert.ok(
+      html.includes(
+        '<tr><td>1</td><td>cpu</td><td></td><td><span class="muted">Resource</span></td></tr>',
+      ),
+    );
+    // without one, no section
+    assert.ok(!renderHpaPage(r.hpas.find((h) => h.name === "web")!, r).includes("ScaledObject"));
+  });
+});

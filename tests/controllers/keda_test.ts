@@ -212,6 +212,22 @@ describe("KedaController", () => {
       writes,
     );
     assert.deepEqual(s.replans, ["shop/keda-hpa-web"]);
+    // the status page's view of it
+    assert.deepEqual(s.controller.statusOf(hpa), {
+      name: "web",
+      owner: "hpa-metrics-adapter",
+      ready: {
+        status: "True",
+        reason: "ScaledObjectReady",
+        message: "ScaledObject is defined correctly and is ready for scaling",
+      },
+      triggers: [
+        { index: 0, type: "prometheus", name: null, metricName: "s0-prometheus" },
+        { index: 1, type: "cron", name: null, metricName: "s1-cron-Europe-Berlin-08xxx-020xxx" },
+        { index: 2, type: "cpu", name: null, metricName: null },
+      ],
+    });
+    assert.equal(s.controller.statusOf({ metadata: { name: "x", namespace: "shop" } }), null);
   });
 
   it("reads the trigger's Secret through its TriggerAuthentication, for its plan only", async () => {
@@ -300,6 +316,7 @@ describe("KedaController", () => {
     assert.deepEqual(s.controller.owned(), []);
     // its HPA gets no plans of ours (KEDA's metrics server, or the delegate, serves it)
     assert.deepEqual(s.controller.plansFor(kedaHpa)?.plans, []);
+    assert.equal(s.controller.statusOf(kedaHpa)?.owner, "keda-operator");
   });
 
   it("sets Ready=False with KEDA's message and a Warning for a bad trigger; others go on", async () => {
