@@ -23,7 +23,13 @@ import type { Selector } from "../kubernetes/label_selector.ts";
 import type { DiscoveryRule, GroupResource } from "./config.ts";
 import type { ResourceConverter } from "./naming.ts";
 import { NAMESPACES } from "./naming.ts";
-import { executeGoTemplate, type GoStruct, type GoValue, quoteGoString } from "./template.ts";
+import {
+  executeGoTemplate,
+  type GoStruct,
+  type GoTemplate,
+  type GoValue,
+  quoteGoString,
+} from "./template.ts";
 
 /** A read of a custom metric (`rules`). */
 export interface CustomQueryRequest {
@@ -115,15 +121,15 @@ function args(
   };
 }
 
-function render(rule: DiscoveryRule, data: GoStruct): string {
+function render(template: GoTemplate, field: string, data: GoStruct): string {
   let out: string;
   try {
-    out = executeGoTemplate(rule.metricsQueryTemplate, data);
+    out = executeGoTemplate(template, data);
   } catch (err) {
-    throw new Error(`${rule.path}.metricsQuery: ${(err as Error).message}`);
+    throw new Error(`${field}: ${(err as Error).message}`);
   }
   if (out === "") {
-    throw new Error(`${rule.path}.metricsQuery: empty query produced by metrics query template`);
+    throw new Error(`${field}: empty query produced by metrics query template`);
   }
   return out;
 }
@@ -147,6 +153,26 @@ export function renderCustomQuery(
   converter: ResourceConverter,
   request: CustomQueryRequest,
 ): string {
+  return renderQueryTemplate(
+    rule.metricsQueryTemplate,
+    `${rule.path}.metricsQuery`,
+    converter,
+    request,
+  );
+}
+
+/**
+ * {@linkcode renderCustomQuery} with any template (upstream's `Build`, which resourceRules'
+ * `containerQuery` and `nodeQuery` use too). `field` names the template in errors
+ * (`resourceRules.cpu.containerQuery`); other errors name the part before its last dot.
+ */
+export function renderQueryTemplate(
+  template: GoTemplate,
+  field: string,
+  converter: ResourceConverter,
+  request: CustomQueryRequest,
+): string {
+  const path = field.slice(0, field.lastIndexOf("."));
   const parts = selectorParts(request.selector);
   try {
     if (request.namespace !== "") {
@@ -162,11 +188,11 @@ export function renderCustomQuery(
     exprs.push(matcher(resourceLabel, request.names.length > 1 ? "=~" : "=", target));
     byName.set(resourceLabel, target);
     const groupBy = [resourceLabel, ...(request.extraGroupBy ?? [])];
-    return render(rule, args(request.series, exprs, byName, groupBy.join(","), groupBy));
+    return render(template, field, args(request.series, exprs, byName, groupBy.join(","), groupBy));
   } catch (err) {
     const message = (err as Error).message;
-    if (message.startsWith(`${rule.path}.`)) throw err;
-    throw new Error(`${rule.path}: ${message}`);
+    if (message.startsWith(`${path}.`)) throw err;
+    throw new Error(`${path}: ${message}`);
   }
 }
 
@@ -197,7 +223,17 @@ export function renderExternalQuery(
       });
     }
     const { exprs, byName } = processParts(parts);
-    return render(rule, args(request.series, exprs, byName, "", []));
+    return render(
+      rule.metricsQueryTemplate,
+      `${rule.path}.metricsQuery`,
+      args(
+        request.series,
+        exprs,
+        byName,
+        "",
+        [],
+      ),
+    );
   } catch (err) {
     const message = (err as Error).message;
     if (message.startsWith(`${rule.path}.`)) throw err;

@@ -3,7 +3,11 @@
  * pkg/naming, built from its Go module in tests/core/prometheus_adapter/reference): generated
  * one-rule config files and reads, the same answers: whether the config loads, whether a
  * series is kept, its API name, its resources and namespacing, and the rendered query or that
- * it fails. Seeded: PA_DIFF_SEED=<n> replays a run, PA_DIFF_RUNS=<n> sets its size.
+ * it fails; then resourceRules reads (the queries rendered for PodMetrics and NodeMetrics reads,
+ * and the usage made of generated answers, through its resource provider over a fake
+ * Prometheus) and discovery (the metrics its custom and external registries serve for
+ * generated series, and the query each generated read gets). Seeded: PA_DIFF_SEED=<n> replays
+ * a run, PA_DIFF_RUNS=<n> sets its size (the resource and discovery parts run a third each).
  */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
@@ -13,12 +17,27 @@ import fc from "fast-check";
 import { dump, load } from "js-yaml";
 import { parseSelector } from "../../../src/core/kubernetes/label_selector.ts";
 import {
+  type CustomMetricInfo,
+  discoverCustomMetrics,
+  discoverExternalMetrics,
   keepsSeries,
   metricNameForSeries,
+  metricNamers,
+  nodeMetricsFromVectors,
+  type NodeUsage,
   parsePrometheusAdapterConfig,
+  podMetricsFromVectors,
+  podReadsByNamespace,
+  type PodUsage,
   renderCustomQuery,
   renderExternalQuery,
+  renderNodeMetricsQueries,
+  renderPodMetricsQueries,
   ResourceConverter,
+  resourceMetricsReader,
+  type ResourceSample,
+  type ResourceVectors,
+  type SeriesLabels,
 } from "../../../src/core/prometheus_adapter/mod.ts";
 import { TEST_MAPPER } from "./fixtures.ts";
 import { ensurePrometheusAdapterReference } from "./reference_tool.ts";
@@ -47,17 +66,25 @@ interface Answer {
   queryError?: string;
 }
 
-/** Cases per run of the reference: Deno's spawnSync stalls on a few megabytes of input. */
+/**
+ * Input per run of the reference: at most BATCH cases and BATCH_BYTES bytes, so that the input
+ * fits in a pipe's buffer (Deno's spawnSync stalls when it does not); the reference holds its
+ * answers until its input ends.
+ */
 const BATCH = 250;
+const BATCH_BYTES = 48 << 10;
 
-function reference(cases: readonly Case[]): Answer[] {
+function reference(cases: readonly object[]): Answer[] {
   const binary = ensurePrometheusAdapterReference();
   const answers: Answer[] = [];
-  for (let i = 0; i < cases.length; i += BATCH) {
-    const r = spawnSync(binary, [], {
-      input: cases.slice(i, i + BATCH).map((c) => JSON.stringify(c)).join("\n") + "\n",
-      maxBuffer: 64 << 20,
-    });
+  const lines = cases.map((c) => JSON.stringify(c) + "\n");
+  for (let i = 0; i < lines.length;) {
+    let input = lines[i++];
+    for (let n = 1; n < BATCH && i < lines.length; n++, i++) {
+      if (input.length + lines[i].length > BATCH_BYTES) break;
+      input += lines[i];
+    }
+    const r = spawnSync(binary, [], { input, maxBuffer: 64 << 20 });
     if (r.status !== 0) throw new Error(`reference exited with ${r.status}: ${r.stderr}`);
     answers.push(...r.stdout.toString().trim().split("\n").map((l) => JSON.parse(l) as Answer));
   }
@@ -341,5 +368,476 @@ describe("prometheus-adapter differential (against its Go module)", () => {
     // the generator must exercise both paths, not only errors
     assert.ok(loaded > RUNS / 3, `only ${loaded} configs loaded`);
     assert.ok(rendered > RUNS / 5, `only ${rendered} queries rendered`);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// resourceRules reads: the rendered queries, then PodMetrics and NodeMetrics from the answers
+
+/** A generated answer to one query, values written as Prometheus writes them. */
+interface GenAnswer {
+  error?: boolean;
+  scalar?: boolean;
+  vector?: Array<{ labels: Record<string, string>; value: string; timestamp: number }>;
+}
+
+interface ResourceCase {
+  op: "resource";
+  config: string;
+  pods: Array<{ namespace: string; name: string }>;
+  nodes: string[];
+  cpu: Record<string, GenAnswer>;
+  memory: Record<string, GenAnswer>;
+}
+
+interface ResourceAnswer {
+  configError?: string;
+  podQueries: Array<{ namespace: string; cpu?: string; memory?: string; error: boolean }>;
+  nodeQueries: { namespace: string; cpu?: string; memory?: string; error: boolean };
+  pods: PodUsage[];
+  nodes: NodeUsage[];
+}
+
+function promValue(s: string): number {
+  return s === "+Inf" ? Infinity : s === "-Inf" ? -Infinity : Number(s);
+}
+
+function oursResource(c: ResourceCase): ResourceAnswer {
+  const answer: ResourceAnswer = {
+    podQueries: [],
+    nodeQueries: { namespace: "", error: false },
+    pods: [],
+    nodes: [],
+  };
+  let reader;
+  try {
+    const config = parsePrometheusAdapterConfig(load(c.config));
+    if (config.resourceRules === null) throw new Error("no resourceRules");
+    reader = resourceMetricsReader(config.resourceRules, TEST_MAPPER);
+  } catch (err) {
+    return { ...answer, configError: (err as Error).message };
+  }
+  const vectorOf = (a: GenAnswer | undefined): ResourceSample[] | null =>
+    a?.error || a?.scalar
+      ? null
+      : (a?.vector ?? []).map((s) => ({ ...s, value: promValue(s.value) }));
+  const answered = (namespace: string): ResourceVectors | null => {
+    const cpu = vectorOf(c.cpu[namespace]);
+    const memory = vectorOf(c.memory[namespace]);
+    return cpu === null || memory === null ? null : { cpu, memory };
+  };
+  const vectors = new Map<string, ResourceVectors>();
+  for (const read of podReadsByNamespace(c.pods)) {
+    const r = renderPodMetricsQueries(reader, read.namespace, read.names);
+    if ("error" in r) answer.podQueries.push({ namespace: read.namespace, error: true });
+    else {
+      answer.podQueries.push({ namespace: read.namespace, ...r.queries, error: false });
+      const v = answered(read.namespace);
+      if (v !== null) vectors.set(read.namespace, v);
+    }
+  }
+  answer.pods = podMetricsFromVectors(reader, c.pods, vectors);
+  for (const p of answer.pods) p.containers.sort((a, b) => a.name < b.name ? -1 : 1);
+  if (c.nodes.length > 0) {
+    const r = renderNodeMetricsQueries(reader, c.nodes);
+    if ("error" in r) answer.nodeQueries = { namespace: "", error: true };
+    else {
+      answer.nodeQueries = { namespace: "", ...r.queries, error: false };
+      answer.nodes = nodeMetricsFromVectors(reader, c.nodes, answered(""));
+    }
+  }
+  return answer;
+}
+
+function comparableResource(a: ResourceAnswer): unknown {
+  if (a.configError !== undefined) return { configError: true };
+  return { ...a };
+}
+
+const RESOURCE_OVERRIDES = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.constant({
+      namespace: { resource: "namespace" },
+      pod: { resource: "pod" },
+      instance: { resource: "node" },
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      undefined,
+      { kube_namespace: { resource: "namespaces" }, kube_pod: { resource: "pods" } },
+      { instance: { resource: "node" } },
+    ),
+  },
+);
+
+function resourceQuery(kind: "cpu" | "mem", node: boolean): fc.Arbitrary<string> {
+  const k = node ? `${kind}_node` : kind;
+  return mostly(
+    fc.constantFrom(
+      `sum(rate(${k}_total{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)`,
+      `${k}:<<.LabelMatchers>>:<<.GroupBySlice>>:[<<.Series>>]`,
+      `${k} <<.LabelValuesByName>> <<.LabelMatchers>>`,
+      `<<range .GroupBySlice>>${k}(<<.>>)<<end>>{<<.LabelMatchers>>}`,
+      `${k}{<<.LabelMatchers>>} by (<<index .GroupBySlice 1>>)`, // nodes: index out of range
+    ),
+    fc.constantFrom(`${k}<<.Nope>>`, "<<.Series>>", `${k}<<`),
+  );
+}
+
+function resourceRule(kind: "cpu" | "mem") {
+  return fc.record({
+    containerQuery: resourceQuery(kind, false),
+    nodeQuery: resourceQuery(kind, true),
+    resources: fc.record({
+      template: fc.constantFrom(undefined, "kube_<<.Resource>>", "<<.Resource>>", "<<.Resource>>"),
+      overrides: mostly(RESOURCE_OVERRIDES, BAD_OVERRIDES),
+    }),
+    containerLabel: fc.constantFrom(undefined, "container", "kube_container"),
+  });
+}
+
+/** A label of a sample: absent now and then, else a value the reads ask for (or not). */
+function sampleLabel(values: readonly string[]): fc.Arbitrary<string | undefined> {
+  return fc.option(fc.constantFrom(...values), { freq: 8, nil: undefined });
+}
+
+const SAMPLE = fc.record({
+  pod: sampleLabel(["p1", "p2", "p3", ""]),
+  node: sampleLabel(["n1", "n2", "n3"]),
+  container: sampleLabel(["c1", "c2", ""]),
+  value: fc.constantFrom(
+    "0.5",
+    "1100",
+    "-3",
+    "NaN",
+    "+Inf",
+    "-Inf",
+    "1e16",
+    "2048",
+    "1536.5",
+    "0.0015",
+    "1023.9999",
+    "0",
+    "1048576",
+    "123456.789",
+  ),
+  timestamp: fc.integer({ min: 0, max: 1000 }),
+}).map((g) => {
+  // each object under the label names the generated configs may give it
+  const labels: Record<string, string> = {};
+  const set = (names: string[], v: string | undefined) => {
+    if (v !== undefined) { for (const n of names) labels[n] = v; }
+  };
+  set(["pod", "kube_pod"], g.pod);
+  set(["instance", "kube_node", "node"], g.node);
+  set(["container", "kube_container"], g.container);
+  return { labels, value: g.value, timestamp: g.timestamp };
+});
+
+const ANSWER: fc.Arbitrary<GenAnswer> = fc.oneof(
+  { weight: 1, arbitrary: fc.constant({ error: true }) },
+  { weight: 1, arbitrary: fc.constant({ scalar: true }) },
+  { weight: 20, arbitrary: fc.record({ vector: fc.array(SAMPLE, { maxLength: 8 }) }) },
+);
+
+const RESOURCE_CASE: fc.Arbitrary<ResourceCase> = fc.record({
+  cpu: resourceRule("cpu"),
+  memory: resourceRule("mem"),
+  window: fc.constantFrom(undefined, "1m", "90s", "1h30m"),
+  pods: fc.array(
+    fc.record({ namespace: fc.constantFrom("a", "b"), name: fc.constantFrom("p1", "p2", "p3") }),
+    { maxLength: 5 },
+  ),
+  nodes: fc.array(fc.constantFrom("n1", "n2", "n3"), { maxLength: 3 }),
+  cpuAnswers: fc.record({ a: ANSWER, b: ANSWER, "": ANSWER }),
+  memoryAnswers: fc.record({ a: ANSWER, b: ANSWER, "": ANSWER }),
+}).map((g): ResourceCase => ({
+  op: "resource",
+  config: dump(
+    JSON.parse(JSON.stringify({
+      resourceRules: { cpu: g.cpu, memory: g.memory, window: g.window },
+    })),
+    { lineWidth: -1 },
+  ),
+  pods: g.pods,
+  nodes: g.nodes,
+  cpu: g.cpuAnswers,
+  memory: g.memoryAnswers,
+}));
+
+describe("prometheus-adapter differential: resourceRules reads", () => {
+  const runs = Math.ceil(RUNS / 3);
+  it(`reads ${runs} generated PodMetrics and NodeMetrics as prometheus-adapter v0.12.0 does (seed ${SEED})`, () => {
+    const cases = fc.sample(RESOURCE_CASE, { numRuns: runs, seed: SEED });
+    const want = reference(cases) as unknown as ResourceAnswer[];
+    const mismatches: string[] = [];
+    let pods = 0;
+    let nodes = 0;
+    cases.forEach((c, i) => {
+      const got = oursResource(c);
+      pods += want[i].pods?.length ?? 0;
+      nodes += want[i].nodes?.length ?? 0;
+      try {
+        assert.deepEqual(comparableResource(got), comparableResource(want[i]));
+      } catch {
+        mismatches.push(
+          `case ${i}: ${JSON.stringify(c)}\n  ours:     ${JSON.stringify(got)}\n  upstream: ${
+            JSON.stringify(want[i])
+          }`,
+        );
+      }
+    });
+    assert.equal(
+      mismatches.length,
+      0,
+      `${mismatches.length} of ${runs} differ (PA_DIFF_SEED=${SEED}):\n${
+        mismatches.slice(0, 3).join("\n")
+      }`,
+    );
+    assert.ok(pods > runs / 8, `only ${pods} PodMetrics`);
+    assert.ok(nodes > runs / 8, `only ${nodes} NodeMetrics`);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// discovery: the metrics served and the query each read gets
+
+interface DiscoveryRead {
+  group: string;
+  resource: string;
+  metric: string;
+  namespaced: boolean;
+  namespace: string;
+  selector: string;
+  names: string[];
+}
+
+interface DiscoveryCase {
+  op: "discovery";
+  config: string;
+  external: boolean;
+  series: Record<string, SeriesLabels[]>;
+  reads: DiscoveryRead[];
+}
+
+interface DiscoveryAnswer {
+  configError?: string;
+  metrics: CustomMetricInfo[];
+  reads: Array<{ found: boolean; query: string; error: boolean }>;
+}
+
+function discover(c: DiscoveryCase) {
+  const config = parsePrometheusAdapterConfig(load(c.config));
+  const namers = metricNamers(c.external ? config.externalRules : config.rules, TEST_MAPPER);
+  const series = new Map(Object.entries(c.series));
+  return c.external
+    ? { external: discoverExternalMetrics(namers, series) }
+    : { custom: discoverCustomMetrics(namers, series, TEST_MAPPER) };
+}
+
+function oursDiscovery(c: DiscoveryCase): DiscoveryAnswer {
+  let found;
+  try {
+    found = discover(c);
+  } catch (err) {
+    return { configError: (err as Error).message, metrics: [], reads: [] };
+  }
+  const answer: DiscoveryAnswer = { metrics: [], reads: [] };
+  for (const read of c.reads) {
+    const selector = parseSelector(read.selector);
+    const r = found.external
+      ? found.external.queryFor(read.metric, { namespace: read.namespace, selector })
+      : found.custom!.queryFor(read, read.metric, read.namespaced, { ...read, selector });
+    if (r === undefined) answer.reads.push({ found: false, query: "", error: false });
+    else if ("query" in r) answer.reads.push({ found: true, query: r.query, error: false });
+    // upstream's custom registry answers a query it cannot build as not found
+    else if (found.external) answer.reads.push({ found: true, query: "", error: true });
+    else answer.reads.push({ found: false, query: "", error: false });
+  }
+  answer.metrics = found.external
+    ? found.external.metrics.map((metric) => ({
+      group: "",
+      resource: "",
+      namespaced: false,
+      metric,
+    }))
+    : [...found.custom!.metrics];
+  return answer;
+}
+
+function comparableDiscovery(a: DiscoveryAnswer): unknown {
+  if (a.configError !== undefined) return { configError: true };
+  const key = (m: CustomMetricInfo) =>
+    JSON.stringify([m.group, m.resource, m.namespaced, m.metric]);
+  return { metrics: a.metrics.map(key).sort(), reads: a.reads };
+}
+
+const DISCOVERY_LABELS = fc.uniqueArray(
+  fc.constantFrom(
+    "namespace",
+    "pod",
+    "svc",
+    "container",
+    "instance",
+    "kube_pod",
+    "kube_namespace",
+    "kube_node",
+    "kube_apps_deployment",
+    "kube_deployment",
+    "kube_widget",
+    "brand",
+    "node",
+    "service",
+    "persistentvolume",
+    "job",
+  ),
+  { maxLength: 4 },
+);
+
+const SERIES_LABELS: fc.Arbitrary<SeriesLabels> = fc.record({
+  name: fc.option(SERIES, { freq: 8, nil: undefined }),
+  labels: DISCOVERY_LABELS,
+}).map((g) => {
+  const out: Record<string, string> = {};
+  if (g.name !== undefined) out.__name__ = g.name;
+  for (const l of g.labels) out[l] = "x";
+  return out;
+});
+
+const QUERIES = ["q1", '{__name__=~".+"}', '{job="x"}'];
+
+const DISCOVERY_RULE = fc.record({
+  seriesQuery: fc.constantFrom(...QUERIES),
+  seriesFilters: fc.array(FILTER, { maxLength: 2 }),
+  resources: fc.record({
+    template: TEMPLATE,
+    overrides: mostly(OVERRIDES, BAD_OVERRIDES),
+    namespaced: fc.constantFrom(undefined, true, false),
+  }),
+  name: NAME,
+  metricsQuery: QUERY,
+});
+
+const METRIC_NAMES = fc.constantFrom(
+  "http_requests",
+  "http_requests_total",
+  "cpu_usage",
+  "fixed_name",
+  "queue_depth",
+  "total",
+  "",
+);
+
+const RESOURCES = fc.constantFrom(
+  { group: "", resource: "pods" },
+  { group: "", resource: "pod" },
+  { group: "", resource: "services" },
+  { group: "", resource: "nodes" },
+  { group: "", resource: "namespaces" },
+  { group: "apps", resource: "deployments" },
+  { group: "", resource: "widgets" },
+);
+
+const READ = fc.record({
+  resource: RESOURCES,
+  metric: METRIC_NAMES,
+  namespaced: fc.boolean(),
+  namespace: fc.constantFrom("", "default"),
+  selector: SELECTOR,
+  names: fc.array(fc.constantFrom("web-1", "web-2", "db"), { maxLength: 3 }),
+});
+
+const DISCOVERY_CASE = fc.record({
+  external: fc.boolean(),
+  rules: fc.array(DISCOVERY_RULE, { minLength: 1, maxLength: 4 }),
+  series: fc.tuple(...QUERIES.map(() => fc.array(SERIES_LABELS, { maxLength: 6 }))),
+  reads: fc.array(READ, { maxLength: 4 }),
+  /** Reads of what our discovery serves: which of them, and how they are asked for. */
+  probes: fc.array(
+    fc.record({
+      pick: fc.nat(),
+      singular: fc.boolean(),
+      flip: fc.boolean(),
+      namespace: fc.constantFrom("", "default"),
+      selector: SELECTOR,
+      names: fc.array(fc.constantFrom("web-1", "web-2", "db"), { minLength: 1, maxLength: 3 }),
+    }),
+    { minLength: 1, maxLength: 4 },
+  ),
+}).map((g): DiscoveryCase => {
+  const rules = JSON.parse(JSON.stringify(g.rules));
+  const c: DiscoveryCase = {
+    op: "discovery",
+    config: dump(g.external ? { externalRules: rules } : { rules }, { lineWidth: -1 }),
+    external: g.external,
+    series: Object.fromEntries(QUERIES.map((q, i) => [q, g.series[i]])),
+    reads: g.reads.map((r) => ({ ...r.resource, ...r, resource: r.resource.resource })),
+  };
+  // add reads of metrics our side serves, so that most cases read something that exists
+  let served: CustomMetricInfo[] = [];
+  try {
+    const found = discover(c);
+    served = found.external
+      ? found.external.metrics.map((metric) => ({
+        group: "",
+        resource: "pods",
+        namespaced: true,
+        metric,
+      }))
+      : [...found.custom!.metrics];
+  } catch {
+    // a config that fails: the reads above will do
+  }
+  if (served.length > 0) {
+    for (const p of g.probes) {
+      const m = served[p.pick % served.length];
+      c.reads.push({
+        group: m.group,
+        resource: p.singular ? m.resource.replace(/s$/, "") : m.resource,
+        metric: m.metric,
+        namespaced: p.flip ? !m.namespaced : m.namespaced,
+        namespace: p.namespace,
+        selector: p.selector,
+        names: p.names,
+      });
+    }
+  }
+  return c;
+});
+
+describe("prometheus-adapter differential: discovery", () => {
+  const runs = Math.ceil(RUNS / 3);
+  it(`discovers ${runs} generated rule sets and series as prometheus-adapter v0.12.0 does (seed ${SEED})`, () => {
+    const cases = fc.sample(DISCOVERY_CASE, { numRuns: runs, seed: SEED });
+    const want = reference(cases) as unknown as DiscoveryAnswer[];
+    const mismatches: string[] = [];
+    let metrics = 0;
+    let queries = 0;
+    cases.forEach((c, i) => {
+      const got = oursDiscovery(c);
+      metrics += want[i].metrics?.length ?? 0;
+      queries += want[i].reads?.filter((r) => r.query !== "").length ?? 0;
+      try {
+        assert.deepEqual(comparableDiscovery(got), comparableDiscovery(want[i]));
+      } catch {
+        mismatches.push(
+          `case ${i}: ${JSON.stringify(c)}\n  ours:     ${JSON.stringify(got)}\n  upstream: ${
+            JSON.stringify(want[i])
+          }`,
+        );
+      }
+    });
+    assert.equal(
+      mismatches.length,
+      0,
+      `${mismatches.length} of ${runs} differ (PA_DIFF_SEED=${SEED}):\n${
+        mismatches.slice(0, 3).join("\n")
+      }`,
+    );
+    assert.ok(metrics > runs / 2, `only ${metrics} metrics discovered`);
+    assert.ok(queries > runs / 4, `only ${queries} queries built`);
   });
 });

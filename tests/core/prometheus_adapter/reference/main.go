@@ -1,11 +1,15 @@
 // prometheus-adapter v0.12.0's config loading, naming and query rendering (pkg/config,
-// pkg/naming), for tests/core/prometheus_adapter/differential_test.ts: one JSON case a line on
-// stdin, one JSON answer a line on stdout. The RESTMapper is a fixed DefaultRESTMapper that the
-// TypeScript side mirrors (TEST_KINDS in the test).
+// pkg/naming), its resource metrics provider (pkg/resourceprovider) and its metric discovery
+// (pkg/custom-provider, pkg/external-provider), for
+// tests/core/prometheus_adapter/differential_test.ts: one JSON case a line on stdin, one JSON
+// answer a line on stdout. A case's "op" picks the operation: "" (naming and query rendering),
+// "resource" (resource.go) or "discovery" (discovery.go). The RESTMapper is a fixed
+// DefaultRESTMapper that the TypeScript side mirrors (TEST_KINDS in the test).
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"sort"
@@ -143,17 +147,28 @@ func main() {
 	m := mapper()
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 16<<20)
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
-	enc := json.NewEncoder(out)
+	// every answer is held until stdin ends: a caller that writes all its input before
+	// reading (Deno's spawnSync) would otherwise stall on a full stdout pipe
+	var out bytes.Buffer
+	defer func() { _, _ = os.Stdout.Write(out.Bytes()) }()
+	enc := json.NewEncoder(&out)
 	for in.Scan() {
-		var c input
-		var o output
-		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
-			o.ConfigError = "bad case: " + err.Error()
-		} else {
-			o = run(c, m)
+		var op struct {
+			Op string `json:"op"`
 		}
-		_ = enc.Encode(o)
+		_ = json.Unmarshal(in.Bytes(), &op)
+		switch op.Op {
+		case "resource":
+			_ = enc.Encode(runResource(in.Bytes(), m))
+		case "discovery":
+			_ = enc.Encode(runDiscovery(in.Bytes(), m))
+		default:
+			var c input
+			if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+				_ = enc.Encode(output{ConfigError: "bad case: " + err.Error()})
+			} else {
+				_ = enc.Encode(run(c, m))
+			}
+		}
 	}
 }
