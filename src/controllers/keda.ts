@@ -29,7 +29,13 @@ import {
   type KubeObject,
 } from "../cluster/types.ts";
 import type { KedaResolvedTrigger, KedaTriggerSource } from "../collectors/keda.ts";
-import { type KedaHpa, kedaHpaFor, type KedaHpaResult } from "../core/keda/hpa.ts";
+import {
+  HPA_FAILED,
+  type KedaHpa,
+  kedaHpaFor,
+  type KedaHpaResult,
+  kedaTypesStatus,
+} from "../core/keda/hpa.ts";
 import { kedaHpaUpdates } from "../core/keda/hpa_update.ts";
 import {
   KEDA_COMPOSITE_METRIC,
@@ -409,9 +415,7 @@ export class KedaController implements KedaTriggerSource {
     const envError = resolved.errors.findIndex((x) => x !== undefined);
     if (!("error" in result) && envError >= 0) {
       result = {
-        error: `failed to ensure HPA is correctly created for ScaledObject: ${
-          resolved.errors[envError]
-        }`,
+        error: `${HPA_FAILED}${resolved.errors[envError]}`,
         trigger: envError,
         metrics: result.metrics,
       };
@@ -554,6 +558,10 @@ export class KedaController implements KedaTriggerSource {
       if (status.originalReplicaCount === undefined && target.replicas !== undefined) {
         status.originalReplicaCount = target.replicas;
       }
+    }
+    // KEDA writes the trigger types before its HPA step: an error there still has them
+    if (so && "error" in result && result.error.startsWith(HPA_FAILED)) {
+      Object.assign(status, kedaTypesStatus(so));
     }
     if (so && !("error" in result)) {
       const s = result.status;

@@ -14,12 +14,14 @@
  * controller manager use loopback; the adapter, Prometheus, the kubelet stand-in and the pods'
  * endpoints live in the namespace, which has no default route. Nothing else is dialled.
  * Needs root (ip netns), Go (to build once; cached under ~/.cache/hpa-e2e/VERSION) and kubectl.
- * `test` runs three control planes in turn: deploy/'s files applied with kubectl and the suite
+ * `test` runs control planes in turn: deploy/'s files applied with kubectl and the suite
  * (hpa_e2e_test.ts), then the Helm chart installed with `helm install` (helm built from its Go
  * module by tests/deploy/helm_tool.ts) and the chart's suite (helm_e2e_test.ts), then deploy/'s
  * files again with the adapter delegating external metrics to prometheus-adapter (built from
- * its Go module) and the delegation suite (delegation_e2e_test.ts).
- * Knative's PodAutoscaler and ServerlessService CRDs (tests/e2e/knative_crds.ts) are installed
+ * its Go module) and the delegation suite (delegation_e2e_test.ts), then three replicas sharing
+ * the collection (shard_e2e_test.ts), then KEDA's ScaledObjects (keda_e2e_test.ts).
+ * KEDA's CRDs (deploy/crds/keda) and Knative's PodAutoscaler and ServerlessService CRDs
+ * (tests/e2e/knative_crds.ts) are installed
  * before the controller manager starts; no Knative controller runs.
  *
  * Environment: HPA_E2E_ADAPTER=stub runs a discovery-only HTTPS stub instead of the adapter;
@@ -124,6 +126,8 @@ export interface E2eState {
    * when HPA_E2E_ADAPTER_ARGS turned it off (or the stub runs).
    */
   knative: boolean;
+  /** Whether the adapter serves ScaledObjects (`--keda-scaled-objects`, issue 47). */
+  keda: boolean;
   /**
    * The adapter processes (`.e2e/pids` names) and their addresses: one, or three sharing the
    * collection (HPA_E2E_SHARD_REPLICAS=3, issue 29).
@@ -658,6 +662,9 @@ function deployManifests(): string[] {
     // the Knative reconciler's RBAC (PAs, their status, SKSs, HPA create/update/delete), as
     // deploy/components/knative installs it
     "deploy/components/knative/rbac.yaml",
+    // the ScaledObject controller's RBAC (ScaledObjects, their status, HPA writes, trigger
+    // secrets), as deploy/components/keda installs it
+    "deploy/components/keda/rbac.yaml",
     // the shards' RBAC (their Leases, the push between replicas), as deploy/components/sharding
     // installs it
     ...(shardReplicas() > 1 ? ["deploy/components/sharding/rbac.yaml"] : []),
@@ -713,6 +720,7 @@ function installChart(pki: Pki): string[] {
     },
     replicaGuard: { enabled: true },
     knative: { enabled: true },
+    keda: { scaledObjects: true },
   };
   writeFileSync(HELM_RELEASE.valuesFile, JSON.stringify(values, null, 2) + "\n", { mode: 0o600 });
   const r = runHelm([
@@ -854,6 +862,30 @@ function knativeOn(): boolean {
   return on;
 }
 
+/** Whether the adapter serves ScaledObjects (the last `--keda-scaled-objects` wins). */
+function kedaOn(): boolean {
+  if (process.env.HPA_E2E_ADAPTER === "stub") return false;
+  let on = true;
+  for (const arg of extraAdapterArgs()) {
+    const m = arg.match(/^--?([a-z-]+)(?:=(.*))?$/);
+    if (m?.[1] === "keda-scaled-objects") on = m[2] === undefined || ["true", "1"].includes(m[2]);
+  }
+  return on;
+}
+
+/** KEDA's CRDs as deploy/crds/keda has them (our schemas of KEDA v2.20.2), established. */
+function installKedaCrds(): void {
+  kubectl(["apply", "--server-side", "-k", join(ROOT, "deploy/crds/keda")]);
+  kubectl([
+    "wait",
+    "--for=condition=Established",
+    "--timeout=60s",
+    "crd/scaledobjects.keda.sh",
+    "crd/triggerauthentications.keda.sh",
+    "crd/clustertriggerauthentications.keda.sh",
+  ]);
+}
+
 /**
  * Install Knative's PodAutoscaler and ServerlessService CRDs and wait until they are served
  * (before kube-controller-manager starts: its garbage collector then watches PodAutoscalers
@@ -931,6 +963,7 @@ function adapterCommand(
     ...(prometheusUrl ? [`--prometheus-server=${prometheusUrl}`] : []),
     "--knative-autoscaler",
     ...(prometheusUrl ? [`--knative-prometheus-address=${prometheusUrl}`] : []),
+    "--keda-scaled-objects",
     "--v=2",
     ...(replicas > 1
       ? [
@@ -1055,6 +1088,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
   );
   log(`kube-apiserver ready ${Math.round((Date.now() - clean) / 100) / 10} s after start`);
   installKnativeCrds();
+  installKedaCrds();
   startControllerManager(bin, pki);
   const manifests = install === "helm" ? installChart(pki) : applyManifests(pki);
 
@@ -1104,6 +1138,7 @@ async function startAll(options: UpOptions): Promise<E2eState> {
     tolerance: CONTROLLER.tolerance,
     replicaGuardIntervalSeconds: replicaGuardInterval(),
     knative: knativeOn(),
+    keda: kedaOn(),
     replicas: adapterReplicas(),
   };
   writeFileSync(STATE_FILE, JSON.stringify(state, null, 2) + "\n");
@@ -1227,6 +1262,14 @@ async function main(argv: string[]): Promise<number> {
         ["helm", "tests/e2e/helm_e2e_test.ts", "", "1"],
         ["kustomize", "tests/e2e/delegation_e2e_test.ts", delegateArgs, "1"],
         ["kustomize", "tests/e2e/shard_e2e_test.ts", "", "3"],
+        // and KEDA's ScaledObjects served without KEDA (issue 47)
+        // (KEDA's own operator takes the ScaledObjects labelled for it, side by side)
+        [
+          "kustomize",
+          "tests/e2e/keda_e2e_test.ts",
+          "--keda-scaled-object-selector=e2e.hpa-metrics-adapter/keda!=true",
+          "1",
+        ],
       ];
       const only = process.env.HPA_E2E_INSTALL ? installMode() : null;
       // HPA_E2E_SUITE=tests/e2e/shard_e2e_test.ts runs that phase only

@@ -249,7 +249,23 @@ function joinedOnce(values: readonly string[]): string {
   return [...new Set(values)].join(",");
 }
 
-const HPA_FAILED = "failed to ensure HPA is correctly created for ScaledObject: ";
+/** The prefix of the errors of KEDA's HPA step (after the status got the trigger types). */
+export const HPA_FAILED = "failed to ensure HPA is correctly created for ScaledObject: ";
+
+/**
+ * `status.triggersTypes` and `status.authenticationsTypes` as KEDA writes them (each value once,
+ * in order, comma-joined; the authentications by `authenticationRef.name`), before its HPA step.
+ */
+export function kedaTypesStatus(
+  so: ScaledObject,
+): { triggersTypes: string; authenticationsTypes: string } {
+  return {
+    triggersTypes: joinedOnce(so.spec.triggers.map((t) => t.type)),
+    authenticationsTypes: joinedOnce(
+      so.spec.triggers.flatMap((t) => (t.authenticationRef ? [t.authenticationRef.name] : [])),
+    ),
+  };
+}
 
 /** Go's `sort.Slice` by type name, for the short lists it sorts stably (insertion sort). */
 function byType(specs: readonly HpaMetricSpec[]): HpaMetricSpec[] {
@@ -415,10 +431,7 @@ export function kedaHpaFor(so: ScaledObject, options: KedaHpaOptions): KedaHpaRe
     hpaName,
     externalMetricNames: external,
     resourceMetricNames: metrics.filter((m) => m.spec.type === "Resource").map((m) => m.metricName),
-    triggersTypes: joinedOnce(spec.triggers.map((t) => t.type)),
-    authenticationsTypes: joinedOnce(
-      spec.triggers.flatMap((t) => (t.authenticationRef ? [t.authenticationRef.name] : [])),
-    ),
+    ...kedaTypesStatus(so),
     ...(composite ? { compositeScalerName: KEDA_COMPOSITE_METRIC } : {}),
   };
   return { hpa, status, metrics };

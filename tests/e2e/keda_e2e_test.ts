@@ -1,0 +1,884 @@
+/**
+ * KEDA's ScaledObjects served without KEDA (issue 47) on the real control plane: the adapter
+ * runs with `--keda-scaled-objects` (the harness's default), deploy/crds/keda's CRDs and
+ * deploy/components/keda's RBAC are installed. A ScaledObject with a prometheus trigger (the
+ * harness's Prometheus), a metrics-api trigger (a pod's JSON endpoint, its API key from a Secret
+ * through a TriggerAuthentication) and a cron trigger gets KEDA's HPA and status; the metrics are
+ * read through the aggregator as the HPA controller reads them, and the real HPA controller
+ * scales the Deployment on them. An edit of the HPA is reverted; a bad trigger shows KEDA's
+ * message in `Ready`; a ScaledObject whose HPA keda-operator manages is left alone.
+ *
+ * Then side by side with KEDA v2.20.2 itself (built from its Go module, tests/e2e/keda_tool.ts):
+ * its operator and metrics server run in the harness's network namespace, watching one
+ * namespace, whose ScaledObjects carry the label `e2e.hpa-metrics-adapter/keda: "true"` that
+ * this adapter's selector leaves out; the same ScaledObjects, on the same sources, in a second
+ * namespace are this adapter's. Both HPAs must be equal but for the namespace, owner uid,
+ * `app.kubernetes.io/managed-by`/`version` and that label; the statuses' reconcile fields and
+ * `Ready` equal; each served value equal (read from KEDA's metrics server and through the
+ * aggregator from this adapter at the same moment).
+ *
+ *   HPA_E2E_ADAPTER_ARGS=--keda-scaled-object-selector='e2e.hpa-metrics-adapter/keda!=true' \
+ *     node --import tsx tests/e2e/harness.ts up
+ *   node --import tsx --test tests/e2e/keda_e2e_test.ts
+ *   node --import tsx tests/e2e/harness.ts down
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { E2E, kubectl, readState, STATE_DIR, waitFor } from "./harness.ts";
+import { ensureKeda, kedaCrdFiles } from "./keda_tool.ts";
+import { ANNOTATIONS } from "./kubelet.ts";
+import { createKubeClient, loadKubeconfig } from "./kube_client.ts";
+import type { KubeClient } from "./kube_client.ts";
+import { VERSION } from "../../src/cli/version.ts";
+
+// deno-lint-ignore no-explicit-any
+type Obj = any;
+
+const state = readState();
+const WAIT_MS = 90_000;
+
+const SKIP: string | false = !state
+  ? "the e2e harness is not up"
+  : !state.prometheus
+  ? "no Prometheus server (Debian package prometheus)"
+  : !state.keda
+  ? "the adapter does not serve ScaledObjects (--keda-scaled-objects=false)"
+  : false;
+
+const kube: KubeClient | null = state ? createKubeClient(loadKubeconfig(state.kubeconfig)) : null;
+
+const SO_LABEL = "scaledobject.keda.sh/name";
+const BEHAVIOR = {
+  scaleUp: {
+    stabilizationWindowSeconds: 0,
+    selectPolicy: "Max",
+    policies: [{ type: "Percent", value: 900, periodSeconds: 1 }],
+  },
+  scaleDown: { selectPolicy: "Disabled" },
+};
+
+function isReady(pod: Obj): boolean {
+  return (pod.status?.conditions ?? []).some((c: Obj) => c.type === "Ready" && c.status === "True");
+}
+
+describe("e2e: KEDA ScaledObjects", { skip: SKIP, timeout: 10 * 60_000 }, () => {
+  const ns = `e2e-keda-${Math.random().toString(36).slice(2, 7)}`;
+  const path = (group: string, resource: string, name = "") =>
+    `/apis/${group}/namespaces/${ns}/${resource}${name ? `/${name}` : ""}`;
+  const so = (name: string): Promise<Obj> =>
+    kube!.request("GET", path("keda.sh/v1alpha1", "scaledobjects", name));
+  const hpa = (name: string): Promise<Obj> =>
+    kube!.request("GET", path("autoscaling/v2", "horizontalpodautoscalers", name));
+  const events = async (name: string): Promise<Obj[]> =>
+    ((await kube!.request("GET", `/api/v1/namespaces/${ns}/events`)).items as Obj[])
+      .filter((e) => e.involvedObject?.kind === "ScaledObject" && e.involvedObject.name === name);
+  let apiIp = "";
+
+  before(async () => {
+    await kube!.request("POST", "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+    });
+    await waitFor(() => kube!.get(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
+      what: `service account default in ${ns}`,
+      timeoutMs: WAIT_MS,
+    });
+    // the metrics-api trigger's endpoint: a pod serving a JSON document on every path
+    await kube!.request("POST", `/api/v1/namespaces/${ns}/pods`, {
+      body: {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name: "stats",
+          namespace: ns,
+          annotations: { [ANNOTATIONS.metrics]: JSON.stringify({ queue: { depth: 12 } }) },
+        },
+        spec: {
+          containers: [{
+            name: "stats",
+            image: "e2e.invalid/stats:1",
+            ports: [{ containerPort: 8080 }],
+          }],
+        },
+      },
+    });
+    apiIp = await waitFor(async () => {
+      const p = await kube!.request("GET", `/api/v1/namespaces/${ns}/pods/stats`);
+      return isReady(p) ? p.status.podIP as string : undefined;
+    }, { what: "pod stats ready", timeoutMs: WAIT_MS });
+    await kube!.request("POST", `/api/v1/namespaces/${ns}/secrets`, {
+      body: {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "stats-key", namespace: ns },
+        stringData: { key: "k-42" },
+      },
+    });
+    await kube!.request("POST", path("keda.sh/v1alpha1", "triggerauthentications"), {
+      body: {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "TriggerAuthentication",
+        metadata: { name: "stats-key", namespace: ns },
+        spec: { secretTargetRef: [{ parameter: "apiKey", name: "stats-key", key: "key" }] },
+      },
+    });
+    for (const name of ["web", "bad", "legacy"]) {
+      await kube!.request("POST", path("apps/v1", "deployments"), {
+        body: {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name, namespace: ns },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: name } },
+            template: {
+              metadata: { labels: { app: name } },
+              spec: { containers: [{ name: "app", image: "e2e.invalid/app:1" }] },
+            },
+          },
+        },
+      });
+    }
+  });
+
+  after(async () => {
+    if (!process.env.HPA_E2E_KEEP) {
+      await kube!.request("DELETE", `/api/v1/namespaces/${ns}`).catch(() => {});
+    }
+  });
+
+  it("writes KEDA's HPA and status, serves the triggers' values and the HPA scales on them", async () => {
+    await kube!.request("POST", path("keda.sh/v1alpha1", "scaledobjects"), {
+      body: {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "ScaledObject",
+        metadata: { name: "web", namespace: ns, labels: { team: "shop" } },
+        spec: {
+          scaleTargetRef: { name: "web" },
+          maxReplicaCount: 10,
+          advanced: { horizontalPodAutoscalerConfig: { behavior: BEHAVIOR } },
+          triggers: [
+            {
+              type: "prometheus",
+              metadata: {
+                serverAddress: state!.prometheus!.url,
+                query: "vector(6)",
+                threshold: "2",
+              },
+            },
+            {
+              type: "metrics-api",
+              metadata: {
+                url: `http://${apiIp}:8080/stats`,
+                valueLocation: "queue.depth",
+                targetValue: "3",
+                authMode: "apiKey",
+              },
+              authenticationRef: { name: "stats-key" },
+            },
+            {
+              type: "cron",
+              metadata: {
+                timezone: "Etc/UTC",
+                start: "0 0 * * *",
+                end: "59 23 * * *",
+                desiredReplicas: "2",
+              },
+            },
+          ],
+        },
+      },
+    });
+    const created = await waitFor(() => hpa("keda-hpa-web").catch(() => undefined), {
+      what: "HPA keda-hpa-web",
+      timeoutMs: WAIT_MS,
+    });
+    const scaledObject = await so("web");
+    assert.deepEqual(created.metadata.labels, {
+      "app.kubernetes.io/name": "keda-hpa-web",
+      "app.kubernetes.io/version": VERSION,
+      "app.kubernetes.io/part-of": "web",
+      "app.kubernetes.io/managed-by": "hpa-metrics-adapter",
+      team: "shop",
+      [SO_LABEL]: "web",
+    });
+    assert.deepEqual(created.metadata.ownerReferences, [{
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      name: "web",
+      uid: scaledObject.metadata.uid,
+      controller: true,
+      blockOwnerDeletion: true,
+    }]);
+    const selector = { matchLabels: { [SO_LABEL]: "web" } };
+    assert.deepEqual(created.spec.metrics, [
+      {
+        type: "External",
+        external: {
+          metric: { name: "s0-prometheus", selector },
+          target: { type: "AverageValue", averageValue: "2" },
+        },
+      },
+      {
+        type: "External",
+        external: {
+          metric: { name: "s1-metric-api-queue-depth", selector },
+          target: { type: "AverageValue", averageValue: "3" },
+        },
+      },
+      {
+        type: "External",
+        external: {
+          metric: { name: "s2-cron-Etc-UTC-00xxx-5923xxx", selector },
+          target: { type: "AverageValue", averageValue: "1" },
+        },
+      },
+    ]);
+    assert.deepEqual(
+      [created.spec.minReplicas, created.spec.maxReplicas, created.spec.scaleTargetRef],
+      [1, 10, { apiVersion: "apps/v1", kind: "Deployment", name: "web" }],
+    );
+    // the ScaledObject: labelled by name, and its status as KEDA's reconcile writes it
+    const ready = await waitFor(async () => {
+      const o = await so("web");
+      return o.status?.hpaName === "keda-hpa-web" ? o : undefined;
+    }, { what: "ScaledObject web's status", timeoutMs: WAIT_MS });
+    assert.equal(ready.metadata.labels[SO_LABEL], "web");
+    const { conditions, ...fields } = ready.status;
+    assert.deepEqual(fields, {
+      scaleTargetKind: "apps/v1.Deployment",
+      scaleTargetGVKR: {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        resource: "deployments",
+      },
+      originalReplicaCount: 1,
+      triggersTypes: "prometheus,metrics-api,cron",
+      authenticationsTypes: "stats-key",
+      externalMetricNames: [
+        "s0-prometheus",
+        "s1-metric-api-queue-depth",
+        "s2-cron-Etc-UTC-00xxx-5923xxx",
+      ],
+      hpaName: "keda-hpa-web",
+    });
+    assert.deepEqual(conditions[0], {
+      type: "Ready",
+      status: "True",
+      reason: "ScaledObjectReady",
+      message: "ScaledObject is defined correctly and is ready for scaling",
+    });
+
+    // read through the aggregator as the HPA controller reads it (the name lowercased)
+    const raw = (metric: string) =>
+      JSON.parse(kubectl([
+        "get",
+        "--raw",
+        `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${metric}?labelSelector=${
+          encodeURIComponent(`${SO_LABEL}=web`)
+        }`,
+      ]));
+    const depth = await waitFor(() => {
+      try {
+        return raw("s1-metric-api-queue-depth");
+      } catch {
+        return undefined;
+      }
+    }, { what: "s1-metric-api-queue-depth served", timeoutMs: WAIT_MS });
+    assert.equal(depth.items.length, 1);
+    assert.deepEqual(
+      [depth.items[0].metricName, depth.items[0].value, depth.items[0].metricLabels],
+      ["s1-metric-api-queue-depth", "12", null],
+    );
+    const cron = raw("s2-cron-etc-utc-00xxx-5923xxx");
+    assert.deepEqual(
+      [cron.items[0].metricName, cron.items[0].value],
+      [
+        "s2-cron-Etc-UTC-00xxx-5923xxx",
+        new Date().getUTCHours() === 23 &&
+          new Date().getUTCMinutes() === 59
+          ? "0"
+          : "2",
+      ],
+    );
+    assert.equal(raw("s0-prometheus").items[0].value, "6");
+
+    // 12 / 3 = 4 replicas (6 / 2 = 3, cron 2): the real HPA controller on our values
+    await waitFor(async () => {
+      const h = await hpa("keda-hpa-web");
+      const d = await kube!.request("GET", path("apps/v1", "deployments", "web"));
+      return h.status?.desiredReplicas === 4 && d.spec.replicas === 4;
+    }, { what: "keda-hpa-web scaling web to 4", timeoutMs: WAIT_MS });
+
+    // an edit of a field KEDA sets is reverted
+    await kube!.request(
+      "PATCH",
+      path("autoscaling/v2", "horizontalpodautoscalers", "keda-hpa-web"),
+      {
+        body: { spec: { maxReplicas: 50 } },
+        contentType: "application/merge-patch+json",
+      },
+    );
+    await waitFor(async () => (await hpa("keda-hpa-web")).spec.maxReplicas === 10, {
+      what: "maxReplicas reverted to 10",
+      timeoutMs: WAIT_MS,
+    });
+  });
+
+  it("shows KEDA's message in Ready and a Warning for a trigger KEDA would not build", async () => {
+    await kube!.request("POST", path("keda.sh/v1alpha1", "scaledobjects"), {
+      body: {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "ScaledObject",
+        metadata: { name: "bad", namespace: ns },
+        spec: {
+          scaleTargetRef: { name: "bad" },
+          triggers: [{ type: "prometheus", metadata: { serverAddress: "http://p", query: "up" } }],
+        },
+      },
+    });
+    const message =
+      'failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]';
+    const ready = await waitFor(async () => {
+      const c = (await so("bad")).status?.conditions?.[0];
+      return c?.status === "False" ? c : undefined;
+    }, { what: "ScaledObject bad Ready=False", timeoutMs: WAIT_MS });
+    assert.deepEqual(ready, {
+      type: "Ready",
+      status: "False",
+      reason: "ScaledObjectCheckFailed",
+      message,
+    });
+    const warning = await waitFor(
+      async () => (await events("bad")).find((e) => e.reason === "ScaledObjectCheckFailed"),
+      {
+        what: "event ScaledObjectCheckFailed",
+        timeoutMs: WAIT_MS,
+      },
+    );
+    assert.deepEqual([warning.type, warning.message], ["Warning", message]);
+    await assert.rejects(hpa("keda-hpa-bad"));
+  });
+
+  it("leaves a ScaledObject whose HPA keda-operator manages to KEDA, with a Warning", async () => {
+    await kube!.request("POST", path("autoscaling/v2", "horizontalpodautoscalers"), {
+      body: {
+        apiVersion: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        metadata: {
+          name: "keda-hpa-legacy",
+          namespace: ns,
+          labels: { "app.kubernetes.io/managed-by": "keda-operator" },
+        },
+        spec: {
+          scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "legacy" },
+          minReplicas: 1,
+          maxReplicas: 3,
+          metrics: [{
+            type: "Resource",
+            resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 50 } },
+          }],
+        },
+      },
+    });
+    await kube!.request("POST", path("keda.sh/v1alpha1", "scaledobjects"), {
+      body: {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "ScaledObject",
+        metadata: { name: "legacy", namespace: ns },
+        spec: {
+          scaleTargetRef: { name: "legacy" },
+          triggers: [{
+            type: "cron",
+            metadata: {
+              timezone: "Etc/UTC",
+              start: "0 6 * * *",
+              end: "0 7 * * *",
+              desiredReplicas: "2",
+            },
+          }],
+        },
+      },
+    });
+    const warning = await waitFor(
+      async () => (await events("legacy")).find((e) => e.reason === "ScaledObjectNotOwned"),
+      {
+        what: "event ScaledObjectNotOwned",
+        timeoutMs: WAIT_MS,
+      },
+    );
+    assert.deepEqual([warning.type, warning.message], [
+      "Warning",
+      `HorizontalPodAutoscaler ${ns}/keda-hpa-legacy is managed by keda-operator: this ScaledObject is left to KEDA`,
+    ]);
+    const left = await hpa("keda-hpa-legacy");
+    assert.equal(left.spec.maxReplicas, 3);
+    assert.equal(left.metadata.ownerReferences, undefined);
+    assert.equal((await so("legacy")).status, undefined);
+  });
+});
+
+/** The label that gives a ScaledObject to KEDA (this adapter's selector leaves it out). */
+const TO_KEDA = "e2e.hpa-metrics-adapter/keda";
+
+/** The prometheus trigger of the side-by-side ScaledObjects. */
+function peerTrigger(prometheusUrl: string, threshold: string): Obj {
+  return {
+    type: "prometheus",
+    metadata: { serverAddress: prometheusUrl, query: "vector(6)", threshold },
+  };
+}
+
+/** The ScaledObjects both get: every trigger the harness has sources for, and the errors. */
+function peerObjects(ns: string, statsIp: string, prometheusUrl: string, toKeda: boolean): Obj[] {
+  const labels = toKeda ? { [TO_KEDA]: "true" } : {};
+  const so = (name: string, spec: Obj, annotations: Record<string, string> = {}): Obj => ({
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ScaledObject",
+    metadata: { name, namespace: ns, labels: { ...labels, team: "shop" }, annotations },
+    spec: { scaleTargetRef: { name: "web" }, ...spec },
+  });
+  const prom = (threshold: string, name?: string) => ({
+    ...peerTrigger(prometheusUrl, threshold),
+    ...(name ? { name } : {}),
+  });
+  const api = (name?: string) => ({
+    type: "metrics-api",
+    ...(name ? { name } : {}),
+    metadata: {
+      url: `http://${statsIp}:8080/stats`,
+      valueLocation: "queue.depth",
+      targetValue: "3",
+      authMode: "apiKey",
+    },
+    authenticationRef: { name: "stats-key" },
+  });
+  const cron = {
+    type: "cron",
+    metadata: {
+      timezone: "Europe/Berlin",
+      start: "0 0 * * *",
+      end: "59 23 * * *",
+      desiredReplicas: "2",
+    },
+  };
+  return [
+    so("all", {
+      minReplicaCount: 2,
+      maxReplicaCount: 20,
+      advanced: { horizontalPodAutoscalerConfig: { behavior: BEHAVIOR } },
+      triggers: [
+        prom("2"),
+        api(),
+        cron,
+        { type: "cpu", metricType: "Utilization", metadata: { value: "60" } },
+        { type: "memory", metricType: "AverageValue", metadata: { value: "512Mi" } },
+      ],
+    }, { "autoscaling.keda.sh/paused-scale-in": "true", note: "kept" }),
+    so("renamed", {
+      advanced: { horizontalPodAutoscalerConfig: { name: "custom-hpa" } },
+      triggers: [{ ...prom("100.5"), useCachedMetrics: true }],
+    }),
+    so("mods", {
+      fallback: { failureThreshold: 3, replicas: 5 },
+      advanced: {
+        scalingModifiers: { formula: "prom + api", target: "10", activationTarget: "1" },
+      },
+      triggers: [prom("2", "prom"), api("api")],
+    }),
+    so("bad", {
+      triggers: [{ type: "prometheus", metadata: { serverAddress: prometheusUrl, query: "up" } }],
+    }),
+    so("bounds", {
+      minReplicaCount: 1,
+      idleReplicaCount: 1,
+      triggers: [prom("2")],
+    }),
+  ];
+}
+
+/** What must be equal of two HPAs: all but identity, the namespace and the writer's labels. */
+function comparableHpa(h: Obj): Obj {
+  const labels = { ...h.metadata.labels };
+  delete labels["app.kubernetes.io/managed-by"];
+  delete labels["app.kubernetes.io/version"];
+  delete labels[TO_KEDA];
+  return {
+    name: h.metadata.name,
+    labels,
+    annotations: h.metadata.annotations ?? null,
+    ownerReferences: (h.metadata.ownerReferences ?? []).map((r: Obj) => ({ ...r, uid: "-" })),
+    spec: h.spec,
+  };
+}
+
+/** The status fields KEDA's reconcile writes, and its Ready condition. */
+function comparableStatus(s: Obj): Obj {
+  const out: Obj = {};
+  for (
+    const k of [
+      "hpaName",
+      "externalMetricNames",
+      "resourceMetricNames",
+      "compositeScalerName",
+      "scaleTargetKind",
+      "scaleTargetGVKR",
+      "originalReplicaCount",
+      "triggersTypes",
+      "authenticationsTypes",
+    ]
+  ) if (s?.[k] !== undefined) out[k] = s[k];
+  out.ready = (s?.conditions ?? []).find((c: Obj) => c.type === "Ready") ?? null;
+  return out;
+}
+
+describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_000 }, () => {
+  const suffix = Math.random().toString(36).slice(2, 7);
+  const nsKeda = `e2e-keda-peer-${suffix}`;
+  const nsOurs = `e2e-keda-ours-${suffix}`;
+  const KEDA_ADDRESS = `${E2E.prometheusIp}:16443`;
+  const children: ChildProcess[] = [];
+  let dir = "";
+  const ips: Record<string, string> = {};
+
+  const start = (name: string, bin: string, args: string[]): void => {
+    const log = openSync(join(STATE_DIR, "logs", `${name}.log`), "a");
+    const child = spawn("ip", [
+      "netns",
+      "exec",
+      E2E.netns,
+      "env",
+      `KUBECONFIG=${join(STATE_DIR, "kubeconfig")}`,
+      `WATCH_NAMESPACE=${nsKeda}`,
+      "POD_NAMESPACE=keda",
+      "KEDA_CLUSTER_OBJECT_NAMESPACE=keda",
+      bin,
+      ...args,
+    ], { stdio: ["ignore", log, log] });
+    children.push(child);
+  };
+
+  /** GET from KEDA's metrics server with the harness's admin certificate. */
+  const fromKeda = (path: string): Promise<{ status: number; body: Obj; text: string }> =>
+    new Promise((resolve, reject) => {
+      const req = httpsRequest({
+        host: E2E.prometheusIp,
+        port: 16443,
+        path,
+        ca: readFileSync(join(dir, "ca.crt")),
+        cert: readFileSync(join(STATE_DIR, "pki", "admin.crt")),
+        key: readFileSync(join(STATE_DIR, "pki", "admin.key")),
+      }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (text += d));
+        res.on("end", () => {
+          let body: Obj = null;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // /readyz answers text
+          }
+          resolve({ status: res.statusCode ?? 0, body, text });
+        });
+      });
+      req.on("error", reject);
+      req.end();
+    });
+
+  before(async () => {
+    const { operator, adapter } = ensureKeda();
+    dir = mkdtempSync(join(tmpdir(), "e2e-keda-"));
+    // KEDA's own CRDs (all six: its operator watches each kind) over ours
+    kubectl([
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      ...kedaCrdFiles().flatMap((f) => ["-f", f]),
+    ]);
+    kubectl([
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      ...kedaCrdFiles().flatMap((f) => ["-f", f]),
+    ]);
+    // one CA and one certificate for the operator <-> metrics server link and its HTTPS
+    const openssl = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+    openssl([
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "ca.key",
+      "-out",
+      "ca.crt",
+      "-days",
+      "2",
+      "-subj",
+      "/CN=keda-e2e-ca",
+    ]);
+    openssl([
+      "req",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      "tls.key",
+      "-out",
+      "tls.csr",
+      "-subj",
+      "/CN=keda-operator",
+    ]);
+    writeFileSync(
+      join(dir, "ext.cnf"),
+      `subjectAltName=IP:127.0.0.1,IP:${E2E.prometheusIp}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n`,
+    );
+    openssl([
+      "x509",
+      "-req",
+      "-in",
+      "tls.csr",
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      "tls.crt",
+      "-days",
+      "2",
+      "-extfile",
+      "ext.cnf",
+    ]);
+    for (const ns of [nsKeda, nsOurs, "keda"]) {
+      await kube!.request("POST", "/api/v1/namespaces", {
+        body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+      }).catch(() => {});
+    }
+    start("keda-operator", operator, [
+      "--leader-elect=false",
+      "--enable-cert-rotation=false",
+      `--cert-dir=${dir}`,
+      "--metrics-bind-address=127.0.0.1:18080",
+      "--health-probe-bind-address=127.0.0.1:18081",
+      "--metrics-service-bind-address=127.0.0.1:19666",
+      "--zap-log-level=info",
+      "--zap-encoder=console",
+    ]);
+    const admin = join(STATE_DIR, "kubeconfig");
+    start("keda-adapter", adapter, [
+      "--secure-port=16443",
+      `--bind-address=${E2E.prometheusIp}`,
+      `--cert-dir=${dir}`,
+      `--tls-cert-file=${join(dir, "tls.crt")}`,
+      `--tls-private-key-file=${join(dir, "tls.key")}`,
+      `--lister-kubeconfig=${admin}`,
+      `--authentication-kubeconfig=${admin}`,
+      `--authorization-kubeconfig=${admin}`,
+      "--metrics-service-address=127.0.0.1:19666",
+      "--port=18082",
+      "--zap-log-level=info",
+      "--zap-encoder=console",
+    ]);
+    await waitFor(
+      async () =>
+        (await fromKeda("/readyz").catch(() => ({ status: 0 }))).status === 200 || undefined,
+      {
+        what: `KEDA's metrics server at ${KEDA_ADDRESS} (see .e2e/logs/keda-adapter.log)`,
+        timeoutMs: WAIT_MS,
+      },
+    );
+    for (const ns of [nsKeda, nsOurs]) {
+      await waitFor(() => kube!.get(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
+        what: `service account default in ${ns}`,
+        timeoutMs: WAIT_MS,
+      });
+      await kube!.request("POST", `/api/v1/namespaces/${ns}/pods`, {
+        body: {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: {
+            name: "stats",
+            namespace: ns,
+            annotations: { [ANNOTATIONS.metrics]: JSON.stringify({ queue: { depth: 12 } }) },
+          },
+          spec: {
+            containers: [{
+              name: "stats",
+              image: "e2e.invalid/stats:1",
+              ports: [{ containerPort: 8080 }],
+            }],
+          },
+        },
+      });
+      ips[ns] = await waitFor(async () => {
+        const p = await kube!.request("GET", `/api/v1/namespaces/${ns}/pods/stats`);
+        return isReady(p) ? p.status.podIP as string : undefined;
+      }, { what: `pod stats ready in ${ns}`, timeoutMs: WAIT_MS });
+      await kube!.request("POST", `/api/v1/namespaces/${ns}/secrets`, {
+        body: {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "stats-key", namespace: ns },
+          stringData: { key: "k-42" },
+        },
+      });
+      await kube!.request(
+        "POST",
+        `/apis/keda.sh/v1alpha1/namespaces/${ns}/triggerauthentications`,
+        {
+          body: {
+            apiVersion: "keda.sh/v1alpha1",
+            kind: "TriggerAuthentication",
+            metadata: { name: "stats-key", namespace: ns },
+            spec: { secretTargetRef: [{ parameter: "apiKey", name: "stats-key", key: "key" }] },
+          },
+        },
+      );
+      await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
+        body: {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "web", namespace: ns },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: "web" } },
+            template: {
+              metadata: { labels: { app: "web" } },
+              spec: { containers: [{ name: "app", image: "e2e.invalid/app:1" }] },
+            },
+          },
+        },
+      });
+    }
+  });
+
+  after(async () => {
+    for (const c of children) {
+      if (c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");
+    }
+    await Promise.all(
+      children.map((c) =>
+        c.exitCode !== null || c.signalCode !== null
+          ? Promise.resolve()
+          : new Promise<void>((r) => {
+            const t = setTimeout(() => {
+              c.kill("SIGKILL");
+              r();
+            }, 5_000);
+            c.once("exit", () => {
+              clearTimeout(t);
+              r();
+            });
+          })
+      ),
+    );
+    if (!process.env.HPA_E2E_KEEP) {
+      for (const ns of [nsKeda, nsOurs]) {
+        await kube!.request("DELETE", `/api/v1/namespaces/${ns}`).catch(() => {});
+      }
+    }
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("writes the same HPAs and statuses and serves the same values as KEDA", async () => {
+    const prometheusUrl = state!.prometheus!.url;
+    const keda = peerObjects(nsKeda, ips[nsKeda], prometheusUrl, true);
+    const ours = peerObjects(nsOurs, ips[nsOurs], prometheusUrl, false);
+    for (const o of [...keda, ...ours]) {
+      await kube!.request(
+        "POST",
+        `/apis/keda.sh/v1alpha1/namespaces/${o.metadata.namespace}/scaledobjects`,
+        { body: o },
+      );
+    }
+    await compareAll(keda.map((o) => o.metadata.name));
+    // an updated trigger: both update their HPA the same way
+    for (const ns of [nsKeda, nsOurs]) {
+      await kube!.request(
+        "PATCH",
+        `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/renamed`,
+        {
+          body: { spec: { triggers: [{ ...peerTrigger(prometheusUrl, "7") }] } },
+          contentType: "application/merge-patch+json",
+        },
+      );
+    }
+    for (const ns of [nsKeda, nsOurs]) {
+      await waitFor(async () => {
+        const h = await kube!.request(
+          "GET",
+          `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/custom-hpa`,
+        );
+        return h.spec.metrics[0].external.target.averageValue === "7" || undefined;
+      }, { what: `custom-hpa of ${ns} with target 7`, timeoutMs: WAIT_MS });
+    }
+    await compareAll(["renamed"]);
+  });
+
+  async function compareAll(names: string[]): Promise<void> {
+    const statusOf = (ns: string, name: string): Promise<Obj> =>
+      kube!.request("GET", `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/${name}`);
+    const hpaOf = (ns: string, name: string): Promise<Obj> =>
+      kube!.request(
+        "GET",
+        `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${name}`,
+      );
+    for (const name of names) {
+      const settled = async (ns: string) => {
+        const so = await statusOf(ns, name);
+        const ready = (so.status?.conditions ?? []).find((c: Obj) => c.type === "Ready");
+        return ready && ready.status !== "Unknown" ? so : undefined;
+      };
+      const [k, u] = [
+        await waitFor(() => settled(nsKeda), {
+          what: `KEDA's ScaledObject ${name}`,
+          timeoutMs: WAIT_MS,
+        }),
+        await waitFor(() => settled(nsOurs), {
+          what: `our ScaledObject ${name}`,
+          timeoutMs: WAIT_MS,
+        }),
+      ];
+      assert.deepEqual(comparableStatus(u.status), comparableStatus(k.status), `status of ${name}`);
+      const hpaName = k.status.hpaName;
+      if (hpaName === undefined) continue; // an error: no HPA on either side
+      const [kh, uh] = [await hpaOf(nsKeda, hpaName), await hpaOf(nsOurs, hpaName)];
+      assert.equal(kh.metadata.labels["app.kubernetes.io/managed-by"], "keda-operator");
+      assert.equal(uh.metadata.labels["app.kubernetes.io/managed-by"], "hpa-metrics-adapter");
+      assert.deepEqual(comparableHpa(uh), comparableHpa(kh), `HPA ${hpaName}`);
+      // each metric, read from both at the same moment
+      const names: string[] = k.status.compositeScalerName
+        ? ["composite-metric"]
+        : (k.status.externalMetricNames ?? []);
+      for (const metric of names) {
+        const path = (ns: string) =>
+          `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${metric.toLowerCase()}?labelSelector=${
+            encodeURIComponent(`scaledobject.keda.sh/name=${name}`)
+          }`;
+        const read = async () => {
+          const [kr, ur] = await Promise.all([
+            fromKeda(path(nsKeda)),
+            Promise.resolve().then(() => JSON.parse(kubectl(["get", "--raw", path(nsOurs)]))).catch(
+              () => null,
+            ),
+          ]);
+          return kr.status === 200 && ur !== null ? { kr: kr.body, ur } : undefined;
+        };
+        const both = await waitFor(read, {
+          what: `${metric} of ${name} from both`,
+          timeoutMs: WAIT_MS,
+        });
+        const strip = (l: Obj) => l.items.map((i: Obj) => ({ ...i, timestamp: "-" }));
+        assert.deepEqual(strip(both.ur), strip(both.kr), `value of ${metric} of ${name}`);
+      }
+    }
+  }
+});
