@@ -722,7 +722,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "keda-scaled-object-selector",
     "string",
     "",
-    "label selector of the ScaledObjects this adapter owns (as KEDA's WATCH_LABEL_SELECTOR); empty: all",
+    "label selector of the ScaledObjects this adapter owns (with --keda-scaled-objects); empty: all",
   ),
   def(
     KEDA,
