@@ -50,12 +50,17 @@ import {
   type ScaledObject,
 } from "../core/keda/scaled_object.ts";
 import {
+  initializedConditions,
   type KedaCondition,
   type KedaEvent,
   kedaGvkString,
+  kedaHasValidFallback,
   kedaReconciledConditions,
   kedaScaleTarget,
+  setCondition,
 } from "../core/keda/status.ts";
+import { kedaActivity, type KedaReading } from "../core/keda/activity.ts";
+import { kedaScaleDecision } from "../core/keda/executor.ts";
 import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
 import {
   matchesSelector,
@@ -68,6 +73,9 @@ import { errorText } from "../engine/error_text.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
 import { resolveKedaParams } from "./keda_resolver.ts";
+
+/** The queue key prefix of a scale loop tick. */
+const LOOP = "loop|";
 
 /** Warning event reason when a ScaledObject's HPA is KEDA's operator's (or not its own). */
 export const KEDA_NOT_OURS_REASON = "ScaledObjectNotOwned";
@@ -87,12 +95,31 @@ export interface KedaControllerOptions {
   version: string;
   /** Called when the plans of an HPA change (the engine plans it again). */
   onPlansChanged?: (namespace: string, hpaName: string) => void;
+  /**
+   * The last collection of an owned ScaledObject's External metric (the engine's): for the scale
+   * loop. Without it the loop does not run.
+   */
+  reading?: (namespace: string, hpaName: string, metricName: string) => KedaPlanReading | undefined;
+  /** The clock, ms since the epoch (the loop's times). */
+  now?: () => number;
   /** Full resync period, seconds (30). */
   resyncSeconds?: number;
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (handle: unknown) => void;
   logger?: Logger;
   isLeader?: () => boolean;
+}
+
+/** The last collection of one metric plan, as the scale loop reads it. */
+export interface KedaPlanReading {
+  /** The value served (collected, or the fallback's). */
+  value?: number;
+  /** The last collection's error, while it fails. */
+  error?: string;
+  /** Consecutive failed collections. */
+  failures: number;
+  /** The fallback answers (failures past the threshold). */
+  fallback: boolean;
 }
 
 /** What is known of one owned ScaledObject. */
@@ -127,6 +154,12 @@ export class KedaController implements KedaTriggerSource {
   readonly #clearTimer: (handle: unknown) => void;
   readonly #log: Logger;
   readonly #isLeader: () => boolean;
+  readonly #reading?: (ns: string, hpa: string, metric: string) => KedaPlanReading | undefined;
+  readonly #now: () => number;
+  /** The last reconcile's outcome per ScaledObject ("ok" or its error). */
+  readonly #outcomes = new Map<string, string>();
+  /** The scale loop's timer and interval per owned ScaledObject. */
+  readonly #loops = new Map<string, { timer: unknown; seconds: number }>();
   /** A key of this process for digests of parameters (secrets are never hashed bare). */
   readonly #digestKey = randomBytes(32);
   readonly #entries = new Map<string, Entry>();
@@ -153,6 +186,8 @@ export class KedaController implements KedaTriggerSource {
       ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
     this.#log = options.logger ?? silentLogger();
     this.#isLeader = options.isLeader ?? (() => true);
+    this.#reading = options.reading;
+    this.#now = options.now ?? (() => Date.now());
   }
 
   /** Watch ScaledObjects and HPAs, reconcile everything, then on changes and every resync. */
@@ -179,6 +214,8 @@ export class KedaController implements KedaTriggerSource {
     if (this.#timer !== null) this.#clearTimer(this.#timer);
     this.#timer = null;
     for (const u of this.#unwatch.splice(0)) u();
+    for (const l of this.#loops.values()) this.#clearTimer(l.timer);
+    this.#loops.clear();
     this.#queue.clear();
     await this.#draining?.catch(() => {});
   }
@@ -317,6 +354,12 @@ export class KedaController implements KedaTriggerSource {
   #forget(key: string, keepSaid = false): void {
     const e = this.#entries.get(key);
     this.#entries.delete(key);
+    const loop = this.#loops.get(key);
+    if (loop) {
+      this.#clearTimer(loop.timer);
+      this.#loops.delete(key);
+    }
+    this.#outcomes.delete(key);
     if (!keepSaid) {
       for (const k of [...this.#said.keys()]) if (k.startsWith(`${key}|`)) this.#said.delete(k);
     }
@@ -331,9 +374,11 @@ export class KedaController implements KedaTriggerSource {
         while (this.#queue.size > 0 && !this.#stopped) {
           const key = this.#queue.values().next().value as string;
           this.#queue.delete(key);
-          const [ns, name] = key.split("/") as [string, string];
+          const loop = key.startsWith(LOOP);
+          const [ns, name] = key.slice(loop ? LOOP.length : 0).split("/") as [string, string];
           try {
-            await this.#reconcile(ns, name);
+            if (loop) await this.#tick(ns, name);
+            else await this.#reconcile(ns, name);
           } catch (e) {
             this.#log.error("keda reconcile failed", { scaledObject: key, error: errorText(e) });
           }
@@ -460,10 +505,175 @@ export class KedaController implements KedaTriggerSource {
     const digest = this.#digest([hpaName, result, triggers.map((t) => t?.digest ?? null)]);
     const before = this.#entries.get(key);
     this.#entries.set(key, { so, hpaName, result, triggers, digest });
-    if (!("error" in result)) await this.#ensureHpa(obj, so, result.hpa);
+    if (!("error" in result)) {
+      await this.#ensureHpa(obj, so, result.hpa);
+      this.#armLoop(key, so);
+    }
     if (before?.hpaName && before.hpaName !== hpaName) this.#onPlansChanged(ns, before.hpaName);
     if (hpaName !== null && before?.digest !== digest) this.#onPlansChanged(ns, hpaName);
     await this.#setStatus(obj, result, so, target);
+  }
+
+  /** The scale loop of an owned ScaledObject: a tick every `pollingInterval` (30 s). */
+  #armLoop(key: string, so: ScaledObject): void {
+    if (!this.#reading) return;
+    const seconds = so.spec.pollingInterval && so.spec.pollingInterval > 0
+      ? so.spec.pollingInterval
+      : 30;
+    const have = this.#loops.get(key);
+    if (have?.seconds === seconds) return;
+    if (have) this.#clearTimer(have.timer);
+    const tick = (): void => {
+      if (this.#stopped || !this.#loops.has(key)) return;
+      this.#loops.set(key, { timer: this.#setTimer(tick, seconds * 1000), seconds });
+      this.#queue.add(LOOP + key);
+      this.#drain();
+    };
+    this.#loops.set(key, { timer: this.#setTimer(tick, seconds * 1000), seconds });
+  }
+
+  /**
+   * One polling interval of KEDA's scale loop (leader): the triggers' activity from the last
+   * collections, the target's replicas through `/scale`, KEDA's decision (to and from zero, the
+   * idle and minimum counts, cooldown), and the status the loop writes: `Ready`, `Active`,
+   * `Fallback`, `triggersActivity`, `lastActiveTime`, `health`.
+   */
+  async #tick(ns: string, name: string): Promise<void> {
+    if (!this.#isLeader() || !this.#reading || !this.#writer) return;
+    const key = `${ns}/${name}`;
+    const e = this.#entries.get(key);
+    const obj = this.#cluster.get("ScaledObject", ns, name);
+    if (!e || !obj || e.hpaName === null || e.result === null || "error" in e.result) return;
+    const so = e.so;
+    const readings: KedaReading[] = [];
+    const plansRead: { metricName: string; r: KedaPlanReading | undefined }[] = [];
+    let composite: number | undefined;
+    for (const m of e.result.metrics) {
+      if (m.spec.type !== "External") continue;
+      const r = this.#reading(ns, e.hpaName, m.metricName);
+      plansRead.push({ metricName: m.metricName, r });
+      readings.push({
+        index: m.index,
+        metricName: m.metricName,
+        values: e.triggers[m.index]?.values ?? {},
+        ...(r === undefined
+          ? { error: "not collected yet" }
+          : r.fallback
+          ? { fallback: true }
+          : r.error !== undefined
+          ? { error: r.error }
+          : r.value !== undefined
+          ? { value: r.value }
+          : { error: "not collected yet" }),
+      });
+    }
+    if (e.result.status.compositeScalerName !== undefined) {
+      composite = this.#reading(ns, e.hpaName, KEDA_COMPOSITE_METRIC)?.value;
+    }
+    const activity = kedaActivity(so, readings, composite);
+    const status = (obj.status ?? {}) as Loose;
+    const kind = (so.spec.scaleTargetRef.kind || "Deployment") as Kind;
+    const target = so.spec.scaleTargetRef.name;
+    const scalable = Object.hasOwn(KIND_RESOURCES, kind) && KIND_RESOURCES[kind].scale;
+    let current: number;
+    try {
+      if (!scalable) throw new Error(`${kind} is not a kind whose /scale this adapter reads`);
+      current = (await this.#writer.getScale(kind, ns, target)).specReplicas;
+    } catch (err) {
+      await this.#writeLoopStatus(obj, {
+        ...status,
+        conditions: setCondition(initializedConditions(status.conditions), {
+          type: "Ready",
+          status: "False",
+          reason: "ErrorGettingCurrentReplicas",
+          message: `Error getting current replicas count for ScaleTarget: ${errorText(err)}`,
+        }),
+      });
+      return;
+    }
+    const now = this.#now();
+    const lastActive = typeof status.lastActiveTime === "string"
+      ? Date.parse(status.lastActiveTime)
+      : NaN;
+    const created = Date.parse(obj.metadata.creationTimestamp ?? "");
+    const decision = kedaScaleDecision(so, {
+      active: activity.active,
+      error: activity.error,
+      activeTriggers: activity.activeTriggers,
+      currentReplicas: current,
+      ...(Number.isFinite(lastActive) ? { lastActiveTime: lastActive } : {}),
+      createdAt: Number.isFinite(created) ? created : now,
+      now,
+      scaleTargetKind: typeof status.scaleTargetKind === "string"
+        ? status.scaleTargetKind
+        : "apps/v1.Deployment",
+      externalMetricNames: Array.isArray(status.externalMetricNames)
+        ? status.externalMetricNames
+        : [],
+    });
+    if (decision.scaleTo !== undefined && decision.scaleTo !== current) {
+      await this.#do(
+        `scale ${kind} ${ns}/${target} from ${current} to ${decision.scaleTo}`,
+        () => this.#writer!.setScale(kind, ns, target, decision.scaleTo!),
+      );
+    }
+    let conditions = initializedConditions(status.conditions);
+    for (const c of decision.conditions) conditions = setCondition(conditions, c);
+    const next: Loose = { ...status, triggersActivity: decision.triggersActivity };
+    if (kedaHasValidFallback(so)) {
+      conditions = setCondition(
+        conditions,
+        activity.fallback
+          ? {
+            type: "Fallback",
+            status: "True",
+            reason: "FallbackExists",
+            message: "At least one trigger is falling back on this scaled object",
+          }
+          : {
+            type: "Fallback",
+            status: "False",
+            reason: "NoFallbackFound",
+            message: "No fallbacks are active on this scaled object",
+          },
+      );
+      const health: Record<string, { numberOfFailures: number; status: string }> = {};
+      for (const { metricName, r } of plansRead) {
+        if (r === undefined) continue;
+        health[metricName] = {
+          numberOfFailures: r.failures,
+          status: r.failures > 0 ? "Failing" : "Happy",
+        };
+      }
+      next.health = health;
+    }
+    next.conditions = conditions;
+    if (decision.lastActiveTime !== undefined) {
+      next.lastActiveTime = new Date(Math.floor(decision.lastActiveTime / 1000) * 1000)
+        .toISOString().replace(".000Z", "Z");
+    }
+    if (decision.event) this.#emit(obj, decision.event);
+    await this.#writeLoopStatus(obj, next);
+  }
+
+  async #writeLoopStatus(obj: KubeObject, status: Loose): Promise<void> {
+    if (same(status, obj.status ?? {})) return;
+    const ns = obj.metadata.namespace ?? "default";
+    await this.#do(
+      `update status of ScaledObject ${ns}/${obj.metadata.name}`,
+      () => this.#writer!.updateStatus("ScaledObject", ns, obj.metadata.name, status),
+    );
+  }
+
+  /** An event every time (the loop's events are each an action). */
+  #emit(obj: KubeObject, event: KedaEvent): void {
+    if (!this.#writer || !this.#write || !this.#isLeader()) return;
+    this.#writer.emitEvent("ScaledObject", obj, event).catch((e) =>
+      this.#log.error("failed to write event", {
+        scaledObject: `${obj.metadata.namespace ?? "default"}/${obj.metadata.name}`,
+        error: errorText(e),
+      })
+    );
   }
 
   /** KEDA's operator labels each ScaledObject it reconciles with its name (leader). */
@@ -534,7 +744,17 @@ export class KedaController implements KedaTriggerSource {
     const current = (obj.status ?? {}) as Loose;
     let conditions: KedaCondition[];
     let event: KedaEvent | null;
-    if (so) {
+    const key = `${obj.metadata.namespace ?? "default"}/${obj.metadata.name}`;
+    const outcome = "error" in result ? result.error : "ok";
+    const unchanged = this.#outcomes.get(key) === outcome &&
+      Array.isArray(current.conditions) && current.conditions.length > 0;
+    this.#outcomes.set(key, outcome);
+    if (so && unchanged) {
+      // the reconcile's conditions are written when its outcome changes; in between the scale
+      // loop owns them (as KEDA's operator reconciles on changes, not every resync)
+      conditions = initializedConditions(current.conditions);
+      event = null;
+    } else if (so) {
       ({ conditions, event } = kedaReconciledConditions(so, current.conditions, result));
     } else {
       const message = "error" in result ? result.error : "";

@@ -444,3 +444,139 @@ describe("KedaController", () => {
     ]);
   });
 });
+
+describe("KedaController: the scale loop (issue 48)", () => {
+  function loopSetup(readings: Map<string, Obj>, so: KubeObject) {
+    const cluster = new MemoryCluster();
+    cluster.set("Deployment", deployment());
+    cluster.set("ScaledObject", so);
+    const writer = new RecordingWriter(cluster);
+    const timers: (() => void)[] = [];
+    let now = Date.parse("2026-11-29T10:00:00Z");
+    const controller = new KedaController({
+      cluster,
+      writer,
+      write: true,
+      version: "9.9.9",
+      reading: (_ns, _hpa, metric) => readings.get(metric),
+      now: () => now,
+      setTimer: (fn) => {
+        timers.push(fn);
+        return timers.length;
+      },
+      clearTimer: () => {},
+      logger: memoryLogger(),
+    });
+    const run = async () => {
+      for (let i = 0; i < 3; i++) {
+        await settle();
+        await controller.idle();
+      }
+    };
+    /** Fire the loop's timer (the last one armed), then let it write. */
+    const tick = async (advanceMs = 0) => {
+      now += advanceMs;
+      timers.at(-1)!();
+      await run();
+    };
+    return { cluster, writer, controller, run, tick };
+  }
+
+  const zeroable = (extra: Obj = {}) =>
+    scaledObject({
+      minReplicaCount: 0,
+      cooldownPeriod: 60,
+      pollingInterval: 5,
+      triggers: [{
+        type: "prometheus",
+        metadata: {
+          serverAddress: "http://prometheus:9090",
+          query: "up",
+          threshold: "10",
+          activationThreshold: "2",
+        },
+      }],
+      ...extra,
+    }, { creationTimestamp: "2026-11-29T09:00:00Z" });
+
+  it("scales to zero after the cooldown, and back from zero when active, with KEDA's events", async () => {
+    const readings = new Map<string, Obj>([["s0-prometheus", {
+      value: 1,
+      failures: 0,
+      fallback: false,
+    }]]);
+    const s = loopSetup(readings, zeroable());
+    await s.controller.start();
+    await s.run();
+    // inactive (1 is not above 2), never active, created an hour ago: to zero at the first tick
+    await s.tick(5_000);
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 0 }]);
+    const so = s.cluster.get("ScaledObject", "shop", "web")!;
+    assert.deepEqual(so.status.conditions.find((c: Obj) => c.type === "Active"), {
+      type: "Active",
+      status: "False",
+      reason: "ScalerNotActive",
+      message: "Scaling is not performed because triggers are not active",
+    });
+    assert.deepEqual(so.status.triggersActivity, { "s0-prometheus": { isActive: false } });
+    assert.deepEqual(s.writer.events.at(-1)!.event, {
+      type: "Normal",
+      reason: "KEDAScaleTargetDeactivated",
+      message: "Deactivated apps/v1.Deployment shop/web from 3 to 0",
+    });
+    // active: back to one replica (minReplicaCount 0 starts at 1), lastActiveTime written
+    readings.set("s0-prometheus", { value: 7, failures: 0, fallback: false });
+    await s.tick(5_000);
+    assert.deepEqual(s.writer.scales.at(-1), { kind: "Deployment", name: "shop/web", replicas: 1 });
+    assert.deepEqual(s.writer.events.at(-1)!.event, {
+      type: "Normal",
+      reason: "KEDAScaleTargetActivated",
+      message: "Scaled apps/v1.Deployment shop/web from 0 to 1, triggered by s0-prometheus",
+    });
+    const after = s.cluster.get("ScaledObject", "shop", "web")!.status;
+    assert.equal(after.lastActiveTime, "2026-11-29T10:00:10Z");
+    assert.deepEqual(after.triggersActivity, { "s0-prometheus": { isActive: true } });
+    // inactive again but within the cooldown: stays, Active False ScalerCooldown
+    readings.set("s0-prometheus", { value: 0, failures: 0, fallback: false });
+    await s.tick(5_000);
+    assert.equal(s.writer.scales.length, 2);
+    assert.equal(
+      s.cluster.get("ScaledObject", "shop", "web")!.status.conditions.find((c: Obj) =>
+        c.type === "Active"
+      ).reason,
+      "ScalerCooldown",
+    );
+    await s.controller.stop();
+  });
+
+  it("writes health and the Fallback condition when the ScaledObject has a fallback", async () => {
+    const readings = new Map<string, Obj>([["s0-prometheus", {
+      error: "down",
+      failures: 4,
+      fallback: true,
+      value: 30,
+    }]]);
+    const s = loopSetup(
+      readings,
+      zeroable({ minReplicaCount: 1, fallback: { failureThreshold: 3, replicas: 3 } }),
+    );
+    await s.controller.start();
+    await s.run();
+    await s.tick(5_000);
+    const status = s.cluster.get("ScaledObject", "shop", "web")!.status;
+    assert.deepEqual(status.health, {
+      "s0-prometheus": { numberOfFailures: 4, status: "Failing" },
+    });
+    assert.deepEqual(status.conditions.find((c: Obj) => c.type === "Fallback"), {
+      type: "Fallback",
+      status: "True",
+      reason: "FallbackExists",
+      message: "At least one trigger is falling back on this scaled object",
+    });
+    // a writer of nothing new: a second tick with the same readings writes no status
+    const writes = s.writer.statusUpdates.length;
+    await s.tick(0);
+    assert.equal(s.writer.statusUpdates.length, writes);
+    await s.controller.stop();
+  });
+});
