@@ -40,11 +40,15 @@ import { kedaHpaUpdates } from "../core/keda/hpa_update.ts";
 import {
   KEDA_COMPOSITE_METRIC,
   KEDA_OPERATOR,
+  KEDA_PAUSED_SCALE_IN,
+  KEDA_PAUSED_SCALE_OUT,
   KEDA_SCALED_OBJECT_LABEL,
+  kedaDefaultHpaName,
 } from "../core/keda/names.ts";
 import { kedaPlans } from "../core/keda/plan.ts";
 import {
   InvalidScaledObjectError,
+  kedaBoolAnnotation,
   kedaUsesModifiers,
   parseScaledObject,
   type ScaledObject,
@@ -60,7 +64,11 @@ import {
   setCondition,
 } from "../core/keda/status.ts";
 import { kedaActivity, type KedaReading } from "../core/keda/activity.ts";
-import { kedaScaleDecision } from "../core/keda/executor.ts";
+import {
+  KEDA_PAUSED_REPLICAS,
+  kedaPausedByAnnotation,
+  kedaScaleDecision,
+} from "../core/keda/executor.ts";
 import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
 import {
   matchesSelector,
@@ -420,6 +428,11 @@ export class KedaController implements KedaTriggerSource {
       await this.#setStatus(obj, { error: message, trigger: undefined, metrics: [] }, null, null);
       return;
     }
+    // paused (autoscaling.keda.sh/paused, paused-replicas): no HPA, no loop, the target held
+    if (kedaPausedByAnnotation(so)) {
+      await this.#paused(obj, so);
+      return;
+    }
     // the scale target: its GVKR, and that it exists
     let target: { kind: string; gvkr: ReturnType<typeof kedaScaleTarget>; replicas?: number };
     const targetPrefix = "ScaledObject doesn't have correct scaleTargetRef specification: ";
@@ -512,6 +525,101 @@ export class KedaController implements KedaTriggerSource {
     if (before?.hpaName && before.hpaName !== hpaName) this.#onPlansChanged(ns, before.hpaName);
     if (hpaName !== null && before?.digest !== digest) this.#onPlansChanged(ns, hpaName);
     await this.#setStatus(obj, result, so, target);
+  }
+
+  /**
+   * A paused ScaledObject, as KEDA's `handlePause`: the Paused condition (and event) first, the
+   * loop stopped, its HPA deleted, the target scaled to `paused-replicas` when given,
+   * `status.pausedReplicaCount`, and `Ready` True with the message `ScaledObject is paused`.
+   */
+  async #paused(obj: KubeObject, so: ScaledObject): Promise<void> {
+    const ns = so.metadata.namespace ?? "default";
+    const name = so.metadata.name;
+    const key = `${ns}/${name}`;
+    const hpaName = so.spec.advanced?.horizontalPodAutoscalerConfig?.name ||
+      kedaDefaultHpaName(name);
+    const found = this.#cluster.get("HorizontalPodAutoscaler", ns, hpaName);
+    const ref = found ? controllerRef(found) : undefined;
+    const managedBy = found?.metadata.labels?.["app.kubernetes.io/managed-by"];
+    if (found && managedBy === KEDA_OPERATOR) {
+      this.#forget(key, true);
+      this.#event(obj, {
+        type: "Warning",
+        reason: KEDA_NOT_OURS_REASON,
+        message:
+          `HorizontalPodAutoscaler ${ns}/${hpaName} is managed by keda-operator: this ScaledObject is left to KEDA`,
+      });
+      return;
+    }
+    const before = this.#entries.get(key);
+    this.#forget(key, true);
+    this.#entries.set(key, { so, hpaName: null, result: null, triggers: [], digest: "paused" });
+    if (before?.hpaName) this.#onPlansChanged(ns, before.hpaName);
+    if (!this.#isLeader()) return;
+    await this.#label(obj);
+    const current = (obj.status ?? {}) as Loose;
+    const wasPaused = (current.conditions ?? []).some((c: Loose) =>
+      c?.type === "Paused" && c.status === "True"
+    );
+    const message = "ScaledObject is paused";
+    if (found && ref?.kind === "ScaledObject" && ref.name === name) {
+      await this.#do(
+        `delete HorizontalPodAutoscaler ${ns}/${hpaName} (paused)`,
+        () => this.#writer!.delete("HorizontalPodAutoscaler", ns, hpaName),
+      );
+    }
+    const text = so.metadata.annotations?.[KEDA_PAUSED_REPLICAS];
+    let count: number | undefined;
+    let error: string | undefined;
+    if (text !== undefined) {
+      if (/^[+-]?\d+$/.test(text) && Math.abs(Number(text)) <= 2147483647) count = Number(text);
+      else {
+        error =
+          `failed to scale target to paused replica count: failed to parse paused replica count: strconv.ParseInt: parsing ${
+            JSON.stringify(text)
+          }: invalid syntax`;
+      }
+    }
+    const kind = (so.spec.scaleTargetRef.kind || "Deployment") as Kind;
+    if (count !== undefined && Object.hasOwn(KIND_RESOURCES, kind) && KIND_RESOURCES[kind].scale) {
+      try {
+        const scale = await this.#writer!.getScale(kind, ns, so.spec.scaleTargetRef.name);
+        if (scale.specReplicas !== count) {
+          await this.#do(
+            `scale ${kind} ${ns}/${so.spec.scaleTargetRef.name} to its paused replicas ${count}`,
+            () => this.#writer!.setScale(kind, ns, so.spec.scaleTargetRef.name, count!),
+          );
+        }
+      } catch (e) {
+        error = `failed to scale target to paused replica count: ${errorText(e)}`;
+      }
+    }
+    let conditions = setCondition(initializedConditions(current.conditions), {
+      type: "Paused",
+      status: "True",
+      reason: "ScaledObjectPaused",
+      message,
+    });
+    conditions = setCondition(
+      conditions,
+      error === undefined
+        ? { type: "Ready", status: "True", reason: "ScaledObjectReady", message }
+        : { type: "Ready", status: "False", reason: "ScaledObjectCheckFailed", message: error },
+    );
+    if (!kedaHasValidFallback(so)) {
+      conditions = setCondition(conditions, {
+        type: "Fallback",
+        status: "False",
+        reason: "NoFallbackFound",
+        message: "No fallbacks are active on this scaled object",
+      });
+    }
+    const status: Loose = { ...current, conditions };
+    if (count !== undefined) status.pausedReplicaCount = count;
+    else delete status.pausedReplicaCount;
+    if (!wasPaused) this.#emit(obj, { type: "Normal", reason: "ScaledObjectPaused", message });
+    this.#outcomes.set(key, `paused:${count ?? ""}:${error ?? ""}`);
+    await this.#writeLoopStatus(obj, status);
   }
 
   /** The scale loop of an owned ScaledObject: a tick every `pollingInterval` (30 s). */
@@ -771,7 +879,41 @@ export class KedaController implements KedaTriggerSource {
       ];
       event = { type: "Warning", reason: "ScaledObjectCheckFailed", message };
     }
+    if (so) {
+      // pause-scale-in/out pause one way and keep the HPA; a removed pause is said once
+      const wasPaused = conditions.some((c) => c.type === "Paused" && c.status === "True");
+      if (
+        kedaBoolAnnotation(so, KEDA_PAUSED_SCALE_IN) ||
+        kedaBoolAnnotation(so, KEDA_PAUSED_SCALE_OUT)
+      ) {
+        conditions = setCondition(conditions, {
+          type: "Paused",
+          status: "True",
+          reason: "ScaledObjectPaused",
+          message: "ScaledObject is paused",
+        });
+        if (!wasPaused) {
+          this.#emit(obj, {
+            type: "Normal",
+            reason: "ScaledObjectPaused",
+            message: "ScaledObject is paused",
+          });
+        }
+      } else if (wasPaused) {
+        const message = "pause annotation removed for ScaledObject";
+        conditions = setCondition(conditions, {
+          type: "Paused",
+          status: "False",
+          reason: "ScaledObjectUnpaused",
+          message,
+        });
+        this.#emit(obj, { type: "Normal", reason: "ScaledObjectUnpaused", message });
+      }
+    }
     const status: Loose = { ...current, conditions };
+    if (so && !conditions.some((c) => c.type === "Paused" && c.status === "True")) {
+      delete status.pausedReplicaCount;
+    }
     if (target) {
       status.scaleTargetKind = target.kind;
       status.scaleTargetGVKR = target.gvkr;

@@ -580,3 +580,53 @@ describe("KedaController: the scale loop (issue 48)", () => {
     await s.controller.stop();
   });
 });
+
+describe("KedaController: pausing (issue 48)", () => {
+  it("deletes the HPA and holds the target at paused-replicas, then restores both", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    assert.ok(s.get("HorizontalPodAutoscaler", "keda-hpa-web"));
+    const so = s.get("ScaledObject", "web")!;
+    s.cluster.set("ScaledObject", {
+      ...so,
+      metadata: {
+        ...so.metadata,
+        annotations: { "autoscaling.keda.sh/paused-replicas": "2" },
+      },
+    });
+    await s.run();
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web"), undefined);
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 2 }]);
+    const paused = s.get("ScaledObject", "web")!.status;
+    assert.equal(paused.pausedReplicaCount, 2);
+    assert.deepEqual(paused.conditions.find((c: Obj) => c.type === "Paused"), {
+      type: "Paused",
+      status: "True",
+      reason: "ScaledObjectPaused",
+      message: "ScaledObject is paused",
+    });
+    assert.deepEqual(paused.conditions.find((c: Obj) => c.type === "Ready"), {
+      type: "Ready",
+      status: "True",
+      reason: "ScaledObjectReady",
+      message: "ScaledObject is paused",
+    });
+    assert.ok(s.writer.events.some((e) => e.event.reason === "ScaledObjectPaused"));
+    assert.deepEqual(s.controller.scaledObject("shop", "web")?.metricNames, []);
+    // the pause removed: Unpaused, the count cleared, the HPA back
+    const now = s.get("ScaledObject", "web")!;
+    s.cluster.set("ScaledObject", { ...now, metadata: { ...now.metadata, annotations: {} } });
+    await s.run();
+    assert.ok(s.get("HorizontalPodAutoscaler", "keda-hpa-web"));
+    const resumed = s.get("ScaledObject", "web")!.status;
+    assert.equal(resumed.pausedReplicaCount, undefined);
+    assert.deepEqual(resumed.conditions.find((c: Obj) => c.type === "Paused"), {
+      type: "Paused",
+      status: "False",
+      reason: "ScaledObjectUnpaused",
+      message: "pause annotation removed for ScaledObject",
+    });
+    assert.ok(s.writer.events.some((e) => e.event.reason === "ScaledObjectUnpaused"));
+  });
+});
