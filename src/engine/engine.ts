@@ -1,80 +1,61 @@
 /**
  * The engine: watches HPAs, plans each one, and runs one collector per distinct backend query
- * at its interval, writing values and failures into the store.
+ * at its interval, writing values and failures into the store. It coordinates the parts that
+ * sit beside it:
  *
- * - Reconcile per HPA on add/update/delete: only plans whose inputs changed are restarted; a
- *   bad metric of an HPA does not stop its good ones; a deleted HPA's plans leave the store.
- * - Plans with the same collector query key share one collection (a "job") per interval.
- * - One global bound on concurrent collections; those due beyond it start in turn by
+ * - Reconcile per HPA on add/update/delete (here): only plans whose inputs changed are
+ *   restarted; a bad metric of an HPA does not stop its good ones; a deleted HPA's plans leave
+ *   the store.
+ * - scheduler.ts: plans with the same collector query key share one collection (a "job") per
+ *   interval. One global bound on concurrent collections; those due beyond it start in turn by
  *   namespace (fair_queue.ts), so one namespace's many HPAs cannot delay another's. Each
  *   collection has a deadline (`collectionTimeoutSeconds`, or the collector's own timeout when
  *   longer; deadline.ts); at the deadline a collector may still return what it has (the pods
- *   that answered).
- * - `--max-metrics-per-namespace`: the plans of a namespace past the limit (the oldest HPAs'
- *   run first; core/namespace_limit.ts) are not collected and serve the reason as their error
- *   until others go.
+ *   that answered). kinds.ts ensures the kinds the collectors read.
+ * - namespace_limits.ts: `--max-metrics-per-namespace`: the plans of a namespace past the limit
+ *   (the oldest HPAs' run first; core/namespace_limit.ts) are not collected and serve the
+ *   reason as their error until others go.
+ * - formulas.ts computes the formula plans from their inputs; fallback.ts serves a plan's
+ *   fallback value while its source keeps failing (fallback_values.ts).
  * - Failures keep the last good value (until its TTL), are logged once per change of the error
  *   text and reported as a Warning event on the HPA when the reason changes (leader only; a
  *   follower keeps them and writes them once it leads; event_reporter.ts). A kind that cannot
  *   be listed is the failure of the plans that read it.
  * - Conflicts between plans are checked on reconcile and after collections that may reveal
  *   them, and reported once per change (conflict_index.ts).
+ * - sharding.ts: `--shard-collection`, the records of the queries other replicas collect.
  */
 import { fnv1a, FNV_PRIME } from "../core/hash.ts";
-import type { ClusterView, ClusterWriter, Kind, KubeObject } from "../cluster/types.ts";
+import type { ClusterView, ClusterWriter, KubeObject } from "../cluster/types.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { Collector, CollectResult } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
 import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
-import { fallbackActive } from "../core/fallback.ts";
-import {
-  type CompiledFormula,
-  compileFormula,
-  evaluateFormula,
-  truncateToMilli,
-} from "../core/formula.ts";
 import { planHpa, planKey, type PlanOptions, queryKey } from "../core/kube_metrics_adapter/plan.ts";
-import {
-  compareMetricRank,
-  hpaCreatedAt,
-  type MetricRank,
-  namespaceLimitMessage,
-} from "../core/namespace_limit.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { SmallMap } from "../core/small_map.ts";
-import type { MetricStore } from "../store/store.ts";
 import { describedKindFor } from "../store/store.ts";
 import type { ServedAt, StoredPlan } from "../store/types.ts";
 import { ConflictIndex } from "./conflict_index.ts";
-import { FALLBACK_ACTIVE_REASON, FALLBACK_ENDED_REASON } from "./event_reporter.ts";
 import { CollectionDeadline } from "./deadline.ts";
 import { errorText } from "./error_text.ts";
 import { EventReporter } from "./event_reporter.ts";
-import { FairQueue } from "./fair_queue.ts";
-import {
-  fallbackEndMessage,
-  fallbackKinds,
-  fallbackSamples,
-  fallbackStartMessage,
-  inputValue,
-} from "./fallback_values.ts";
+import { FallbackEpisodes, type FallbackStatus, fallbackStatus } from "./fallback.ts";
+import { fallbackKinds } from "./fallback_values.ts";
+import { compilePlanFormula, Formulas } from "./formulas.ts";
 import { hpaKeyOf } from "./hpa_key.ts";
+import { KindWatch } from "./kinds.ts";
 import type { Logger } from "./logger.ts";
 import { silentLogger } from "./logger.ts";
+import { NamespaceLimits, namespaceOf } from "./namespace_limits.ts";
+import { Scheduler } from "./scheduler.ts";
 import { servedAtOf } from "./served_at.ts";
+import { type PeerOutcome, type RecordStore, Sharding } from "./sharding.ts";
+import type { EngineStore, HpaState, Job, PlanEntry } from "./state.ts";
 
-/** The store operations the engine uses. */
-export type EngineStore = Pick<
-  MetricStore,
-  | "upsertPlan"
-  | "removePlan"
-  | "recordSuccess"
-  | "recordFailure"
-  | "removeObject"
-  | "gc"
-  | "conflicts"
-  | "conflictVersion"
->;
+export type { EngineStore, FallbackEpisode } from "./state.ts";
+export type { FallbackStatus } from "./fallback.ts";
+export { collectionPhase } from "./scheduler.ts";
 
 /** Reported after every collection (own metrics count these). */
 export interface CollectionReport {
@@ -225,96 +206,11 @@ export interface EngineOptions {
   newCollectionsBurst?: number;
 }
 
-/** A plan with a fallback, for own metrics. */
-export interface FallbackStatus {
-  hpa: { namespace: string; name: string };
-  metricType: string;
-  metricName: string;
-  /** Whether the fallback value is served now. */
-  active: boolean;
-  /** Consecutive failed collections (of a formula: the most of any input). */
-  consecutiveFailures: number;
-  /** Its last fallback episode; absent while it never was active. */
-  last?: FallbackEpisode;
-}
-
-/** The last time a plan's fallback value was served (the status page shows it). */
-export interface FallbackEpisode {
-  /** When it became active, ms since the epoch. */
-  since: number;
-  /** When it ended, ms since the epoch; null while active. */
-  endedAt: number | null;
-  /** The value served last (per pod for a Pods metric) and the replica count it stands for. */
-  value: number;
-  replicas: number;
-  /** Why it started; why it ended (null while active). */
-  cause: string;
-  endReason: string | null;
-}
-
 /** The outcome of one HPA reconcile. */
 export interface ReconcileReport {
   /** `namespace/name` of the HPA. */
   hpa: string;
   ok: boolean;
-}
-
-/** How long no collection may be created before a burst of new ones counts as over (ms). */
-const BURST_QUIET_MS = 10_000;
-
-/**
- * Width of the jitter of each wait, as a share of the interval: a wait is the interval plus or
- * minus half of this, uniformly, so collections are spread around their interval while their
- * average rate stays one per interval (a one-sided jitter that only shortens waits collected
- * about 5% more often).
- */
-const JITTER = 0.1;
-
-interface PlanEntry {
-  key: string;
-  hpaKey: string;
-  plan: MetricPlan;
-  job: Job | null;
-  problem: string | null;
-  /** Collector unknown or disabled: the HPA may belong to another adapter. */
-  incompatible: boolean;
-  /** Consecutive failed collections of its query since it joined; a success resets it. */
-  failures: number;
-  /** Its fallback value is served now. */
-  fallbackOn: boolean;
-  /** Its last fallback episode, null until it has one (an object only for plans that had one). */
-  fallbackLast: FallbackEpisode | null;
-  /** The formulas that read it (wired on each reconcile of its HPA). */
-  dependents: Set<PlanEntry> | null;
-  /** A formula: its compiled expression and the entries of its inputs. */
-  formula: { compiled: CompiledFormula; inputs: { identifier: string; entry: PlanEntry }[] } | null;
-  /** A formula: the message of its last failure (logged once per change). */
-  formulaError: string | null;
-  /** Its collector, made when planned; subscribed while it runs. */
-  collector: Collector | null;
-  /** Under `--max-metrics-per-namespace`: its place in its namespace's order, else null. */
-  rank: MetricRank | null;
-  /** Its collector (or formula) runs. */
-  admitted: boolean;
-  /** Why it does not run although it could: over its namespace's limit (also its `problem`). */
-  refused: string | null;
-}
-
-/** The plans of one namespace that could run, under `--max-metrics-per-namespace`. */
-interface NamespacePlans {
-  /** In their order (oldest HPA first); the first `limit` run. */
-  ranked: PlanEntry[];
-  /** Plans added, and the number removed, since the namespace was last settled. */
-  added: PlanEntry[];
-  removed: number;
-}
-
-interface HpaState {
-  key: string;
-  obj: KubeObject;
-  plans: SmallMap<string, PlanEntry>;
-  /** A hash of what planning reads (see `planInputsHash`): an update that keeps it replans nothing. */
-  inputs: number;
 }
 
 /**
@@ -337,45 +233,6 @@ function planInputsHash(hpa: KubeObject): number {
   return a * 0x200000 + (b & 0x1fffff);
 }
 
-interface Job {
-  id: string;
-  type: string;
-  /** Its plans' namespace (a query key includes it): collections wait in turn by namespace. */
-  namespace: string;
-  collector: Collector;
-  subscribers: SmallMap<string, PlanEntry>;
-  intervalMs: number;
-  timer: unknown;
-  /** Whether the first collection has started: the period is anchored there. */
-  anchored: boolean;
-  /** When the current tick was due, ms since the epoch (the next is due one delay later). */
-  due: number;
-  running: boolean;
-  stopped: boolean;
-  abort: AbortController | null;
-  /** Ends what the job waits for (its kinds, a grace period) when it is stopped. */
-  wake: (() => void) | null;
-  /** When its last collection started, ms since the epoch. */
-  startedAt: number;
-  ready: Promise<void>;
-  /** Whether `ready` resolved. */
-  kindsReady: boolean;
-  last: { samples: CollectResult["samples"]; at: number; warnings?: string[] } | null;
-  lastError: string | null;
-  /** Consecutive failed collections; a success resets it. */
-  failures: number;
-  lastWarnings: string;
-  /** Whether this replica collected it at its last tick (sharding; see `EngineOptions.owns`). */
-  owned: boolean;
-  /**
-   * Sharding: when this replica last heard of the query (a peer's record, or the moment it
-   * stopped collecting it), local ms; its values are withdrawn once that is too old.
-   */
-  heardAt: number;
-  /** Sharding: its values were withdrawn for want of news (until the next record). */
-  withdrawn: boolean;
-}
-
 /**
  * Everything a plan's collector and stored plan are made from: its query key and every plan
  * field (interval, perReplica, minPodReadyAge, scaleTargetRef, describedObject, selector,
@@ -391,24 +248,6 @@ function fingerprintOf(plan: MetricPlan): string {
     target.type,
     target.averageValue !== undefined,
   ]);
-}
-
-/**
- * Where in its interval a query's collections fall once they are spread, in (0, 1]: a hash of
- * the query key, so the same query keeps its phase across restarts.
- *
- * @example
- * ```ts
- * collectionPhase("json-path/Pods|team-a|Deployment/web|..."); // e.g. 0.412
- * ```
- */
-export function collectionPhase(queryKey: string): number {
-  return (fnv1a(queryKey) % 10_000 + 1) / 10_000;
-}
-
-/** The namespace of an HPA key (`namespace/name`). */
-function namespaceOf(hpaKey: string): string {
-  return hpaKey.slice(0, hpaKey.indexOf("/"));
 }
 
 function finiteOr(value: number | undefined, dflt: number): number {
@@ -433,52 +272,28 @@ export class Engine {
   readonly #now: () => number;
   readonly #setTimer: (fn: () => void, ms: number) => unknown;
   readonly #clearTimer: (handle: unknown) => void;
-  readonly #random: () => number;
   readonly #log: Logger;
   readonly #onCollection?: (report: CollectionReport) => void;
-  readonly #owns: (queryKey: string) => boolean;
   readonly #onReconcile?: (report: ReconcileReport) => void;
-  readonly #onNewCollectionsDone?: (count: number) => void;
-  readonly #newCollectionsBurst: number;
   readonly #enabled: ReadonlySet<string>;
   /** What every HPA is planned with (interval default, enabled collectors, config context). */
   readonly #planOptions: PlanOptions;
   readonly #planOverride?: (hpa: KubeObject) => { plans: MetricPlan[]; inputs: string } | undefined;
   readonly #disregardIncompatible: boolean;
   readonly #delegatedApis: { custom: boolean; external: boolean };
-  readonly #maxCollections: number;
   readonly #gcSeconds: number;
   readonly #events: EventReporter;
   readonly #conflicts: ConflictIndex;
   readonly #deadline: CollectionDeadline;
-  readonly #ttlMs: number;
-  /** `--max-metrics-per-namespace`; 0 no limit. */
-  readonly #limit: number;
-  /** Under a limit: the plans that could run, per namespace. */
-  #namespaces = new Map<string, NamespacePlans>();
+  readonly #kinds: KindWatch;
+  readonly #scheduler: Scheduler;
+  readonly #limits: NamespaceLimits;
+  readonly #fallback: FallbackEpisodes;
+  readonly #formulas: Formulas;
+  readonly #sharding: Sharding;
 
   #hpas = new Map<string, HpaState>();
-  #jobs = new Map<string, Job>();
-  #ensured = new Map<Kind, Promise<void>>();
-  /** Kinds whose `ensure` failed, with the error (a source without `kindError`). */
-  #ensureErrors = new Map<Kind, string>();
-  #kindsReady = new Map<string, Promise<void>>();
   #unwatch: (() => void)[] = [];
-  /** Jobs of the start whose first collection has not ended yet (see `firstRound`). */
-  #firstPending = new Set<Job>();
-  /** Collections created after the start whose first attempt has not ended. */
-  #burstPending = new Set<Job>();
-  /** Collections created since the last `onNewCollectionsDone`; -1 until the start is done. */
-  #burstCreated = -1;
-  #burstTimer: unknown = null;
-  #firstRoundDone: () => void = () => {};
-  readonly #firstRound = new Promise<void>((resolve) => {
-    this.#firstRoundDone = resolve;
-  });
-  #active = 0;
-  /** Collections waiting for a slot, by namespace. */
-  #waiters = new FairQueue<() => void>();
-  #inflight = new Set<Promise<void>>();
   #gcTimer: unknown = null;
   #started = false;
   #stopped = false;
@@ -492,19 +307,13 @@ export class Engine {
     this.#setTimer = options.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
     this.#clearTimer = options.clearTimer ??
       ((h) => clearTimeout(h as ReturnType<typeof setTimeout>));
-    this.#random = options.random ?? Math.random;
-    this.#ttlMs = finiteOr(options.metricsTtlSeconds, 900) * 1000;
+    const ttlMs = finiteOr(options.metricsTtlSeconds, 900) * 1000;
 
     this.#log = options.logger ?? silentLogger();
     this.#onCollection = options.onCollection;
-    this.#owns = options.owns ?? (() => true);
+    const owns = options.owns ?? (() => true);
     this.#onReconcile = options.onReconcile;
     this.#planOverride = options.planOverride;
-    this.#onNewCollectionsDone = options.onNewCollectionsDone;
-    this.#newCollectionsBurst = Math.max(
-      1,
-      options.newCollectionsBurst ?? ENGINE_DEFAULTS.newCollectionsBurst,
-    );
     this.#enabled = options.enabledCollectors ?? new Set(options.registry.types());
     this.#planOptions = {
       defaultIntervalSeconds: finiteOr(
@@ -520,16 +329,18 @@ export class Engine {
         ENGINE_DEFAULTS.minCollectionIntervalSeconds,
       ),
     };
-    this.#limit = Math.max(
-      0,
-      Math.floor(finiteOr(options.maxMetricsPerNamespace, ENGINE_DEFAULTS.maxMetricsPerNamespace)),
-    );
+    this.#limits = new NamespaceLimits({
+      limit: Math.max(
+        0,
+        Math.floor(
+          finiteOr(options.maxMetricsPerNamespace, ENGINE_DEFAULTS.maxMetricsPerNamespace),
+        ),
+      ),
+      admit: (entry) => this.#admit(entry),
+      refuse: (entry, message) => this.#refuse(entry, message),
+    });
     this.#disregardIncompatible = options.disregardIncompatibleHpas === true;
     this.#delegatedApis = options.delegatedApis ?? { custom: false, external: false };
-    this.#maxCollections = Math.max(
-      1,
-      finiteOr(options.maxConcurrentCollections, ENGINE_DEFAULTS.maxConcurrentCollections),
-    );
     this.#gcSeconds = finiteOr(
       options.garbageCollectorIntervalSeconds,
       ENGINE_DEFAULTS.garbageCollectorIntervalSeconds,
@@ -560,6 +371,63 @@ export class Engine {
         ENGINE_DEFAULTS.collectionTimeoutSeconds,
       ),
     });
+    this.#kinds = new KindWatch({
+      cluster: this.#cluster,
+      logger: this.#log,
+      onPodGone: (pod) => {
+        this.#store.removeObject(pod.metadata.namespace ?? "default", "pods", pod.metadata.name);
+        if (this.#conflicts.contested) this.#conflicts.check();
+      },
+    });
+    this.#scheduler = new Scheduler({
+      now: this.#now,
+      setTimer: this.#setTimer,
+      clearTimer: this.#clearTimer,
+      random: options.random ?? Math.random,
+      logger: this.#log,
+      owns,
+      maxCollections: Math.max(
+        1,
+        finiteOr(options.maxConcurrentCollections, ENGINE_DEFAULTS.maxConcurrentCollections),
+      ),
+      newCollectionsBurst: Math.max(
+        1,
+        options.newCollectionsBurst ?? ENGINE_DEFAULTS.newCollectionsBurst,
+      ),
+      onNewCollectionsDone: options.onNewCollectionsDone,
+      deadline: this.#deadline,
+      kinds: this.#kinds,
+      collected: (job, outcome) => this.#collected(job, outcome),
+      kindFailed: (job, error) => this.#kindFailed(job, error),
+    });
+    this.#fallback = new FallbackEpisodes({
+      cluster: this.#cluster,
+      store: this.#store,
+      hpas: this.#hpas,
+      events: this.#events,
+      now: this.#now,
+      logger: this.#log,
+    });
+    this.#formulas = new Formulas({
+      store: this.#store,
+      hpas: this.#hpas,
+      events: this.#events,
+      conflicts: this.#conflicts,
+      fallback: this.#fallback,
+      now: this.#now,
+      ttlMs,
+      logger: this.#log,
+    });
+    this.#sharding = new Sharding({
+      owns,
+      hpas: this.#hpas,
+      jobs: this.#scheduler.jobs,
+      events: this.#events,
+      conflicts: this.#conflicts,
+      formulas: this.#formulas,
+      now: this.#now,
+      logger: this.#log,
+    });
   }
 
   /** Watch HPAs, plan the existing ones and start their collectors. */
@@ -579,21 +447,10 @@ export class Engine {
     if (hpaError !== null) {
       this.#log.error("cannot watch kind", { kind: "HorizontalPodAutoscaler", error: hpaError });
     }
-    let hpas = this.#cluster.list("HorizontalPodAutoscaler");
-    // under a namespace limit, in its order: the plans that will run start first, and no
-    // collector is started and stopped again for an older HPA listed later
-    if (this.#limit > 0) {
-      const rank = (o: KubeObject): MetricRank => ({
-        createdAt: hpaCreatedAt(o),
-        hpa: o.metadata.name,
-        index: 0,
-      });
-      hpas = [...hpas].sort((a, b) => compareMetricRank(rank(a), rank(b)));
-    }
+    // under a namespace limit, in its order: the plans that will run start first
+    const hpas = this.#limits.order(this.#cluster.list("HorizontalPodAutoscaler"));
     for (const hpa of hpas) this.reconcile(hpa);
-    for (const job of this.#jobs.values()) this.#firstPending.add(job);
-    this.#burstCreated = 0;
-    if (this.#firstPending.size === 0) this.#firstRoundDone();
+    this.#scheduler.startRound();
     const gcSeconds = this.#gcSeconds;
     if (gcSeconds > 0) {
       const gc = (): void => {
@@ -605,7 +462,10 @@ export class Engine {
       };
       this.#gcTimer = this.#setTimer(gc, gcSeconds * 1000);
     }
-    this.#log.info("engine started", { hpas: this.#hpas.size, collections: this.#jobs.size });
+    this.#log.info("engine started", {
+      hpas: this.#hpas.size,
+      collections: this.#scheduler.jobs.size,
+    });
   }
 
   /**
@@ -613,35 +473,7 @@ export class Engine {
    * stopped): the end of the start's burst of work. Never resolves before `start()`.
    */
   firstRound(): Promise<void> {
-    return this.#firstRound;
-  }
-
-  #firstEnded(job: Job): void {
-    if (this.#firstPending.delete(job) && this.#firstPending.size === 0) this.#firstRoundDone();
-    if (
-      this.#burstPending.delete(job) && this.#burstPending.size === 0 &&
-      this.#burstCreated >= this.#newCollectionsBurst && !this.#stopped
-    ) {
-      // HPAs created one after another drain the set many times: the burst is over only once
-      // nothing new came for a while
-      this.#cancelBurstTimer();
-      this.#burstTimer = this.#setTimer(() => {
-        this.#burstTimer = null;
-        if (this.#stopped || this.#burstPending.size > 0) return;
-        const count = this.#burstCreated;
-        this.#burstCreated = 0;
-        try {
-          this.#onNewCollectionsDone?.(count);
-        } catch (e) {
-          this.#log.error("onNewCollectionsDone failed", { error: errorText(e) });
-        }
-      }, BURST_QUIET_MS);
-    }
-  }
-
-  #cancelBurstTimer(): void {
-    if (this.#burstTimer !== null) this.#clearTimer(this.#burstTimer);
-    this.#burstTimer = null;
+    return this.#scheduler.firstRound();
   }
 
   /** Stop every timer and watch, abort collections in flight and wait for them to settle. */
@@ -649,20 +481,17 @@ export class Engine {
     if (this.#stopped) return;
     this.#stopped = true;
     for (const u of this.#unwatch.splice(0)) u();
+    this.#kinds.stop();
     if (this.#gcTimer !== null) this.#clearTimer(this.#gcTimer);
     this.#gcTimer = null;
     this.#events.stop();
     this.#deadline.stop();
-    this.#cancelBurstTimer();
-    for (const job of this.#jobs.values()) this.#stopJob(job);
-    this.#jobs.clear();
-    for (let w = this.#waiters.shift(); w !== undefined; w = this.#waiters.shift()) w();
-    await Promise.allSettled([...this.#inflight]);
+    await this.#scheduler.stop();
   }
 
   /** Resolves when no collection is running or waiting (tests). */
-  async idle(): Promise<void> {
-    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  idle(): Promise<void> {
+    return this.#scheduler.idle();
   }
 
   /** Every plan the engine knows, sorted by key. */
@@ -683,16 +512,16 @@ export class Engine {
     return out.sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
   }
 
-  /**
-   * Re-plan one HPA and start, keep or stop its collectors. Called for every HPA add and
-   * update; idempotent (an unchanged HPA changes nothing).
-   */
   /** Plan the HPA `namespace/name` again as the cluster has it (its plan override changed). */
   replan(namespace: string, name: string): void {
     const hpa = this.#cluster.get("HorizontalPodAutoscaler", namespace, name);
     if (hpa) this.reconcile(hpa);
   }
 
+  /**
+   * Re-plan one HPA and start, keep or stop its collectors. Called for every HPA add and
+   * update; idempotent (an unchanged HPA changes nothing).
+   */
   reconcile(hpa: KubeObject): void {
     if (this.#stopped) return;
     const hpaKey = hpaKeyOf(hpa);
@@ -746,245 +575,17 @@ export class Engine {
       this.#stopEntry(entry, true);
       state.plans.delete(key);
     }
-    this.#settleNamespace(namespaceOf(hpaKey));
+    this.#limits.settle(namespaceOf(hpaKey));
     let ok = true;
     for (const entry of state.plans.values()) if (entry.problem !== null) ok = false;
-    this.#wireFormulas(state);
+    this.#formulas.wire(state);
     this.#conflicts.check();
     this.#onReconcile?.({ hpa: hpaKey, ok });
   }
 
-  // -- formulas and fallback --------------------------------------------------------------
-
-  /** Connect each formula of an HPA to its input entries, and compute it from what they hold. */
-  #wireFormulas(state: HpaState): void {
-    let any = false;
-    for (const e of state.plans.values()) {
-      e.dependents = null;
-      if (e.formula) any = true;
-    }
-    if (!any) return;
-    const at = this.#now();
-    for (const e of state.plans.values()) {
-      if (!e.formula || e.problem !== null) continue;
-      e.formula.inputs = [];
-      for (const input of e.plan.formula?.inputs ?? []) {
-        const entry = state.plans.get(input.planKey);
-        if (!entry) continue;
-        e.formula.inputs.push({ identifier: input.identifier, entry });
-        (entry.dependents ??= new Set()).add(e);
-      }
-      this.#evaluate(e, at);
-    }
-  }
-
-  /**
-   * Compute a formula from its inputs' latest collections: the value (truncated to milli), the
-   * fallback value when an input is past the threshold, or an error naming the input. Nothing
-   * happens while an input has not been collected yet.
-   */
-  #evaluate(entry: PlanEntry, at: number): void {
-    const f = entry.formula;
-    if (!f || entry.problem !== null) return;
-    const plan = entry.plan;
-    const fb = plan.fallback;
-    const values: Record<string, number | undefined> = {};
-    const past: string[] = [];
-    // an input in error below the threshold fails the formula, unless another input is past
-    // it and the behaviour serves the fallback value whatever the formula would say
-    let failure: string | null = null;
-    let pending = false;
-    for (const { identifier, entry: input } of f.inputs) {
-      const what =
-        `input \`${identifier}\` (${input.plan.metricType} metric ${input.plan.metricName})`;
-      const job = input.job;
-      if (input.problem !== null || !job) {
-        failure ??= `${what} cannot be collected: ${input.problem ?? "no collector"}`;
-        continue;
-      }
-      if (input.failures > 0) {
-        if (fb && fallbackActive(fb, input.failures)) {
-          past.push(`${what} failed ${input.failures} consecutive collections`);
-          values[identifier] = undefined;
-        } else failure ??= `${what} failed: ${job.lastError ?? "collection failed"}`;
-        continue;
-      }
-      if (!job.last) {
-        pending = true; // not collected yet
-        continue;
-      }
-      if (job.last.at < at - this.#ttlMs) {
-        failure ??= `${what} has no value younger than the metrics TTL ${
-          formatDuration(this.#ttlMs / 1000)
-        }`;
-        continue;
-      }
-      try {
-        values[identifier] = inputValue(job.last.samples, what);
-      } catch (e) {
-        failure ??= errorText(e);
-      }
-    }
-    if (fb && past.length > 0 && fb.behavior !== "scalingModifiers") {
-      this.#serveFallback(entry, past.join("; "), at);
-      return;
-    }
-    if (failure !== null) return this.#formulaFailed(entry, failure, at);
-    if (pending) return;
-    let result: number | null;
-    try {
-      result = evaluateFormula(f.compiled, values);
-    } catch (e) {
-      return this.#formulaFailed(entry, `formula ${plan.formula?.expression}: ${errorText(e)}`, at);
-    }
-    if (result === null) {
-      if (!fb) {
-        return this.#formulaFailed(
-          entry,
-          `formula ${plan.formula?.expression} evaluated to nil and no fallback is configured`,
-          at,
-        );
-      }
-      const cause = past.length > 0
-        ? `${past.join("; ")}, and the formula evaluated to nil`
-        : "the formula evaluated to nil";
-      this.#serveFallback(entry, cause, at, fb.replicas);
-      return;
-    }
-    this.#store.recordSuccess(entry.key, [{ value: truncateToMilli(result), timestamp: at }], at);
-    if (entry.formulaError !== null) {
-      this.#log.info("formula recovered", { plan: entry.key });
-      entry.formulaError = null;
-    }
-    if (!this.#conflicts.has(entry.key)) this.#events.clear(entry.key);
-    this.#endFallback(entry, "its inputs answer again");
-  }
-
-  /** A formula cannot be computed: no value is served (never a stale one), and it is said. */
-  #formulaFailed(entry: PlanEntry, error: string, at: number): void {
-    this.#store.recordSuccess(entry.key, [], at);
-    this.#store.recordFailure(entry.key, error, at);
-    if (entry.formulaError !== error) {
-      this.#log.error("formula failed", { plan: entry.key, error });
-      entry.formulaError = error;
-    }
-    this.#endFallback(entry, "an error is served instead");
-    const state = this.#hpas.get(entry.hpaKey);
-    if (state) {
-      this.#events.report(
-        entry.key,
-        state.obj,
-        `failed to compute ${entry.plan.metricType} metric ${entry.plan.metricName}: ${error}`,
-        false,
-      );
-    }
-  }
-
-  /**
-   * A failed collection of a plan with a fallback: its value goes (an error is served, not
-   * the last good value) up to the threshold, and past it the fallback value is served.
-   */
-  #fallbackFailure(entry: PlanEntry, error: string, at: number): boolean {
-    const fb = entry.plan.fallback!;
-    if (fallbackActive(fb, entry.failures)) {
-      this.#serveFallback(
-        entry,
-        `${entry.failures} consecutive failed collections (the last: ${error})`,
-        at,
-      );
-      return true;
-    }
-    this.#store.recordSuccess(entry.key, [], at);
-    this.#store.recordFailure(entry.key, error, at);
-    return false;
-  }
-
-  /** Serve the fallback value of a plan (R from `replicas` when given, else its behaviour). */
-  #serveFallback(entry: PlanEntry, cause: string, at: number, replicas?: number): void {
-    const plan = entry.plan;
-    let decision;
-    try {
-      decision = fallbackSamples(this.#cluster, plan, plan.fallback!, at, replicas);
-    } catch (e) {
-      const error = `${cause}; no fallback value: ${errorText(e)}`;
-      this.#store.recordSuccess(entry.key, [], at);
-      this.#store.recordFailure(entry.key, error, at);
-      const state = this.#hpas.get(entry.hpaKey);
-      if (state) {
-        this.#events.report(
-          entry.key,
-          state.obj,
-          `failed to compute the fallback of ${plan.metricType} metric ${plan.metricName}: ${error}`,
-          false,
-        );
-      }
-      return;
-    }
-    this.#store.recordSuccess(entry.key, decision.samples, at);
-    if (entry.fallbackOn) {
-      if (entry.fallbackLast) {
-        entry.fallbackLast.value = decision.value;
-        entry.fallbackLast.replicas = decision.replicas;
-      }
-      return;
-    }
-    entry.fallbackOn = true;
-    entry.fallbackLast = {
-      since: at,
-      endedAt: null,
-      value: decision.value,
-      replicas: decision.replicas,
-      cause,
-      endReason: null,
-    };
-    const message = fallbackStartMessage(plan, cause, decision);
-    this.#log.warn("fallback started", { plan: entry.key, message });
-    const state = this.#hpas.get(entry.hpaKey);
-    if (state) this.#events.notify(state.obj, "Warning", FALLBACK_ACTIVE_REASON, message);
-  }
-
-  #endFallback(entry: PlanEntry, why: string): void {
-    if (!entry.fallbackOn) return;
-    entry.fallbackOn = false;
-    if (entry.fallbackLast) {
-      entry.fallbackLast.endedAt = this.#now();
-      entry.fallbackLast.endReason = why;
-    }
-    const message = fallbackEndMessage(entry.plan, why);
-    this.#log.info("fallback ended", { plan: entry.key, message });
-    const state = this.#hpas.get(entry.hpaKey);
-    if (state) this.#events.notify(state.obj, "Normal", FALLBACK_ENDED_REASON, message);
-  }
-
   /** Every plan with a fallback: whether it is active, and its consecutive failures. */
   fallbackStatus(): FallbackStatus[] {
-    const out: FallbackStatus[] = [];
-    for (const h of this.#hpas.values()) {
-      for (const e of h.plans.values()) {
-        if (!e.plan.fallback) continue;
-        let failures = e.failures;
-        for (const i of e.formula?.inputs ?? []) failures = Math.max(failures, i.entry.failures);
-        out.push({
-          hpa: { ...e.plan.hpa },
-          metricType: e.plan.metricType,
-          metricName: e.plan.metricName,
-          active: e.fallbackOn,
-          consecutiveFailures: failures,
-          ...(e.fallbackLast ? { last: { ...e.fallbackLast } } : {}),
-        });
-      }
-    }
-    return out;
-  }
-
-  /** Compute the formulas that read any of `entries`, each once. */
-  #evaluateDependents(entries: Iterable<PlanEntry>, at: number): void {
-    let formulas: Set<PlanEntry> | null = null;
-    for (const e of entries) {
-      if (!e.dependents) continue;
-      for (const d of e.dependents) (formulas ??= new Set()).add(d);
-    }
-    if (formulas) { for (const f of formulas) this.#evaluate(f, at); }
+    return fallbackStatus(this.#hpas.values());
   }
 
   // -- plans ------------------------------------------------------------------------------
@@ -1023,7 +624,7 @@ export class Engine {
     let collector: Collector | null = null;
     if (entry.problem === null && isFormula) {
       try {
-        entry.formula = { compiled: compileFormula(plan.formula?.expression ?? ""), inputs: [] };
+        entry.formula = compilePlanFormula(plan);
       } catch (e) {
         entry.problem = errorText(e);
       }
@@ -1054,15 +655,15 @@ export class Engine {
     }
     if (entry.problem === null && plan.fallback) {
       // the scale target and its pods, read when a fallback value is computed
-      void this.#ensureKinds(fallbackKinds(plan));
+      void this.#kinds.ensureKinds(fallbackKinds(plan));
     }
     if (entry.problem === null && (entry.formula || collector)) {
       entry.collector = collector;
-      if (this.#limit === 0) this.#admit(entry);
+      if (this.#limits.limit === 0) this.#admit(entry);
       else {
         // started, or refused, when the reconcile settles its namespace
-        entry.rank = { createdAt: hpaCreatedAt(state.obj), hpa: plan.hpa.name, index: plan.index };
-        this.#rank(entry);
+        entry.rank = this.#limits.rankOf(state.obj, plan);
+        this.#limits.rank(entry);
       }
       return entry;
     }
@@ -1104,7 +705,7 @@ export class Engine {
       this.#log.info("formula started", { plan: entry.key, expression: plan.formula?.expression });
       if (wasRefused) {
         const state = this.#hpas.get(entry.hpaKey);
-        if (state) this.#wireFormulas(state);
+        if (state) this.#formulas.wire(state);
       }
       return;
     }
@@ -1125,7 +726,7 @@ export class Engine {
     entry.admitted = false;
     entry.refused = message;
     entry.problem = message;
-    if (entry.job) this.#unsubscribe(entry);
+    if (entry.job) this.#scheduler.unsubscribe(entry);
     const at = this.#now();
     const plan = entry.plan;
     if (!plan.hidden) {
@@ -1136,7 +737,7 @@ export class Engine {
       this.#store.recordFailure(entry.key, message, at);
     }
     entry.failures = 0;
-    this.#endFallback(entry, "the metric is not collected: over its namespace's limit");
+    this.#fallback.end(entry, "the metric is not collected: over its namespace's limit");
     this.#log.warn("metric not collected", { plan: entry.key, error: message });
     const state = this.#hpas.get(entry.hpaKey);
     if (state) {
@@ -1147,83 +748,7 @@ export class Engine {
         false,
       );
     }
-    this.#evaluateDependents([entry], at);
-  }
-
-  // -- the namespace limit ----------------------------------------------------------------
-
-  #namespacePlans(namespace: string): NamespacePlans {
-    let ns = this.#namespaces.get(namespace);
-    if (!ns) {
-      ns = { ranked: [], added: [], removed: 0 };
-      this.#namespaces.set(namespace, ns);
-    }
-    return ns;
-  }
-
-  /** The first index in `ranked` whose rank is not before `rank`. */
-  #lowerBound(ranked: PlanEntry[], rank: MetricRank): number {
-    let lo = 0;
-    let hi = ranked.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (compareMetricRank(ranked[mid].rank!, rank) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  /** Put a plan that could run in its namespace's order (it runs or not once settled). */
-  #rank(entry: PlanEntry): void {
-    const ns = this.#namespacePlans(entry.plan.hpa.namespace);
-    const rank = entry.rank!;
-    let i = this.#lowerBound(ns.ranked, rank);
-    // after a plan of the same rank (the one it replaces, removed in the same reconcile)
-    while (i < ns.ranked.length && compareMetricRank(ns.ranked[i].rank!, rank) === 0) i++;
-    ns.ranked.splice(i, 0, entry);
-    ns.added.push(entry);
-  }
-
-  /** Take a plan out of its namespace's order. */
-  #unrank(entry: PlanEntry): void {
-    const ns = this.#namespaces.get(entry.plan.hpa.namespace);
-    if (!ns || entry.rank === null) return;
-    let i = this.#lowerBound(ns.ranked, entry.rank);
-    while (i < ns.ranked.length && ns.ranked[i] !== entry) i++;
-    if (i === ns.ranked.length) return;
-    ns.ranked.splice(i, 1);
-    ns.removed++;
-  }
-
-  /**
-   * Run the first `limit` plans of a namespace and refuse the others, after plans came or
-   * went. Only the plans that may have crossed the limit are looked at: with `r` removed and
-   * `a` added, the others moved by at most `r` places down or `a` up, so those now in
-   * [limit - r, limit + a), and the added ones.
-   */
-  #settleNamespace(namespace: string): void {
-    const ns = this.#namespaces.get(namespace);
-    if (!ns || (ns.added.length === 0 && ns.removed === 0)) return;
-    const limit = this.#limit;
-    const { ranked } = ns;
-    const count = ranked.length;
-    const place = (entry: PlanEntry, i: number): void => {
-      if (i < limit) {
-        if (!entry.admitted) this.#admit(entry);
-      } else if (entry.admitted || entry.refused === null) {
-        this.#refuse(entry, namespaceLimitMessage(entry.plan, limit));
-      }
-    };
-    const end = Math.min(count, limit + ns.added.length);
-    for (let i = Math.max(0, limit - ns.removed); i < end; i++) place(ranked[i], i);
-    for (const entry of ns.added) {
-      let i = this.#lowerBound(ranked, entry.rank!);
-      while (i < count && ranked[i] !== entry) i++;
-      if (i < count) place(entry, i); // (not removed again in the same reconcile)
-    }
-    ns.added.length = 0;
-    ns.removed = 0;
-    if (count === 0) this.#namespaces.delete(namespace);
+    this.#formulas.evaluateDependents([entry], at);
   }
 
   #storedPlan(key: string, plan: MetricPlan, servedAt: ServedAt): StoredPlan {
@@ -1243,9 +768,9 @@ export class Engine {
   }
 
   #stopEntry(entry: PlanEntry, removeFromStore: boolean): void {
-    if (entry.job) this.#unsubscribe(entry);
+    if (entry.job) this.#scheduler.unsubscribe(entry);
     entry.admitted = false;
-    if (entry.rank !== null) this.#unrank(entry);
+    if (entry.rank !== null) this.#limits.unrank(entry);
     if (removeFromStore) {
       this.#store.removePlan(entry.key);
       this.#conflicts.unindex(entry.key);
@@ -1260,7 +785,7 @@ export class Engine {
     if (!state) return;
     for (const entry of state.plans.values()) this.#stopEntry(entry, true);
     this.#hpas.delete(hpaKey);
-    this.#settleNamespace(namespaceOf(hpaKey));
+    this.#limits.settle(namespaceOf(hpaKey));
     this.#events.clear(hpaKey);
     this.#conflicts.check();
   }
@@ -1274,127 +799,18 @@ export class Engine {
     this.#events.emitPending();
   }
 
-  // -- jobs -------------------------------------------------------------------------------
+  // -- collections ------------------------------------------------------------------------
 
+  /** Collect a plan that runs: its query's job; joining a running one, its latest outcome. */
   #subscribe(entry: PlanEntry, collector: Collector): void {
-    const intervalMs = Math.max(1, entry.plan.intervalSeconds) * 1000;
-    let job = this.#jobs.get(collector.queryKey);
-    if (!job) {
-      job = {
-        id: collector.queryKey,
-        type: entry.plan.collector ?? "",
-        namespace: entry.plan.hpa.namespace,
-        collector,
-        subscribers: new SmallMap([[entry.key, entry]]),
-        intervalMs,
-        timer: null,
-        anchored: false,
-        due: 0,
-        running: false,
-        stopped: false,
-        abort: null,
-        wake: null,
-        startedAt: 0,
-        ready: this.#ensureKinds(collector.kinds ?? []),
-        kindsReady: false,
-        last: null,
-        lastError: null,
-        failures: 0,
-        lastWarnings: "",
-        owned: true,
-        heardAt: this.#now(),
-        withdrawn: false,
-      };
-      entry.job = job;
-      this.#jobs.set(job.id, job);
-      if (this.#burstCreated >= 0) {
-        this.#burstCreated++;
-        this.#burstPending.add(job);
-        this.#cancelBurstTimer();
-      }
-      this.#tick(job);
-      return;
-    }
-    job.subscribers.set(entry.key, entry);
-    entry.job = job;
+    const job = this.#scheduler.subscribe(entry, collector);
+    if (job === null) return;
     entry.failures = job.failures;
     // A plan joining a running query gets its latest result at once.
     if (job.last) {
       this.#recordSuccess(entry.key, job.last.samples, job.last.at, job.last.warnings);
     }
     if (job.lastError) this.#store.recordFailure(entry.key, job.lastError, this.#now());
-    if (intervalMs < job.intervalMs) {
-      job.intervalMs = intervalMs;
-      // Before its first collection starts, the job has no timer: that start schedules it.
-      if (job.anchored) {
-        if (job.timer !== null) this.#clearTimer(job.timer);
-        job.due = this.#now();
-        this.#schedule(job);
-      }
-    }
-  }
-
-  #unsubscribe(entry: PlanEntry): void {
-    const job = entry.job;
-    entry.job = null;
-    if (!job) return;
-    job.subscribers.delete(entry.key);
-    if (job.subscribers.size === 0) {
-      this.#stopJob(job);
-      this.#jobs.delete(job.id);
-      return;
-    }
-    let min = Infinity;
-    for (const s of job.subscribers.values()) {
-      min = Math.min(min, Math.max(1, s.plan.intervalSeconds) * 1000);
-    }
-    job.intervalMs = min;
-  }
-
-  #stopJob(job: Job): void {
-    job.stopped = true;
-    this.#firstEnded(job);
-    if (job.timer !== null) this.#clearTimer(job.timer);
-    job.timer = null;
-    job.abort?.abort(new Error("collector stopped"));
-    job.wake?.();
-  }
-
-  #delay(job: Job): number {
-    return Math.round(job.intervalMs * (1 + JITTER * (this.#random() - 0.5)));
-  }
-
-  #tick(job: Job): void {
-    if (job.stopped || this.#stopped) return;
-    const owned = this.#owns(job.id);
-    if (job.owned && !owned) job.heardAt = this.#now();
-    job.owned = owned;
-    if (!owned) {
-      // another replica collects it: no timer here (reshard() starts it when it is ours)
-      job.timer = null;
-      this.#firstEnded(job);
-      return;
-    }
-    if (job.anchored) this.#schedule(job);
-    if (job.running) {
-      this.#log.debug(2, "collection still running, interval skipped", { query: job.id });
-      return;
-    }
-    const p = this.#run(job);
-    this.#inflight.add(p);
-    p.finally(() => this.#inflight.delete(p));
-  }
-
-  /**
-   * The next tick, one (jittered) interval after the time this one was due, not after the
-   * time its timer fired: a late timer (a busy event loop) makes the next wait shorter rather
-   * than delaying every later collection. After a stall longer than a delay, missed ticks
-   * are not made up: the next is one delay from now.
-   */
-  #schedule(job: Job, delay: number = this.#delay(job)): void {
-    const now = this.#now();
-    job.due = job.due + delay > now ? job.due + delay : now + delay;
-    job.timer = this.#setTimer(() => this.#tick(job), job.due - now);
   }
 
   /**
@@ -1403,28 +819,7 @@ export class Engine {
    * without refresh for longer than it takes to notice. Returns how many started.
    */
   reshard(): number {
-    let started = 0;
-    for (const job of this.#jobs.values()) {
-      const owned = this.#owns(job.id);
-      if (owned && !job.owned && !job.stopped) {
-        if (job.timer !== null) this.#clearTimer(job.timer);
-        job.timer = null;
-        job.due = this.#now();
-        started++;
-        if (!job.running) this.#tick(job);
-        else {
-          // its last collection (from before it went elsewhere) is still running: the next
-          // one is an interval from now
-          job.owned = true;
-          if (job.anchored) this.#schedule(job);
-        }
-        // #tick rescheduled from `due`: the next collection is one interval from now
-      } else {
-        if (job.owned && !owned) job.heardAt = this.#now();
-        job.owned = owned;
-      }
-    }
-    return started;
+    return this.#scheduler.reshard();
   }
 
   /**
@@ -1436,45 +831,8 @@ export class Engine {
    * the plan are evaluated again: a formula whose inputs are collected by different replicas
    * is computed on each of them from all its inputs.
    */
-  peerRecord(
-    store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
-    key: string,
-    outcome: { samples: CollectResult["samples"]; warnings?: string[] } | { error: string },
-    at: number,
-  ): void {
-    if ("error" in outcome) store.recordFailure(key, outcome.error, at);
-    else store.recordSuccess(key, outcome.samples, at, outcome.warnings);
-    const slash = key.indexOf("/", key.indexOf("/") + 1);
-    const state = slash > 0 ? this.#hpas.get(key.slice(0, slash)) : undefined;
-    const entry = state?.plans.get(key);
-    if (!state || !entry || entry.job?.owned) return;
-    const job = entry.job;
-    if (job) {
-      job.heardAt = this.#now();
-      job.withdrawn = false;
-    }
-    if ("error" in outcome) {
-      if (job) {
-        entry.failures++;
-        job.lastError = outcome.error;
-      }
-      if (!entry.fallbackOn) {
-        this.#events.report(
-          key,
-          state.obj,
-          `failed to collect ${entry.plan.metricType} metric ${entry.plan.metricName}: ${outcome.error}`,
-          false,
-        );
-      }
-    } else {
-      if (job) {
-        entry.failures = 0;
-        job.lastError = null;
-        job.last = { samples: outcome.samples, at, warnings: outcome.warnings };
-      }
-      if (!this.#conflicts.has(key)) this.#events.clear(key);
-    }
-    if (job) this.#evaluateDependents([entry], at);
+  peerRecord(store: RecordStore, key: string, outcome: PeerOutcome, at: number): void {
+    this.#sharding.peerRecord(store, key, outcome, at);
   }
 
   /**
@@ -1483,146 +841,13 @@ export class Engine {
    * is the store without the push): a replica cut off from its peers serves no stale value.
    * The next record of the query brings them back. Returns how many queries were withdrawn.
    */
-  withdrawUnheard(
-    store: Pick<EngineStore, "recordSuccess" | "recordFailure">,
-    graceMs: number,
-  ): number {
-    const now = this.#now();
-    let withdrawn = 0;
-    for (const job of this.#jobs.values()) {
-      if (job.owned || job.withdrawn || job.stopped) continue;
-      if (now - job.heardAt <= 2 * job.intervalMs + graceMs) continue;
-      job.withdrawn = true;
-      job.last = null;
-      withdrawn++;
-      const reason = `no news of this query from the replica that collects it since ${
-        new Date(job.heardAt).toISOString().replace(/\.\d+Z$/, "Z")
-      }`;
-      for (const key of job.subscribers.keys()) {
-        store.recordSuccess(key, [], now);
-        store.recordFailure(key, reason, now);
-      }
-      this.#log.warn("values withdrawn: no news from the replica that collects them", {
-        query: job.id,
-        since: new Date(job.heardAt).toISOString(),
-      });
-    }
-    return withdrawn;
+  withdrawUnheard(store: RecordStore, graceMs: number): number {
+    return this.#sharding.withdrawUnheard(store, graceMs);
   }
 
   /** How many queries this replica collects, of how many (own metrics, status). */
   shardShare(): { owned: number; total: number } {
-    let owned = 0;
-    for (const job of this.#jobs.values()) if (this.#owns(job.id)) owned++;
-    return { owned, total: this.#jobs.size };
-  }
-
-  /** One promise per distinct list of kinds, shared by the jobs that need them. */
-  #ensureKinds(kinds: readonly Kind[]): Promise<void> {
-    const key = kinds.join(",");
-    let p = this.#kindsReady.get(key);
-    if (!p) {
-      p = Promise.all(kinds.map((k) => this.#ensure(k))).then(() => {});
-      this.#kindsReady.set(key, p);
-    }
-    return p;
-  }
-
-  #ensure(kind: Kind): Promise<void> {
-    let p = this.#ensured.get(kind);
-    if (p) return p;
-    if (kind === "Pod") {
-      // Values of a pod that goes away leave the store at once, not at the next collection.
-      this.#unwatch.push(this.#cluster.watch("Pod", (type, obj, old) => {
-        const gone = type === "DELETED" ||
-          (type === "MODIFIED" && obj.metadata.deletionTimestamp &&
-            !old?.metadata.deletionTimestamp);
-        if (gone) {
-          this.#store.removeObject(obj.metadata.namespace ?? "default", "pods", obj.metadata.name);
-          if (this.#conflicts.contested) this.#conflicts.check();
-        }
-      }));
-    }
-    p = this.#cluster.ensure(kind).then(() => {
-      const error = this.#cluster.kindError?.(kind) ?? null;
-      if (error !== null) this.#log.error("cannot watch kind", { kind, error });
-    }, (e) => {
-      this.#ensureErrors.set(kind, errorText(e));
-      this.#log.error("cannot watch kind", { kind, error: errorText(e) });
-    });
-    this.#ensured.set(kind, p);
-    return p;
-  }
-
-  /**
-   * Take a collection slot; true when the caller had to wait for one. Waiting collections get
-   * the slots freed in turn by namespace, not in the order they came.
-   */
-  async #acquire(namespace: string): Promise<boolean> {
-    if (this.#active < this.#maxCollections) {
-      this.#active++;
-      return false;
-    }
-    await new Promise<void>((resolve) => this.#waiters.push(namespace, resolve));
-    return true;
-  }
-
-  /** Hand the slot to the next waiting collection, if any. */
-  #release(): void {
-    const next = this.#waiters.shift();
-    if (next) next();
-    else this.#active--;
-  }
-
-  async #run(job: Job): Promise<void> {
-    job.running = true;
-    try {
-      if (!job.kindsReady) {
-        // Until its kinds are synced; a stop ends the wait (a kind may never sync).
-        await new Promise<void>((resolve) => {
-          job.wake = resolve;
-          job.ready.then(() => {
-            job.kindsReady = true;
-            resolve();
-          });
-        });
-        job.wake = null;
-      }
-      if (job.stopped || this.#stopped) return;
-      const queued = await this.#acquire(job.namespace);
-      try {
-        if (job.stopped || this.#stopped) return;
-        if (!job.anchored) {
-          // The period starts when the first collection does, not when the job was created.
-          // Jobs created together (a start, a resync) queue behind the concurrency bound; a
-          // job that had to queue has its second collection at its own point of the interval
-          // (from its query key), so that the burst does not come back every interval.
-          job.anchored = true;
-          job.due = this.#now();
-          this.#schedule(
-            job,
-            queued ? Math.max(1, Math.round(job.intervalMs * collectionPhase(job.id))) : undefined,
-          );
-        }
-        const kindProblem = this.#kindProblem(job);
-        if (kindProblem === null) this.#collected(job, await this.#deadline.collect(job));
-        else this.#kindFailed(job, kindProblem);
-      } finally {
-        this.#release();
-      }
-    } finally {
-      job.running = false;
-      this.#firstEnded(job);
-    }
-  }
-
-  /** `cannot watch <Kind>: <error>` when a kind the collector reads cannot be listed, or null. */
-  #kindProblem(job: Job): string | null {
-    for (const kind of job.collector.kinds ?? []) {
-      const error = this.#cluster.kindError?.(kind) ?? this.#ensureErrors.get(kind) ?? null;
-      if (error !== null) return `cannot watch ${kind}: ${error}`;
-    }
-    return null;
+    return this.#sharding.share();
   }
 
   /** A collection that cannot run: its kind has no data (the next tick checks again). */
@@ -1662,7 +887,7 @@ export class Engine {
     const warnings = result?.warnings ?? [];
     if (result) {
       this.#succeeded(job, warnings);
-      this.#evaluateDependents(job.subscribers.values(), at);
+      this.#formulas.evaluateDependents(job.subscribers.values(), at);
       // A Pods plan's pods (an External plan's series) are known once written: conflicts with
       // other plans of the same metric appear or go away here, not only on reconcile.
       if (this.#conflicts.mayConflict(job.subscribers.keys())) this.#conflicts.check();
@@ -1706,7 +931,7 @@ export class Engine {
     job.failures = 0;
     for (const entry of job.subscribers.values()) {
       entry.failures = 0;
-      this.#endFallback(entry, "its source answers again");
+      this.#fallback.end(entry, "its source answers again");
     }
     const w = warnings.join("; ");
     if (w !== job.lastWarnings) {
@@ -1722,7 +947,7 @@ export class Engine {
     job.failures++;
     for (const entry of job.subscribers.values()) {
       entry.failures++;
-      if (entry.plan.fallback) this.#fallbackFailure(entry, error, at);
+      if (entry.plan.fallback) this.#fallback.failure(entry, error, at);
       else this.#store.recordFailure(entry.key, error, at);
     }
     if (job.lastError !== error) {
@@ -1744,6 +969,6 @@ export class Engine {
         false,
       );
     }
-    this.#evaluateDependents(job.subscribers.values(), at);
+    this.#formulas.evaluateDependents(job.subscribers.values(), at);
   }
 }
