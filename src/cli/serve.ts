@@ -29,6 +29,9 @@ import { FileClusterSource } from "../cluster/file_source.ts";
 import type { KubeClusterSource } from "../cluster/kube_source.ts";
 import { InMemoryLeaderElector, type LeaderElector } from "../cluster/leader.ts";
 import type { ClusterView, ClusterWriter, KubeObject } from "../cluster/types.ts";
+import type { KedaPlanReading } from "../controllers/keda.ts";
+import { KEDA_SCALED_OBJECT_LABEL } from "../core/keda/names.ts";
+import { parseSelector } from "../core/kubernetes/label_selector.ts";
 import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 import { collectorRegistry, scheduleEvaluatorFor } from "./collectors.ts";
 import { ScheduleController } from "../controllers/scaling_schedule.ts";
@@ -316,6 +319,12 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     const bearerTokens = new BearerTokens();
     // --keda-scaled-objects: the owned ScaledObjects' HPAs, statuses, triggers and plans
     let replan: (namespace: string, name: string) => void = () => {};
+    let planReading: (
+      ns: string,
+      hpa: string,
+      metric: string,
+      scaledObject: string,
+    ) => KedaPlanReading | undefined = () => undefined;
     const keda = boolFlag(flags, "keda-scaled-objects")
       ? new (await import("../controllers/keda.ts")).KedaController({
         cluster,
@@ -326,6 +335,10 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         clusterObjectNamespace: stringFlag(flags, "keda-cluster-object-namespace") ?? "keda",
         version: VERSION,
         onPlansChanged: (ns, name) => replan(ns, name),
+        // the scale loop reads the engine's last collections and the store's values
+        reading: (ns, hpaName, metricName, scaledObject) =>
+          planReading(ns, hpaName, metricName, scaledObject),
+        now: io.now,
         logger: log,
         isLeader,
       })
@@ -521,6 +534,18 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       closers.push(() => sharding.stop());
     }
     replan = (ns, name) => engine.replan(ns, name);
+    planReading = (ns, hpaName, metricName, scaledObject) => {
+      const r = engine.planReading(ns, hpaName, metricName);
+      if (r === undefined) return undefined;
+      // the value served (a formula's, a fallback's), else the one collected last
+      const found = store.lookupExternal({
+        namespace: ns,
+        metricName,
+        selector: parseSelector(`${KEDA_SCALED_OBJECT_LABEL}=${scaledObject}`),
+      }, io.now());
+      const value = ("items" in found ? found.items[0]?.value : undefined) ?? r.value;
+      return { ...r, ...(value !== undefined ? { value } : {}) };
+    };
     if (keda) {
       await keda.start();
       closers.push(() => keda.stop());

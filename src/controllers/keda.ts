@@ -107,7 +107,12 @@ export interface KedaControllerOptions {
    * The last collection of an owned ScaledObject's External metric (the engine's): for the scale
    * loop. Without it the loop does not run.
    */
-  reading?: (namespace: string, hpaName: string, metricName: string) => KedaPlanReading | undefined;
+  reading?: (
+    namespace: string,
+    hpaName: string,
+    metricName: string,
+    scaledObject: string,
+  ) => KedaPlanReading | undefined;
   /** The clock, ms since the epoch (the loop's times). */
   now?: () => number;
   /** Full resync period, seconds (30). */
@@ -162,7 +167,12 @@ export class KedaController implements KedaTriggerSource {
   readonly #clearTimer: (handle: unknown) => void;
   readonly #log: Logger;
   readonly #isLeader: () => boolean;
-  readonly #reading?: (ns: string, hpa: string, metric: string) => KedaPlanReading | undefined;
+  readonly #reading?: (
+    ns: string,
+    hpa: string,
+    metric: string,
+    scaledObject: string,
+  ) => KedaPlanReading | undefined;
   readonly #now: () => number;
   /** The last reconcile's outcome per ScaledObject ("ok" or its error). */
   readonly #outcomes = new Map<string, string>();
@@ -622,7 +632,7 @@ export class KedaController implements KedaTriggerSource {
     await this.#writeLoopStatus(obj, status);
   }
 
-  /** The scale loop of an owned ScaledObject: a tick every `pollingInterval` (30 s). */
+  /** The scale loop of an owned ScaledObject: a tick now, then every `pollingInterval` (30 s). */
   #armLoop(key: string, so: ScaledObject): void {
     if (!this.#reading) return;
     const seconds = so.spec.pollingInterval && so.spec.pollingInterval > 0
@@ -638,6 +648,11 @@ export class KedaController implements KedaTriggerSource {
       this.#drain();
     };
     this.#loops.set(key, { timer: this.#setTimer(tick, seconds * 1000), seconds });
+    // KEDA's loop checks the scalers at once, then every interval
+    if (!have) {
+      this.#queue.add(LOOP + key);
+      this.#drain();
+    }
   }
 
   /**
@@ -658,7 +673,7 @@ export class KedaController implements KedaTriggerSource {
     let composite: number | undefined;
     for (const m of e.result.metrics) {
       if (m.spec.type !== "External") continue;
-      const r = this.#reading(ns, e.hpaName, m.metricName);
+      const r = this.#reading(ns, e.hpaName, m.metricName, name);
       plansRead.push({ metricName: m.metricName, r });
       readings.push({
         index: m.index,
@@ -676,8 +691,10 @@ export class KedaController implements KedaTriggerSource {
       });
     }
     if (e.result.status.compositeScalerName !== undefined) {
-      composite = this.#reading(ns, e.hpaName, KEDA_COMPOSITE_METRIC)?.value;
+      composite = this.#reading(ns, e.hpaName, KEDA_COMPOSITE_METRIC, name)?.value;
     }
+    // a trigger not collected yet: no decision on what is not known (the next tick decides)
+    if (plansRead.some(({ r }) => r === undefined || (r.value === undefined && !r.error))) return;
     const activity = kedaActivity(so, readings, composite);
     const status = (obj.status ?? {}) as Loose;
     const kind = (so.spec.scaleTargetRef.kind || "Deployment") as Kind;

@@ -583,6 +583,39 @@ export class Engine {
     this.#onReconcile?.({ hpa: hpaKey, ok });
   }
 
+  /**
+   * How the last collection of an HPA's External metric (listed, else a formula's input) went (KEDA's scale loop reads
+   * it): its last collected value, its error while it fails, its consecutive failures, whether
+   * its fallback serves (a formula's value and a fallback's are the store's). Undefined when the
+   * HPA has no such plan.
+   */
+  planReading(
+    namespace: string,
+    name: string,
+    metricName: string,
+  ): { value?: number; error?: string; failures: number; fallback: boolean } | undefined {
+    const state = this.#hpas.get(`${namespace}/${name}`);
+    if (!state) return undefined;
+    let found: PlanEntry | undefined;
+    for (const e of state.plans.values()) {
+      const p = e.plan;
+      if (p.metricType !== "External" || p.metricName !== metricName) continue;
+      // a listed metric before a formula's hidden input of the same name
+      if (!found || (found.plan.hidden && !p.hidden)) found = e;
+    }
+    if (!found) return undefined;
+    const error = found.problem ?? found.formulaError ??
+      (found.failures > 0 ? found.job?.lastError : null);
+    // a collected plan's last value (a hidden one is never in the store); a formula's is there
+    const value = found.job?.last?.samples[0]?.value;
+    return {
+      ...(value !== undefined ? { value } : {}),
+      ...(error ? { error } : {}),
+      failures: found.failures,
+      fallback: found.fallbackOn,
+    };
+  }
+
   /** Every plan with a fallback: whether it is active, and its consecutive failures. */
   fallbackStatus(): FallbackStatus[] {
     return fallbackStatus(this.#hpas.values());

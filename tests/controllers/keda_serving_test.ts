@@ -17,6 +17,7 @@ import { KedaController } from "../../src/controllers/keda.ts";
 import { Engine } from "../../src/engine/engine.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MetricStore } from "../../src/store/store.ts";
+import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
 import { MemoryCluster, RecordingWriter, settle } from "../engine/support.ts";
 import {
   type FakePrometheusApi,
@@ -135,6 +136,19 @@ async function setup(promUrl: string = prometheus.url, more: [string, KubeObject
     write: true,
     version: "9.9.9",
     onPlansChanged: (ns, name) => engine?.replan(ns, name),
+    // the scale loop's readings, as serve.ts gives them: the engine's outcome, the store's value
+    reading: (ns, hpaName, metricName, scaledObject) => {
+      const r = engine?.planReading(ns, hpaName, metricName);
+      if (r === undefined) return undefined;
+      // the value served (a formula's, a fallback's), else the one collected last
+      const found = store.lookupExternal({
+        namespace: ns,
+        metricName,
+        selector: parseSelector(`scaledobject.keda.sh/name=${scaledObject}`),
+      }, Date.now());
+      const value = ("items" in found ? found.items[0]?.value : undefined) ?? r.value;
+      return { ...r, ...(value !== undefined ? { value } : {}) };
+    },
     logger,
   });
   engine = new Engine({
@@ -351,6 +365,57 @@ describe("KEDA ScaledObjects served", () => {
     } finally {
       await s.stop();
       await down.close();
+    }
+  });
+
+  it("runs KEDA's scale loop on the engine's collections: to zero while inactive", async () => {
+    const zero: KubeObject = {
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      metadata: {
+        name: "zero",
+        namespace: "shop",
+        uid: "uid-zero",
+        creationTimestamp: "2026-01-01T00:00:00Z",
+      },
+      spec: {
+        scaleTargetRef: { name: "web" },
+        minReplicaCount: 0,
+        cooldownPeriod: 0,
+        pollingInterval: 1,
+        triggers: [{
+          type: "prometheus",
+          metadata: {
+            serverAddress: prometheus.url,
+            query: "up",
+            threshold: "10",
+            activationThreshold: "1000",
+          },
+        }],
+      },
+    };
+    const s = await setup(prometheus.url, [["ScaledObject", zero]]);
+    try {
+      let status: Obj = null;
+      for (let i = 0; i < 100; i++) {
+        await new Promise((res) => setTimeout(res, 50));
+        status = s.cluster.get("ScaledObject", "shop", "zero")?.status;
+        if (status?.triggersActivity) break;
+      }
+      // 250.25 is not above 1000: inactive, and the Deployment (2 replicas) goes to zero
+      assert.deepEqual(status?.triggersActivity, { "s0-prometheus": { isActive: false } });
+      assert.equal(s.cluster.get("Deployment", "shop", "web")!.spec.replicas, 0);
+      assert.deepEqual(
+        status.conditions.find((c: Obj) => c.type === "Active"),
+        {
+          type: "Active",
+          status: "False",
+          reason: "ScalerNotActive",
+          message: "Scaling is not performed because triggers are not active",
+        },
+      );
+    } finally {
+      await s.stop();
     }
   });
 
