@@ -99,9 +99,9 @@ function keepStatus(o: Loose, fields: readonly string[]): void {
  *   most of the objects) are dropped;
  * - a Deployment, StatefulSet or Rollout drops `spec.template`; its selector, replicas and
  *   status stay;
- * - a HorizontalPodAutoscaler keeps, of its status, `currentReplicas` and `desiredReplicas`:
- *   its conditions and current metrics (the HPA controller rewrites them every sync) are
- *   dropped;
+ * - a HorizontalPodAutoscaler keeps, of its status, `currentReplicas`, `desiredReplicas` and
+ *   its `ScalingActive` condition (KEDA's `HPAActive` mirrors it): its other conditions and
+ *   current metrics (the HPA controller rewrites them every sync) are dropped;
  * - values that repeat across objects (`apiVersion`, `kind`, `type`, ...) are one shared string
  *   each.
  *
@@ -129,7 +129,23 @@ export function trimForCache<T>(kind: Kind, obj: T): T {
     if (o.spec !== undefined) delete o.spec;
     keepStatus(o, POD_STATUS_FIELDS);
   } else if (kind === "HorizontalPodAutoscaler") {
+    const conditions = isObject(o.status) && Array.isArray(o.status.conditions)
+      ? o.status.conditions
+      : [];
     keepStatus(o, HPA_STATUS_FIELDS);
+    const active = conditions.find((c: Loose) => isObject(c) && c.type === "ScalingActive");
+    if (active && isObject(o.status)) {
+      o.status.conditions = [{
+        type: "ScalingActive",
+        status: active.status,
+        ...(typeof active.reason === "string" ? { reason: active.reason } : {}),
+        // the message only while it says why not (KEDA quotes it then): it changes every sync
+        ...(typeof active.message === "string" &&
+            (active.status !== "True" || active.reason === "ScalingDisabled")
+          ? { message: active.message }
+          : {}),
+      }];
+    }
   } else if (WORKLOADS.has(kind) && isObject(o.spec) && o.spec.template !== undefined) {
     // a copy: a YAML alias may share the spec with another object
     const { template: _template, ...spec } = o.spec;

@@ -82,6 +82,9 @@ import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
 import { resolveKedaParams } from "./keda_resolver.ts";
 
+/** KEDA's finalizer of the ScaledObjects it serves. */
+export const KEDA_FINALIZER = "finalizer.keda.sh";
+
 /** The queue key prefix of a scale loop tick. */
 const LOOP = "loop|";
 
@@ -424,7 +427,12 @@ export class KedaController implements KedaTriggerSource {
   async #reconcile(ns: string, name: string): Promise<void> {
     const key = `${ns}/${name}`;
     const obj = this.#cluster.get("ScaledObject", ns, name);
-    if (!obj || obj.metadata.deletionTimestamp || !this.#selected(obj)) {
+    if (!obj || !this.#selected(obj)) {
+      this.#forget(key);
+      return;
+    }
+    if (obj.metadata.deletionTimestamp) {
+      await this.#finalize(obj);
       this.#forget(key);
       return;
     }
@@ -772,6 +780,34 @@ export class KedaController implements KedaTriggerSource {
       }
       next.health = health;
     }
+    // HPAActive mirrors the HPA's ScalingActive condition (left as it is when not known)
+    const hpa = this.#cluster.get("HorizontalPodAutoscaler", ns, e.hpaName);
+    const sa = (hpa?.status?.conditions ?? []).find((c: Loose) => c?.type === "ScalingActive");
+    if (sa) {
+      conditions = setCondition(
+        conditions,
+        sa.status === "True"
+          ? {
+            type: "HPAActive",
+            status: "True",
+            reason: "HPAActive",
+            message: "HPA is actively scaling",
+          }
+          : sa.reason === "ScalingDisabled"
+          ? {
+            type: "HPAActive",
+            status: "True",
+            reason: "ScalingDisabled",
+            message: String(sa.message ?? ""),
+          }
+          : {
+            type: "HPAActive",
+            status: "False",
+            reason: sa.reason || "HPAMetricsUnavailable",
+            message: `HPA is not actively scaling: ${sa.message ?? ""}`,
+          },
+      );
+    }
     next.conditions = conditions;
     if (decision.lastActiveTime !== undefined) {
       next.lastActiveTime = new Date(Math.floor(decision.lastActiveTime / 1000) * 1000)
@@ -801,12 +837,65 @@ export class KedaController implements KedaTriggerSource {
     );
   }
 
-  /** KEDA's operator labels each ScaledObject it reconciles with its name (leader). */
+  /**
+   * KEDA's operator labels each ScaledObject it reconciles with its name and gives it its
+   * finalizer (leader); one patch, with the resourceVersion it read (the finalizers are a list).
+   */
   async #label(obj: KubeObject): Promise<void> {
     const name = obj.metadata.name;
-    if (!this.#isLeader() || obj.metadata.labels?.[KEDA_SCALED_OBJECT_LABEL] === name) return;
+    if (!this.#isLeader()) return;
+    const finalizers: string[] = Array.isArray(obj.metadata.finalizers)
+      ? obj.metadata.finalizers as string[]
+      : [];
+    const meta: Record<string, unknown> = {};
+    if (obj.metadata.labels?.[KEDA_SCALED_OBJECT_LABEL] !== name) {
+      meta.labels = { [KEDA_SCALED_OBJECT_LABEL]: name };
+    }
+    if (!finalizers.includes(KEDA_FINALIZER)) meta.finalizers = [...finalizers, KEDA_FINALIZER];
+    if (Object.keys(meta).length === 0) return;
+    if (meta.finalizers && obj.metadata.resourceVersion) {
+      meta.resourceVersion = obj.metadata.resourceVersion;
+    }
     await this.#patch("ScaledObject", obj.metadata.namespace ?? "default", name, {
-      metadata: { labels: { [KEDA_SCALED_OBJECT_LABEL]: name } },
+      metadata: meta,
+    });
+  }
+
+  /**
+   * A deleted ScaledObject with KEDA's finalizer (leader): the loop stopped, the target back to
+   * `originalReplicaCount` with `advanced.restoreToOriginalReplicaCount`, the finalizer removed.
+   * One whose HPA keda-operator manages is KEDA's to finalize.
+   */
+  async #finalize(obj: KubeObject): Promise<void> {
+    const finalizers: string[] = Array.isArray(obj.metadata.finalizers)
+      ? obj.metadata.finalizers as string[]
+      : [];
+    if (!finalizers.includes(KEDA_FINALIZER) || !this.#isLeader() || !this.#writer) return;
+    const ns = obj.metadata.namespace ?? "default";
+    const name = obj.metadata.name;
+    const status = (obj.status ?? {}) as Loose;
+    if (typeof status.hpaName === "string") {
+      const hpa = this.#cluster.get("HorizontalPodAutoscaler", ns, status.hpaName);
+      if (hpa?.metadata.labels?.["app.kubernetes.io/managed-by"] === KEDA_OPERATOR) return;
+    }
+    const restore = (obj.spec as Loose)?.advanced?.restoreToOriginalReplicaCount === true;
+    const kind = status.scaleTargetGVKR?.kind as Kind | undefined;
+    const target = (obj.spec as Loose)?.scaleTargetRef?.name;
+    if (
+      restore && kind && typeof target === "string" &&
+      typeof status.originalReplicaCount === "number" &&
+      Object.hasOwn(KIND_RESOURCES, kind) && KIND_RESOURCES[kind].scale
+    ) {
+      await this.#do(
+        `restore ${kind} ${ns}/${target} to its original ${status.originalReplicaCount} replicas`,
+        () => this.#writer!.setScale(kind, ns, target, status.originalReplicaCount),
+      );
+    }
+    await this.#patch("ScaledObject", ns, name, {
+      metadata: {
+        finalizers: finalizers.filter((f) => f !== KEDA_FINALIZER),
+        ...(obj.metadata.resourceVersion ? { resourceVersion: obj.metadata.resourceVersion } : {}),
+      },
     });
   }
 

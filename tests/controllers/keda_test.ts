@@ -630,3 +630,98 @@ describe("KedaController: pausing (issue 48)", () => {
     assert.ok(s.writer.events.some((e) => e.event.reason === "ScaledObjectUnpaused"));
   });
 });
+
+describe("KedaController: lifecycle (issue 48)", () => {
+  it("adds KEDA's finalizer, and on delete restores the original replicas and removes it", async () => {
+    const s = setup([
+      ["Deployment", deployment()],
+      ["TriggerAuthentication", AUTH],
+      ["Secret", SECRET],
+      ["ScaledObject", scaledObject({ advanced: { restoreToOriginalReplicaCount: true } })],
+    ]);
+    await s.controller.start();
+    await s.run();
+    const so = s.get("ScaledObject", "web")!;
+    assert.deepEqual(so.metadata.finalizers, ["finalizer.keda.sh"]);
+    assert.equal(so.status.originalReplicaCount, 3);
+    // the target scaled meanwhile, then the ScaledObject deleted (the API server sets the time)
+    s.cluster.set("Deployment", { ...deployment(), spec: { ...deployment().spec, replicas: 7 } });
+    s.cluster.set("ScaledObject", {
+      ...so,
+      metadata: { ...so.metadata, deletionTimestamp: "2026-11-29T11:00:00Z" },
+    });
+    await s.run();
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 3 }]);
+    assert.deepEqual(s.get("ScaledObject", "web")!.metadata.finalizers, []);
+    assert.deepEqual(s.controller.owned(), []);
+  });
+
+  it("mirrors the HPA's ScalingActive condition as HPAActive in the loop", async () => {
+    const cluster = new MemoryCluster();
+    cluster.set("Deployment", deployment());
+    cluster.set(
+      "ScaledObject",
+      scaledObject({
+        triggers: [{
+          type: "prometheus",
+          metadata: { serverAddress: "http://p:9090", query: "up", threshold: "1" },
+        }],
+      }),
+    );
+    const writer = new RecordingWriter(cluster);
+    const timers: (() => void)[] = [];
+    const controller = new KedaController({
+      cluster,
+      writer,
+      write: true,
+      version: "9.9.9",
+      reading: () => ({ value: 5, failures: 0, fallback: false }),
+      setTimer: (fn) => {
+        timers.push(fn);
+        return timers.length;
+      },
+      clearTimer: () => {},
+      logger: memoryLogger(),
+    });
+    const run = async () => {
+      for (let i = 0; i < 3; i++) {
+        await settle();
+        await controller.idle();
+      }
+    };
+    await controller.start();
+    await run();
+    const hpa = cluster.get("HorizontalPodAutoscaler", "shop", "keda-hpa-web")!;
+    cluster.set("HorizontalPodAutoscaler", {
+      ...hpa,
+      status: {
+        conditions: [{
+          type: "ScalingActive",
+          status: "False",
+          reason: "FailedGetExternalMetric",
+          message: "the HPA was unable to compute the replica count",
+        }],
+      },
+    });
+    await run();
+    timers.at(-1)!(); // the loop's next tick
+    await run();
+    const conds = cluster.get("ScaledObject", "shop", "web")!.status.conditions;
+    assert.deepEqual(conds.find((c: Obj) => c.type === "HPAActive"), {
+      type: "HPAActive",
+      status: "False",
+      reason: "FailedGetExternalMetric",
+      message: "HPA is not actively scaling: the HPA was unable to compute the replica count",
+    });
+    assert.equal(conds.find((c: Obj) => c.type === "Active")?.reason, "ScalerActive");
+    // appended after KEDA's four
+    assert.deepEqual(conds.map((c: Obj) => c.type), [
+      "Ready",
+      "Active",
+      "Fallback",
+      "Paused",
+      "HPAActive",
+    ]);
+    await controller.stop();
+  });
+});

@@ -248,7 +248,16 @@ describe("e2e: KEDA ScaledObjects", { skip: SKIP, timeout: 10 * 60_000 }, () => 
       return o.status?.hpaName === "keda-hpa-web" ? o : undefined;
     }, { what: "ScaledObject web's status", timeoutMs: WAIT_MS });
     assert.equal(ready.metadata.labels[SO_LABEL], "web");
-    const { conditions, ...fields } = ready.status;
+    const { conditions, lastActiveTime, triggersActivity, ...fields } = ready.status;
+    // the scale loop's fields (its first check runs at once): all three triggers active
+    if (triggersActivity !== undefined) {
+      assert.deepEqual(triggersActivity, {
+        "s0-prometheus": { isActive: true },
+        "s1-metric-api-queue-depth": { isActive: true },
+        "s2-cron-Etc-UTC-00xxx-5923xxx": { isActive: true },
+      });
+      assert.match(lastActiveTime, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    }
     assert.deepEqual(fields, {
       scaleTargetKind: "apps/v1.Deployment",
       scaleTargetGVKR: {
@@ -441,7 +450,7 @@ function peerObjects(ns: string, statsIp: string, prometheusUrl: string, toKeda:
     apiVersion: "keda.sh/v1alpha1",
     kind: "ScaledObject",
     metadata: { name, namespace: ns, labels: { ...labels, team: "shop" }, annotations },
-    spec: { scaleTargetRef: { name: "web" }, ...spec },
+    spec: { scaleTargetRef: { name: "web" }, pollingInterval: 5, ...spec },
   });
   const prom = (threshold: string, name?: string) => ({
     ...peerTrigger(prometheusUrl, threshold),
@@ -517,7 +526,11 @@ function comparableHpa(h: Obj): Obj {
   };
 }
 
-/** The status fields KEDA's reconcile writes, and its Ready condition. */
+/**
+ * The status fields KEDA's reconcile and scale loop write: all but `lastActiveTime`'s value (a
+ * time) and the `HPAActive` condition (it mirrors the HPA's ScalingActive, and KEDA's HPA gets
+ * no metrics here: the harness's external metrics API is this adapter's).
+ */
 function comparableStatus(s: Obj): Obj {
   const out: Obj = {};
   for (
@@ -529,11 +542,16 @@ function comparableStatus(s: Obj): Obj {
       "scaleTargetKind",
       "scaleTargetGVKR",
       "originalReplicaCount",
+      "pausedReplicaCount",
       "triggersTypes",
       "authenticationsTypes",
+      "triggersActivity",
+      "health",
     ]
   ) if (s?.[k] !== undefined) out[k] = s[k];
-  out.ready = (s?.conditions ?? []).find((c: Obj) => c.type === "Ready") ?? null;
+  out.lastActiveTime = s?.lastActiveTime !== undefined;
+  out.conditions = (s?.conditions ?? []).filter((c: Obj) => c.type !== "HPAActive")
+    .map((c: Obj) => ({ ...c, lastTransitionTime: undefined }));
   return out;
 }
 
@@ -832,10 +850,14 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
         `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/${name}`,
       );
     for (const name of names) {
+      // settled: the reconcile wrote Ready, and the scale loop (its ticks every 5 s) Active
       const settled = async (ns: string) => {
         const so = await statusOf(ns, name);
-        const ready = (so.status?.conditions ?? []).find((c: Obj) => c.type === "Ready");
-        return ready && ready.status !== "Unknown" ? so : undefined;
+        const c = (type: string) => (so.status?.conditions ?? []).find((x: Obj) => x.type === type);
+        const ready = c("Ready");
+        if (!ready || ready.status === "Unknown") return undefined;
+        if (so.status?.hpaName !== undefined && c("Active")?.status === "Unknown") return undefined;
+        return so;
       };
       const [k, u] = [
         await waitFor(() => settled(nsKeda), {
@@ -847,7 +869,23 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
           timeoutMs: WAIT_MS,
         }),
       ];
-      assert.deepEqual(comparableStatus(u.status), comparableStatus(k.status), `status of ${name}`);
+      // a condition KEDA still has at its initial value (no reason) is not compared: KEDA's scale
+      // loop patches the conditions it read before the reconcile wrote its own, and so can put
+      // Paused and Fallback back to their initial values (a race, README)
+      const initial = new Set(
+        (k.status.conditions ?? []).filter((c: Obj) => c.reason === undefined).map((c: Obj) =>
+          c.type
+        ),
+      );
+      const strip = (x: Obj) => ({
+        ...x,
+        conditions: x.conditions.filter((c: Obj) => !initial.has(c.type)),
+      });
+      assert.deepEqual(
+        strip(comparableStatus(u.status)),
+        strip(comparableStatus(k.status)),
+        `status of ${name}`,
+      );
       const hpaName = k.status.hpaName;
       if (hpaName === undefined) continue; // an error: no HPA on either side
       const [kh, uh] = [await hpaOf(nsKeda, hpaName), await hpaOf(nsOurs, hpaName)];
@@ -876,8 +914,8 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
           what: `${metric} of ${name} from both`,
           timeoutMs: WAIT_MS,
         });
-        const strip = (l: Obj) => l.items.map((i: Obj) => ({ ...i, timestamp: "-" }));
-        assert.deepEqual(strip(both.ur), strip(both.kr), `value of ${metric} of ${name}`);
+        const itemsOf = (l: Obj) => l.items.map((i: Obj) => ({ ...i, timestamp: "-" }));
+        assert.deepEqual(itemsOf(both.ur), itemsOf(both.kr), `value of ${metric} of ${name}`);
       }
     }
   }
