@@ -1264,10 +1264,17 @@ async function main(argv: string[]): Promise<number> {
         ["kustomize", "tests/e2e/shard_e2e_test.ts", "", "3"],
         // and KEDA's ScaledObjects served without KEDA (issue 47)
         // (KEDA's own operator takes the ScaledObjects labelled for it, side by side)
+        // and KEDA's metrics server behind us as the delegate, so both HPAs get their metrics
         [
           "kustomize",
           "tests/e2e/keda_e2e_test.ts",
-          "--keda-scaled-object-selector=e2e.hpa-metrics-adapter/keda!=true",
+          [
+            "--keda-scaled-object-selector=e2e.hpa-metrics-adapter/keda!=true",
+            `--delegate-external-metrics=https://${E2E.prometheusIp}:16443`,
+            "--delegate-insecure-skip-tls-verify",
+            `--delegate-token-file=${join(STATE_DIR, "adapter.token")}`,
+            "--delegate-discovery-interval=2s",
+          ].join(" "),
           "1",
         ],
       ];

@@ -17,7 +17,14 @@
  * `Ready` equal; each served value equal (read from KEDA's metrics server and through the
  * aggregator from this adapter at the same moment).
  *
- *   HPA_E2E_ADAPTER_ARGS=--keda-scaled-object-selector='e2e.hpa-metrics-adapter/keda!=true' \
+ * Then KEDA's scale loop side by side: a ScaledObject with `minReplicaCount: 0` on a metrics-api
+ * trigger whose value the test moves above activation, to zero and back, in both namespaces
+ * (KEDA's HPA reads KEDA's metrics server through this adapter, its delegate): the replica counts
+ * agree at each step, and both emit KEDA's events.
+ *
+ *   HPA_E2E_ADAPTER_ARGS="--keda-scaled-object-selector=e2e.hpa-metrics-adapter/keda!=true \
+ *     --delegate-external-metrics=https://10.213.0.3:16443 --delegate-insecure-skip-tls-verify \
+ *     --delegate-token-file=$PWD/.e2e/adapter.token --delegate-discovery-interval=2s" \
  *     node --import tsx tests/e2e/harness.ts up
  *   node --import tsx --test tests/e2e/keda_e2e_test.ts
  *   node --import tsx tests/e2e/harness.ts down
@@ -29,7 +36,7 @@ import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { E2E, kubectl, readState, STATE_DIR, waitFor } from "./harness.ts";
+import { E2E, kubectl, readState, ROOT, STATE_DIR, waitFor } from "./harness.ts";
 import { ensureKeda, kedaCrdFiles } from "./keda_tool.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
 import { createKubeClient, loadKubeconfig } from "./kube_client.ts";
@@ -562,6 +569,9 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
   const KEDA_ADDRESS = `${E2E.prometheusIp}:16443`;
   const children: ChildProcess[] = [];
   let dir = "";
+  const events = async (ns: string, name: string): Promise<Obj[]> =>
+    ((await kube!.request("GET", `/api/v1/namespaces/${ns}/events`)).items as Obj[])
+      .filter((e) => e.involvedObject?.kind === "ScaledObject" && e.involvedObject.name === name);
   const ips: Record<string, string> = {};
 
   const start = (name: string, bin: string, args: string[]): void => {
@@ -612,6 +622,8 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
   before(async () => {
     const { operator, adapter } = ensureKeda();
     dir = mkdtempSync(join(tmpdir(), "e2e-keda-"));
+    // what KEDA's metrics server needs to accept this adapter as a client (its delegate)
+    kubectl(["apply", "-f", join(ROOT, "deploy/components/delegation/rbac.yaml")]);
     // KEDA's own CRDs (all six: its operator watches each kind) over ours
     kubectl([
       "apply",
@@ -839,6 +851,99 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
       }, { what: `custom-hpa of ${ns} with target 7`, timeoutMs: WAIT_MS });
     }
     await compareAll(["renamed"]);
+  });
+
+  it("scales to zero and back as KEDA does (replicas at each step, and KEDA's events)", async () => {
+    const depth = async (value: number) => {
+      for (const ns of [nsKeda, nsOurs]) {
+        await kube!.request("PATCH", `/api/v1/namespaces/${ns}/pods/stats`, {
+          body: {
+            metadata: {
+              annotations: { [ANNOTATIONS.metrics]: JSON.stringify({ queue: { depth: value } }) },
+            },
+          },
+          contentType: "application/merge-patch+json",
+        });
+      }
+    };
+    const replicas = async (ns: string): Promise<number> =>
+      (await kube!.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/zero`)).spec.replicas;
+    const both = (want: number, what: string) =>
+      waitFor(async () => {
+        const [k, u] = [await replicas(nsKeda), await replicas(nsOurs)];
+        return k === want && u === want ? true : undefined;
+      }, { what: `${what}: zero at ${want} replicas in both namespaces`, timeoutMs: WAIT_MS });
+    for (const [ns, toKeda] of [[nsKeda, true], [nsOurs, false]] as const) {
+      await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
+        body: {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "zero", namespace: ns },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: "zero" } },
+            template: {
+              metadata: { labels: { app: "zero" } },
+              spec: { containers: [{ name: "app", image: "e2e.invalid/app:1" }] },
+            },
+          },
+        },
+      });
+      await kube!.request("POST", `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects`, {
+        body: {
+          apiVersion: "keda.sh/v1alpha1",
+          kind: "ScaledObject",
+          metadata: { name: "zero", namespace: ns, labels: toKeda ? { [TO_KEDA]: "true" } : {} },
+          spec: {
+            scaleTargetRef: { name: "zero" },
+            minReplicaCount: 0,
+            maxReplicaCount: 6,
+            pollingInterval: 2,
+            cooldownPeriod: 4,
+            advanced: {
+              horizontalPodAutoscalerConfig: {
+                behavior: {
+                  ...BEHAVIOR,
+                  scaleDown: {
+                    stabilizationWindowSeconds: 0,
+                    policies: [{ type: "Percent", value: 100, periodSeconds: 1 }],
+                  },
+                },
+              },
+            },
+            triggers: [{
+              type: "metrics-api",
+              metadata: {
+                url: `http://${ips[ns]}:8080/stats`,
+                valueLocation: "queue.depth",
+                targetValue: "3",
+                activationTargetValue: "5",
+              },
+            }],
+          },
+        },
+      });
+    }
+    // 12 is above activation 5: the HPA on 12 / 3
+    await depth(12);
+    await both(4, "active");
+    // 0: inactive; after the 4 s cooldown the loop takes both to zero
+    await depth(0);
+    await both(0, "inactive past the cooldown");
+    // 12 again: the loop wakes both to one, then the HPA to four
+    await depth(12);
+    await both(4, "active again");
+    for (const reason of ["KEDAScaleTargetDeactivated", "KEDAScaleTargetActivated"]) {
+      const said = async (ns: string) =>
+        (await events(ns, "zero")).filter((e) => e.reason === reason).map((e) =>
+          e.message.replace(ns, "NS").replace(/ from \d+ /, " from N ")
+        )[0];
+      const [k, u] = await waitFor(async () => {
+        const pair = [await said(nsKeda), await said(nsOurs)];
+        return pair[0] && pair[1] ? pair : undefined;
+      }, { what: `${reason} in both namespaces`, timeoutMs: WAIT_MS });
+      assert.equal(u, k, reason);
+    }
   });
 
   async function compareAll(names: string[]): Promise<void> {
