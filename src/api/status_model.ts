@@ -367,8 +367,28 @@ export interface ScaledObjectStatus {
   owner: "hpa-metrics-adapter" | "keda-operator" | "other";
   /** Its `Ready` condition as written (null before the first write). */
   ready: { status: string; reason?: string; message?: string } | null;
-  /** Each trigger: its index, type, name and External metric (null for Resource ones). */
-  triggers: { index: number; type: string; name: string | null; metricName: string | null }[];
+  /**
+   * Each trigger: its index, type, name, External metric (null for Resource ones), activation
+   * threshold (null where none applies) and its activity as the scale loop last wrote it.
+   */
+  triggers: {
+    index: number;
+    type: string;
+    name: string | null;
+    metricName: string | null;
+    activation: number | null;
+    active: boolean | null;
+  }[];
+  /** The scale loop's view (ours only): its `Active` condition, the last active time, the cooldown. */
+  loop: {
+    active: { status: string; reason?: string; message?: string } | null;
+    /** RFC 3339, as written. */
+    lastActiveTime: string | null;
+    /** When the cooldown after the last active time ends (RFC 3339), while inactive. */
+    cooldownEndsAt: string | null;
+    /** What the loop does next, in words. */
+    next: string;
+  } | null;
 }
 
 /** One HPA. */

@@ -557,11 +557,26 @@ function scaledObjectSection(so: ScaledObjectStatus): string {
       t.metricName === null
         ? '<span class="muted">Resource</span>'
         : `<code>${esc(t.metricName)}</code>`
+    }</td><td>${t.activation === null ? "" : `&gt; ${formatValue(t.activation)}`}</td><td>${
+      t.active === null ? "" : t.active ? "active" : "inactive"
     }</td></tr>`
   ).join("");
+  const loop = so.loop === null ? "" : [
+    [
+      "Active",
+      so.loop.active === null
+        ? "not written yet"
+        : `${esc(so.loop.active.status)}${
+          so.loop.active.reason ? ` ${esc(so.loop.active.reason)}` : ""
+        }`,
+    ],
+    ["last active", so.loop.lastActiveTime === null ? "never" : esc(so.loop.lastActiveTime)],
+    ...(so.loop.cooldownEndsAt === null ? [] : [["cooldown ends", esc(so.loop.cooldownEndsAt)]]),
+    ["next", esc(so.loop.next)],
+  ].map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join("");
   return `<h2>ScaledObject ${esc(so.name)}</h2>
-<table class="scaledobject"><tr><th>served by</th><td>${owner}</td></tr><tr><th>Ready</th><td>${ready}</td></tr></table>
-<table class="triggers"><tr><th>trigger</th><th>type</th><th>name</th><th>metric</th></tr>${rows}</table>`;
+<table class="scaledobject"><tr><th>served by</th><td>${owner}</td></tr><tr><th>Ready</th><td>${ready}</td></tr>${loop}</table>
+<table class="triggers"><tr><th>trigger</th><th>type</th><th>name</th><th>metric</th><th>activation</th><th>activity</th></tr>${rows}</table>`;
 }
 
 /**

@@ -11,12 +11,15 @@ import type { KubeObject } from "../cluster/types.ts";
 import { type KedaHpa, kedaHpaFor, type KedaTriggerMetric } from "../core/keda/hpa.ts";
 import {
   InvalidScaledObjectError,
+  kedaUsesModifiers,
   parseScaledObject,
   parseTriggerAuthentication,
   type ScaledObject,
   type TriggerAuthentication,
 } from "../core/keda/scaled_object.ts";
 import type { TriggerParams } from "../core/keda/typed_config.ts";
+import { kedaActivationThreshold } from "../core/keda/activity.ts";
+import { readTrigger } from "../core/keda/triggers.ts";
 
 /** A ScaledObject, as `plan` shows it. */
 export interface KedaRow {
@@ -24,8 +27,12 @@ export interface KedaRow {
   source: string;
   /** The HPA it makes (`shop/keda-hpa-web`), unless it has an error. */
   hpa?: string;
-  /** Each trigger's metric: its index, type, metric name and HPA target. */
-  metrics: { trigger: number; type: string; metric: string; target: string }[];
+  /**
+   * Each trigger's metric: its index, type, metric name, HPA target, and the activation threshold
+   * the scale loop compares its value with (`> 2`; cron: `inside its window`; none for cpu and
+   * memory).
+   */
+  metrics: { trigger: number; type: string; metric: string; target: string; activation?: string }[];
   /** Why it makes no HPA: the `Ready` condition's message KEDA would set. */
   error?: string;
   /** The trigger the error is about. */
@@ -125,17 +132,30 @@ export function kedaScaledObjectRow(
     }
     return auth?.spec.podIdentity?.provider;
   });
-  const result = kedaHpaFor(so, {
-    version: VERSION,
-    params: paramsOf(so, authentications),
-    podIdentities,
+  const params = paramsOf(so, authentications);
+  const result = kedaHpaFor(so, { version: VERSION, params, podIdentities });
+  const activationOf = (index: number, type: string): string | undefined => {
+    if (type === "cron") return "inside its window";
+    try {
+      const { values } = readTrigger(type, params[index], {
+        modifiers: kedaUsesModifiers(so),
+        ...(podIdentities[index] !== undefined ? { podIdentity: podIdentities[index] } : {}),
+      });
+      return `> ${kedaActivationThreshold(type, values)}`;
+    } catch {
+      return undefined;
+    }
+  };
+  const metrics = result.metrics.map((m) => {
+    const activation = m.spec.type === "External" ? activationOf(m.index, m.type) : undefined;
+    return {
+      trigger: m.index,
+      type: m.type,
+      metric: m.metricName,
+      target: targetText(m),
+      ...(activation !== undefined ? { activation } : {}),
+    };
   });
-  const metrics = result.metrics.map((m) => ({
-    trigger: m.index,
-    type: m.type,
-    metric: m.metricName,
-    target: targetText(m),
-  }));
   if ("error" in result) {
     return {
       row: {
@@ -163,7 +183,10 @@ export function kedaRowText(k: KedaRow): string {
     }: ${k.error}\n${warnings}`;
   }
   return `keda ${k.source} -> HorizontalPodAutoscaler ${k.hpa} (see --output yaml)\n` +
-    k.metrics.map((m) => `    trigger ${m.trigger} ${m.type}: ${m.metric}, target ${m.target}\n`)
-      .join("") +
+    k.metrics.map((m) =>
+      `    trigger ${m.trigger} ${m.type}: ${m.metric}, target ${m.target}${
+        m.activation !== undefined ? `, active ${m.activation}` : ""
+      }\n`
+    ).join("") +
     warnings;
 }

@@ -63,7 +63,7 @@ import {
   kedaScaleTarget,
   setCondition,
 } from "../core/keda/status.ts";
-import { kedaActivity, type KedaReading } from "../core/keda/activity.ts";
+import { kedaActivationThreshold, kedaActivity, type KedaReading } from "../core/keda/activity.ts";
 import {
   KEDA_PAUSED_REPLICAS,
   kedaPausedByAnnotation,
@@ -317,13 +317,70 @@ export class KedaController implements KedaTriggerSource {
         : null,
       triggers: triggers.map((t, index) => {
         const m = metrics.find((x) => x.index === index);
+        const external = m !== undefined && m.spec.type === "External";
+        const activity = external ? obj?.status?.triggersActivity?.[m.metricName] : undefined;
+        const values = e?.triggers[index]?.values;
         return {
           index,
           type: String(t?.type ?? ""),
           name: typeof t?.name === "string" && t.name !== "" ? t.name : null,
-          metricName: m && m.spec.type === "External" ? m.metricName : null,
+          metricName: external ? m.metricName : null,
+          activation: external && values && t?.type !== "cron"
+            ? kedaActivationThreshold(String(t.type), values)
+            : null,
+          active: typeof activity?.isActive === "boolean" ? activity.isActive : null,
         };
       }),
+      loop: ours && e ? this.#loopStatus(e.so, obj) : null,
+    };
+  }
+
+  /** The scale loop's state in words, for the status page. */
+  #loopStatus(
+    so: ScaledObject,
+    obj: KubeObject | undefined,
+  ): NonNullable<ScaledObjectStatus["loop"]> {
+    const status = (obj?.status ?? {}) as Loose;
+    const active = (status.conditions ?? []).find((c: Loose) => c?.type === "Active");
+    const last = typeof status.lastActiveTime === "string" ? status.lastActiveTime : null;
+    const inactive = active?.status === "False";
+    const cooldown = (so.spec.cooldownPeriod ?? 300) * 1000;
+    const lastMs = last === null ? NaN : Date.parse(last);
+    const endsMs = Number.isFinite(lastMs) ? lastMs + cooldown : NaN;
+    const kind = (so.spec.scaleTargetRef.kind || "Deployment") as Kind;
+    const target = Object.hasOwn(KIND_RESOURCES, kind)
+      ? this.#cluster.get(kind, so.metadata.namespace ?? "default", so.spec.scaleTargetRef.name)
+      : undefined;
+    const replicas = typeof target?.spec?.replicas === "number" ? target.spec.replicas : null;
+    const floor = so.spec.idleReplicaCount ?? so.spec.minReplicaCount ?? 0;
+    const paused =
+      (status.conditions ?? []).some((c: Loose) => c?.type === "Paused" && c.status === "True") &&
+      kedaPausedByAnnotation(so);
+    let next: string;
+    if (paused) next = "nothing: paused";
+    else if (active === undefined || active.status === "Unknown") next = "its first check";
+    else if (!inactive) {
+      next = replicas === 0
+        ? `scale to ${Math.max(so.spec.minReplicaCount ?? 0, 1)} at the next check`
+        : "leave scaling to the HPA while active";
+    } else if (replicas !== null && replicas > floor) {
+      next = Number.isFinite(endsMs) && endsMs > this.#now()
+        ? `scale to ${floor} when the cooldown ends (${new Date(endsMs).toISOString()})`
+        : `scale to ${floor} at the next check`;
+    } else next = `nothing: the target is at ${replicas ?? "?"} replicas`;
+    return {
+      active: active
+        ? {
+          status: String(active.status),
+          ...(active.reason ? { reason: String(active.reason) } : {}),
+          ...(active.message ? { message: String(active.message) } : {}),
+        }
+        : null,
+      lastActiveTime: last,
+      cooldownEndsAt: inactive && Number.isFinite(endsMs)
+        ? new Date(endsMs).toISOString().replace(".000Z", "Z")
+        : null,
+      next,
     };
   }
 

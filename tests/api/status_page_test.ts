@@ -556,9 +556,22 @@ describe("status page: the ScaledObject behind an HPA", () => {
         message: 'missing "threshold" <b>',
       },
       triggers: [
-        { index: 0, type: "prometheus", name: "rps", metricName: "s0-prometheus" },
-        { index: 1, type: "cpu", name: null, metricName: null },
+        {
+          index: 0,
+          type: "prometheus",
+          name: "rps",
+          metricName: "s0-prometheus",
+          activation: 2.5,
+          active: true,
+        },
+        { index: 1, type: "cpu", name: null, metricName: null, activation: null, active: null },
       ],
+      loop: {
+        active: { status: "False", reason: "ScalerCooldown" },
+        lastActiveTime: "2026-01-01T11:59:00Z",
+        cooldownEndsAt: "2026-01-01T12:04:00Z",
+        next: "scale to 0 when the cooldown ends (2026-01-01T12:04:00.000Z)",
+      },
     };
     const html = renderHpaPage(web, r);
     assert.deepEqual(tableAfter(html, "<h2>ScaledObject web</h2>"), [
@@ -567,15 +580,19 @@ describe("status page: the ScaledObject behind an HPA", () => {
         "Ready",
         'False ScaledObjectCheckFailed: <span class="err">missing &quot;threshold&quot; &lt;b&gt;</span>',
       ],
+      ["Active", "False ScalerCooldown"],
+      ["last active", "2026-01-01T11:59:00Z"],
+      ["cooldown ends", "2026-01-01T12:04:00Z"],
+      ["next", "scale to 0 when the cooldown ends (2026-01-01T12:04:00.000Z)"],
     ]);
     assert.ok(
       html.includes(
-        "<tr><td>0</td><td>prometheus</td><td>rps</td><td><code>s0-prometheus</code></td></tr>",
+        "<tr><td>0</td><td>prometheus</td><td>rps</td><td><code>s0-prometheus</code></td><td>&gt; 2.5</td><td>active</td></tr>",
       ),
     );
     assert.ok(
       html.includes(
-        '<tr><td>1</td><td>cpu</td><td></td><td><span class="muted">Resource</span></td></tr>',
+        '<tr><td>1</td><td>cpu</td><td></td><td><span class="muted">Resource</span></td><td></td><td></td></tr>',
       ),
     );
     // without one, no section

@@ -436,7 +436,7 @@ describe("explain offline for KEDA ScaledObjects", () => {
       io.out(),
       `ScaledObject shop/web (offline, from ${file})\n` +
         "keda ScaledObject shop/web -> HorizontalPodAutoscaler shop/keda-hpa-web (see --output yaml)\n" +
-        "    trigger 0 prometheus: s0-prometheus, target AverageValue 2.500\n" +
+        "    trigger 0 prometheus: s0-prometheus, target AverageValue 2.500, active > 0\n" +
         "    trigger 1 memory: memory, target AverageValue 1536Mi\n",
     );
     assert.equal(code, 0);

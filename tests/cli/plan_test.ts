@@ -625,7 +625,7 @@ spec:
       metadata: {serverAddress: "http://prom:9090", query: "sum(rate(x[1m]))", threshold: "100.5"}
     - type: aws-sqs-queue
       authenticationRef: {name: aws}
-      metadata: {queueURLFromEnv: QUEUE, awsRegion: eu-west-1}
+      metadata: {queueURLFromEnv: QUEUE, awsRegion: eu-west-1, activationQueueLength: "7"}
     - type: cpu
       metricType: Utilization
       metadata: {value: "60"}
@@ -670,12 +670,12 @@ spec:
       assert.equal(
         io.out(),
         `keda ScaledObject shop/web -> HorizontalPodAutoscaler shop/keda-hpa-web (see --output yaml)
-    trigger 0 prometheus: s0-prometheus, target ${t(100.5)}
-    trigger 1 aws-sqs-queue: s1-aws-sqs-<env QUEUE>, target AverageValue 5
+    trigger 0 prometheus: s0-prometheus, target ${t(100.5)}, active > 0
+    trigger 1 aws-sqs-queue: s1-aws-sqs-<env QUEUE>, target AverageValue 5, active > 7
     trigger 2 cpu: cpu, target Utilization 60%
 keda ScaledObject shop/bad (trigger 0): failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: missing required parameter "threshold" in [triggerMetadata]
 keda ScaledObject shop/api -> HorizontalPodAutoscaler shop/keda-hpa-api (see --output yaml)
-    trigger 0 influxdb: s0-influxdb-<secret influx key org>, target ${t(2)}
+    trigger 0 influxdb: s0-influxdb-<secret influx key org>, target ${t(2)}, active > 0
 
 0 metrics in 0 HPAs, 3 ScaledObjects: 1 error, 0 warnings (all collectors assumed enabled)
 `,
@@ -693,6 +693,7 @@ keda ScaledObject shop/api -> HorizontalPodAutoscaler shop/keda-hpa-api (see --o
         type: "aws-sqs-queue",
         metric: "s1-aws-sqs-<env QUEUE>",
         target: "AverageValue 5",
+        activation: "> 7",
       });
       assert.deepEqual(rows[1], {
         source: "ScaledObject shop/bad",

@@ -222,10 +222,30 @@ describe("KedaController", () => {
         message: "ScaledObject is defined correctly and is ready for scaling",
       },
       triggers: [
-        { index: 0, type: "prometheus", name: null, metricName: "s0-prometheus" },
-        { index: 1, type: "cron", name: null, metricName: "s1-cron-Europe-Berlin-08xxx-020xxx" },
-        { index: 2, type: "cpu", name: null, metricName: null },
+        {
+          index: 0,
+          type: "prometheus",
+          name: null,
+          metricName: "s0-prometheus",
+          activation: 0,
+          active: null,
+        },
+        {
+          index: 1,
+          type: "cron",
+          name: null,
+          metricName: "s1-cron-Europe-Berlin-08xxx-020xxx",
+          activation: null,
+          active: null,
+        },
+        { index: 2, type: "cpu", name: null, metricName: null, activation: null, active: null },
       ],
+      loop: {
+        active: { status: "Unknown" },
+        lastActiveTime: null,
+        cooldownEndsAt: null,
+        next: "its first check",
+      },
     });
     assert.equal(s.controller.statusOf({ metadata: { name: "x", namespace: "shop" } }), null);
   });
@@ -546,6 +566,19 @@ describe("KedaController: the scale loop (issue 48)", () => {
       ).reason,
       "ScalerCooldown",
     );
+    // the status page's view: the cooldown's end and the next action
+    const hpa = s.cluster.get("HorizontalPodAutoscaler", "shop", "keda-hpa-web")!;
+    assert.deepEqual(s.controller.statusOf(hpa)?.loop, {
+      active: {
+        status: "False",
+        reason: "ScalerCooldown",
+        message: "Scaler cooling down because triggers are not active",
+      },
+      lastActiveTime: "2026-11-29T10:00:10Z",
+      cooldownEndsAt: "2026-11-29T10:01:10Z",
+      next: "scale to 0 when the cooldown ends (2026-11-29T10:01:10.000Z)",
+    });
+    assert.deepEqual(s.controller.statusOf(hpa)?.triggers[0].active, false);
     await s.controller.stop();
   });
 
