@@ -582,6 +582,40 @@ describe("KedaController: the scale loop (issue 48)", () => {
     await s.controller.stop();
   });
 
+  it("activates on autoscaling.keda.sh/force-activation even when the triggers are quiet", async () => {
+    const readings = new Map<string, Obj>([["s0-prometheus", {
+      value: 0,
+      failures: 0,
+      fallback: false,
+    }]]);
+    const so = zeroable();
+    so.metadata.annotations = { "autoscaling.keda.sh/force-activation": "true" };
+    const s = loopSetup(readings, so);
+    s.cluster.set("Deployment", { ...deployment(), spec: { ...deployment().spec, replicas: 0 } });
+    await s.controller.start();
+    await s.run();
+    await s.tick(5_000);
+    assert.deepEqual(s.writer.scales.at(-1), { kind: "Deployment", name: "shop/web", replicas: 1 });
+    assert.deepEqual(s.writer.events.at(-1)!.event, {
+      type: "Normal",
+      reason: "KEDAScaleTargetActivated",
+      message:
+        "Scaled apps/v1.Deployment shop/web from 0 to 1, caused by forced activation annotation",
+    });
+    assert.deepEqual(
+      s.cluster.get("ScaledObject", "shop", "web")!.status.conditions.find((c: Obj) =>
+        c.type === "Active"
+      ),
+      {
+        type: "Active",
+        status: "True",
+        reason: "ScalerActive",
+        message: "Scaling is performed because activation is being forced by annotation",
+      },
+    );
+    await s.controller.stop();
+  });
+
   it("writes health and the Fallback condition when the ScaledObject has a fallback", async () => {
     const readings = new Map<string, Obj>([["s0-prometheus", {
       error: "down",
