@@ -184,8 +184,15 @@ class IncomingView implements PlainRequest {
   }
 }
 
-/** Deno: how much of a refused body is read and dropped before the connection is destroyed. */
+/**
+ * Deno: how much of a refused body is read and dropped before the connection is destroyed, once
+ * the answer is written (Deno writes it only after it has read some of the body).
+ */
 const LINGER_BYTES = 256 * 1024;
+/** Deno: past this much dropped, the connection goes even before its answer is written. */
+const LINGER_BYTES_MAX = 1 << 20;
+/** Deno: how long the client has to read the answer once it is written. */
+const LINGER_READ_MS = 10;
 
 /**
  * The server closes the connection once its answer is written; with the client's body still
@@ -194,7 +201,7 @@ const LINGER_BYTES = 256 * 1024;
  * socket buffers fill), and the socket is destroyed a second later (RFC 9112 9.6; Go's net/http
  * waits half a second): time enough for the client to read the answer.
  */
-function lingerOnClose(incoming: http.IncomingMessage): void {
+function lingerOnClose(incoming: http.IncomingMessage, outgoing: http.ServerResponse): void {
   const socket = incoming.socket as Socket & { destroySoon?: () => void };
   // Deno's node:http reads on regardless of a pause and holds what it read (measured: +78-86
   // MiB over the load test's rest level): there the body is read and dropped, up to 256 KiB
@@ -211,10 +218,25 @@ function lingerOnClose(incoming: http.IncomingMessage): void {
     (incoming as http.IncomingMessage & { _dump?: () => void })._dump = (): void => {};
     return void incoming.pause();
   }
+  // Deno writes the answer only after it has read some of the body: the socket goes once the
+  // answer is out (destroyed before, the client saw EPIPE instead of the 413), or at the cap
   let dropped = 0;
+  let answered = false;
+  outgoing.once("finish", () => {
+    answered = true;
+    if (dropped > LINGER_BYTES) destroyLater();
+  });
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const destroyLater = (): void => {
+    timer ??= setTimeout(() => socket.destroy(), LINGER_READ_MS);
+  };
+  socket.once("close", () => {
+    if (timer !== null) clearTimeout(timer);
+  });
   incoming.on("data", (chunk: Buffer) => {
     dropped += chunk.byteLength;
-    if (dropped > LINGER_BYTES) socket.destroy();
+    if (dropped > LINGER_BYTES_MAX) socket.destroy();
+    else if (dropped > LINGER_BYTES && answered) destroyLater();
   });
 }
 
@@ -233,7 +255,7 @@ function refusedBody(
   const limit = app.bodyLimit?.(incoming.method ?? "GET", incoming.url ?? "/") ?? 0;
   if (limit > 0 && (chunked || Number(length) <= limit)) return false;
   const reason = limit > 0 ? `request body over ${limit} bytes\n` : "this request takes no body\n";
-  lingerOnClose(incoming);
+  lingerOnClose(incoming, outgoing);
   outgoing.shouldKeepAlive = false;
   outgoing.writeHead(413, {
     "content-type": "text/plain; charset=utf-8",
