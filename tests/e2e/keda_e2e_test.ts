@@ -39,7 +39,7 @@ import { join } from "node:path";
 import { E2E, kubectl, readState, ROOT, STATE_DIR, waitFor } from "./harness.ts";
 import { ensureKeda, kedaCrdFiles } from "./keda_tool.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
-import { createKubeClient, loadKubeconfig } from "./kube_client.ts";
+import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient } from "./kube_client.ts";
 import { VERSION } from "../../src/cli/version.ts";
 
@@ -557,6 +557,13 @@ function comparableStatus(s: Obj): Obj {
     ]
   ) if (s?.[k] !== undefined) out[k] = s[k];
   out.lastActiveTime = s?.lastActiveTime !== undefined;
+  // health's failures count reads in KEDA (every HPA read and loop check) and collections here
+  // (README): compared by state
+  if (s?.health !== undefined) {
+    out.health = Object.fromEntries(
+      Object.entries(s.health).map(([k, v]) => [k, (v as Obj).status]),
+    );
+  }
   out.conditions = (s?.conditions ?? []).filter((c: Obj) => c.type !== "HPAActive")
     .map((c: Obj) => ({ ...c, lastTransitionTime: undefined }));
   return out;
@@ -853,7 +860,7 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
     await compareAll(["renamed"]);
   });
 
-  it("scales to zero and back as KEDA does (replicas at each step, and KEDA's events)", async () => {
+  it("scales to zero and back, idles, pauses, restores and falls back as KEDA does", async () => {
     const depth = async (value: number) => {
       for (const ns of [nsKeda, nsOurs]) {
         await kube!.request("PATCH", `/api/v1/namespaces/${ns}/pods/stats`, {
@@ -866,84 +873,147 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
         });
       }
     };
-    const replicas = async (ns: string): Promise<number> =>
-      (await kube!.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/zero`)).spec.replicas;
-    const both = (want: number, what: string) =>
+    const replicas = async (ns: string, name: string): Promise<number> =>
+      (await kube!.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/${name}`)).spec
+        .replicas;
+    /** Wait until each named Deployment has its count in both namespaces. */
+    const both = (want: Record<string, number>, what: string) =>
       waitFor(async () => {
-        const [k, u] = [await replicas(nsKeda), await replicas(nsOurs)];
-        return k === want && u === want ? true : undefined;
-      }, { what: `${what}: zero at ${want} replicas in both namespaces`, timeoutMs: WAIT_MS });
+        for (const [name, n] of Object.entries(want)) {
+          if (await replicas(nsKeda, name) !== n || await replicas(nsOurs, name) !== n) {
+            return undefined;
+          }
+        }
+        return true;
+      }, { what: `${what}: ${JSON.stringify(want)} in both namespaces`, timeoutMs: WAIT_MS });
+    const soPath = (ns: string, name = "") =>
+      `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects${name ? `/${name}` : ""}`;
+    const behavior = {
+      ...BEHAVIOR,
+      scaleDown: {
+        stabilizationWindowSeconds: 0,
+        policies: [{ type: "Percent", value: 100, periodSeconds: 1 }],
+      },
+    };
+    const trigger = (ns: string, port = 8080) => ({
+      type: "metrics-api",
+      metadata: {
+        url: `http://${ips[ns]}:${port}/stats`,
+        valueLocation: "queue.depth",
+        targetValue: "3",
+        activationTargetValue: "5",
+      },
+    });
+    /** Per ScaledObject: its Deployment's replicas, its spec and annotations. */
+    const cases: Record<
+      string,
+      { replicas: number; spec: (ns: string) => Obj; annotations?: Obj }
+    > = {
+      zero: { replicas: 1, spec: (ns) => ({ minReplicaCount: 0, triggers: [trigger(ns)] }) },
+      idle: {
+        replicas: 1,
+        spec: (ns) => ({ minReplicaCount: 2, idleReplicaCount: 0, triggers: [trigger(ns)] }),
+      },
+      paused: {
+        replicas: 1,
+        spec: (ns) => ({ minReplicaCount: 1, triggers: [trigger(ns)] }),
+        annotations: { "autoscaling.keda.sh/paused-replicas": "3" },
+      },
+      restore: {
+        replicas: 2,
+        spec: (ns) => ({
+          minReplicaCount: 1,
+          advanced: { restoreToOriginalReplicaCount: true },
+          triggers: [trigger(ns)],
+        }),
+      },
+      // a source that refuses: with a fallback, and without
+      fb: {
+        replicas: 1,
+        spec: (ns) => ({
+          minReplicaCount: 1,
+          fallback: { failureThreshold: 1, replicas: 3 },
+          triggers: [trigger(ns, 8081)],
+        }),
+      },
+      nofb: { replicas: 1, spec: (ns) => ({ minReplicaCount: 1, triggers: [trigger(ns, 8081)] }) },
+    };
     for (const [ns, toKeda] of [[nsKeda, true], [nsOurs, false]] as const) {
-      await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
-        body: {
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          metadata: { name: "zero", namespace: ns },
-          spec: {
-            replicas: 1,
-            selector: { matchLabels: { app: "zero" } },
-            template: {
-              metadata: { labels: { app: "zero" } },
-              spec: { containers: [{ name: "app", image: "e2e.invalid/app:1" }] },
-            },
-          },
-        },
-      });
-      await kube!.request("POST", `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects`, {
-        body: {
-          apiVersion: "keda.sh/v1alpha1",
-          kind: "ScaledObject",
-          metadata: { name: "zero", namespace: ns, labels: toKeda ? { [TO_KEDA]: "true" } : {} },
-          spec: {
-            scaleTargetRef: { name: "zero" },
-            minReplicaCount: 0,
-            maxReplicaCount: 6,
-            pollingInterval: 2,
-            cooldownPeriod: 4,
-            advanced: {
-              horizontalPodAutoscalerConfig: {
-                behavior: {
-                  ...BEHAVIOR,
-                  scaleDown: {
-                    stabilizationWindowSeconds: 0,
-                    policies: [{ type: "Percent", value: 100, periodSeconds: 1 }],
-                  },
-                },
+      for (const [name, c] of Object.entries(cases)) {
+        await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
+          body: {
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            metadata: { name, namespace: ns },
+            spec: {
+              replicas: c.replicas,
+              selector: { matchLabels: { app: name } },
+              template: {
+                metadata: { labels: { app: name } },
+                spec: { containers: [{ name: "app", image: "e2e.invalid/app:1" }] },
               },
             },
-            triggers: [{
-              type: "metrics-api",
-              metadata: {
-                url: `http://${ips[ns]}:8080/stats`,
-                valueLocation: "queue.depth",
-                targetValue: "3",
-                activationTargetValue: "5",
-              },
-            }],
           },
-        },
-      });
+        });
+        const { advanced, ...rest } = c.spec(ns);
+        await kube!.request("POST", soPath(ns), {
+          body: {
+            apiVersion: "keda.sh/v1alpha1",
+            kind: "ScaledObject",
+            metadata: {
+              name,
+              namespace: ns,
+              labels: toKeda ? { [TO_KEDA]: "true" } : {},
+              ...(c.annotations ? { annotations: c.annotations } : {}),
+            },
+            spec: {
+              scaleTargetRef: { name },
+              maxReplicaCount: 6,
+              pollingInterval: 2,
+              cooldownPeriod: 4,
+              ...rest,
+              advanced: { ...advanced, horizontalPodAutoscalerConfig: { behavior } },
+            },
+          },
+        });
+      }
     }
-    // 12 is above activation 5: the HPA on 12 / 3
+    // 12 is above activation 5: the HPAs on 12 / 3; paused held at 3; the fallback's 3 replicas
     await depth(12);
-    await both(4, "active");
-    // 0: inactive; after the 4 s cooldown the loop takes both to zero
+    await both({ zero: 4, idle: 4, paused: 3, restore: 4, fb: 3 }, "active");
+    // 0: inactive; past the 4 s cooldown, zero to 0 and idle to its idle count 0
     await depth(0);
-    await both(0, "inactive past the cooldown");
-    // 12 again: the loop wakes both to one, then the HPA to four
+    await both({ zero: 0, idle: 0, paused: 3 }, "inactive past the cooldown");
+    // 12 again: zero wakes to 1 and idle to its minimum 2, then the HPAs to 4
     await depth(12);
-    await both(4, "active again");
-    for (const reason of ["KEDAScaleTargetDeactivated", "KEDAScaleTargetActivated"]) {
-      const said = async (ns: string) =>
-        (await events(ns, "zero")).filter((e) => e.reason === reason).map((e) =>
-          e.message.replace(ns, "NS").replace(/ from \d+ /, " from N ")
-        )[0];
-      const [k, u] = await waitFor(async () => {
-        const pair = [await said(nsKeda), await said(nsOurs)];
-        return pair[0] && pair[1] ? pair : undefined;
-      }, { what: `${reason} in both namespaces`, timeoutMs: WAIT_MS });
-      assert.equal(u, k, reason);
+    await both({ zero: 4, idle: 4 }, "active again");
+    // the pause removed: the HPA back, at 4
+    for (const ns of [nsKeda, nsOurs]) {
+      await kube!.request("PATCH", soPath(ns, "paused"), {
+        body: { metadata: { annotations: { "autoscaling.keda.sh/paused-replicas": null } } },
+        contentType: "application/merge-patch+json",
+      });
     }
+    await both({ paused: 4 }, "unpaused");
+    // the events, as KEDA words them (but for the namespace and the count scaled from)
+    for (const reason of ["KEDAScaleTargetDeactivated", "KEDAScaleTargetActivated"]) {
+      for (const name of ["zero", "idle"]) {
+        const said = async (ns: string) =>
+          (await events(ns, name)).filter((e) => e.reason === reason).map((e) =>
+            e.message.replace(ns, "NS").replace(/ from \d+ /, " from N ")
+          )[0];
+        const [k, u] = await waitFor(async () => {
+          const pair = [await said(nsKeda), await said(nsOurs)];
+          return pair[0] && pair[1] ? pair : undefined;
+        }, { what: `${reason} of ${name} in both namespaces`, timeoutMs: WAIT_MS });
+        assert.equal(u, k, `${reason} of ${name}`);
+      }
+    }
+    // the statuses of the erring ones, and of the rest, as the side-by-side compares them
+    await compareAll(["fb", "nofb", "paused", "zero", "idle"]);
+    // deleted: restore puts its target back to its original 2 replicas in both
+    for (const ns of [nsKeda, nsOurs]) await kube!.request("DELETE", soPath(ns, "restore"));
+    await both({ restore: 2 }, "restored on delete");
   });
 
   async function compareAll(names: string[]): Promise<void> {
@@ -1006,21 +1076,34 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
           `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${metric.toLowerCase()}?labelSelector=${
             encodeURIComponent(`scaledobject.keda.sh/name=${name}`)
           }`;
-        const read = async () => {
-          const [kr, ur] = await Promise.all([
-            fromKeda(path(nsKeda)),
-            Promise.resolve().then(() => JSON.parse(kubectl(["get", "--raw", path(nsOurs)]))).catch(
-              () => null,
-            ),
-          ]);
-          return kr.status === 200 && ur !== null ? { kr: kr.body, ur } : undefined;
+        // an answer, as compared: the items but their time, or the error's code and message
+        const answer = (status: number, body: Obj) =>
+          status === 200
+            ? { status, items: body.items.map((i: Obj) => ({ ...i, timestamp: "-" })) }
+            : { status, message: body?.message ?? null };
+        const ours = async () => {
+          try {
+            return answer(200, await kube!.request("GET", path(nsOurs)));
+          } catch (e) {
+            if (!(e instanceof KubeApiError)) throw e;
+            let body: Obj = null;
+            try {
+              body = JSON.parse(e.body);
+            } catch {
+              // not a Status
+            }
+            return answer(e.status, body);
+          }
         };
-        const both = await waitFor(read, {
-          what: `${metric} of ${name} from both`,
-          timeoutMs: WAIT_MS,
-        });
-        const itemsOf = (l: Obj) => l.items.map((i: Obj) => ({ ...i, timestamp: "-" }));
-        assert.deepEqual(itemsOf(both.ur), itemsOf(both.kr), `value of ${metric} of ${name}`);
+        // read at the same moment until both settle on the same answer (a fallback starts
+        // after its failures), and at the deadline compare the last two
+        let last: [Obj, Obj] = [null, null];
+        await waitFor(async () => {
+          const [kr, ur] = await Promise.all([fromKeda(path(nsKeda)), ours()]);
+          last = [answer(kr.status, kr.body), ur];
+          return JSON.stringify(last[0]) === JSON.stringify(last[1]) || undefined;
+        }, { what: `${metric} of ${name} alike from both`, timeoutMs: WAIT_MS }).catch(() => {});
+        assert.deepEqual(last[1], last[0], `answer for ${metric} of ${name}`);
       }
     }
   }
