@@ -450,13 +450,20 @@ const SECRET_KEY = /token|secret|password|passwd|credential|authorization|api-?k
  */
 export function redactConfig(config: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
+  // `query` is the value of the key `query-name` names (the legacy form): secret when that is
+  const named = config["query-name"];
+  const secretQuery = named !== undefined && isSecretKey(named) && config[named] === config.query;
   for (const key of Object.keys(config).sort()) {
     const v = config[key];
-    out[key] = SECRET_KEY.test(key) && !/-from$/.test(key)
+    out[key] = isSecretKey(key) || (key === "query" && secretQuery)
       ? "(redacted)"
       : v.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, "$1");
   }
   return out;
+}
+
+function isSecretKey(key: string): boolean {
+  return SECRET_KEY.test(key) && !/-from$/.test(key);
 }
 
 /** A selector as shown: its matchLabels redacted as a config ({@linkcode redactConfig}). */

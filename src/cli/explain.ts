@@ -361,6 +361,9 @@ function collectsText(plan: MetricPlan): string | null {
       c["prometheus-server"] ? ` on ${c["prometheus-server"]}` : ""
     }`;
   }
+  if (plan.collector === "influxdb" && c.query) {
+    return `the Flux query ${JSON.stringify(c.query)}${c.address ? ` on ${c.address}` : ""}`;
+  }
   return null;
 }
 

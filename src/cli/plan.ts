@@ -29,6 +29,7 @@ import { InvalidHpaError } from "../core/kubernetes/hpa.ts";
 import { planHpa } from "../core/kube_metrics_adapter/plan.ts";
 import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
+import { redactConfig } from "../api/status_model.ts";
 import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import {
   ESTAFETTE_ENABLED_ANNOTATION,
@@ -294,6 +295,11 @@ function table(rows: PlanRow[]): string {
             : ""
         }`,
       );
+    }
+    const named = r.config["query-name"];
+    if (named !== undefined && r.config.query !== undefined && r.config[named] === r.config.query) {
+      // the legacy form's query, as it will be sent (the JSON has it as config.query)
+      out.push(`    query (${named}, named by query-name): ${redactConfig(r.config).query}`);
     }
     if (r.fallback) {
       out.push(

@@ -12,6 +12,11 @@ import { settleStringMaps } from "../core/dictionary.ts";
 import { manifestFiles, parseManifests } from "./manifests.ts";
 import { trimForCache } from "./trim.ts";
 import {
+  CONVERTED_HPA_VERSIONS,
+  convertHpaToV2,
+  HpaConversionError,
+} from "../core/kubernetes/hpa_conversion.ts";
+import {
   type ClusterView,
   type ClusterWriter,
   type Kind,
@@ -464,7 +469,8 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
 
   #objectsOf(objects: KubeObject[], file: string): KubeObject[] {
     const out: KubeObject[] = [];
-    for (const raw of objects) {
+    for (const read of objects) {
+      const raw = servedHpa(read, file);
       const kind = kindOf(raw.apiVersion, raw.kind);
       if (!kind) {
         const what = `${raw.apiVersion ?? "(no apiVersion)"} ${raw.kind ?? "(no kind)"}`;
@@ -549,5 +555,29 @@ export class FileClusterSource implements ClusterView, ClusterWriter {
         this.#onError(`watch handler of ${kind} failed: ${errorMessage(e)}`);
       }
     }
+  }
+}
+
+/**
+ * An autoscaling/v1 or v2beta2 HorizontalPodAutoscaler as the API server serves it as
+ * autoscaling/v2 (core/kubernetes/hpa_conversion.ts), any other object as it is. Throws, naming
+ * the file and the HPA, when the API server would refuse the object.
+ */
+function servedHpa(object: KubeObject, file: string): KubeObject {
+  if (
+    object.kind !== "HorizontalPodAutoscaler" || object.apiVersion === undefined ||
+    !CONVERTED_HPA_VERSIONS.includes(object.apiVersion)
+  ) {
+    return object;
+  }
+  try {
+    return convertHpaToV2(object) as KubeObject;
+  } catch (e) {
+    if (!(e instanceof HpaConversionError)) throw e;
+    throw new Error(
+      `${file}: ${object.apiVersion} HorizontalPodAutoscaler ${
+        object.metadata.namespace ?? "default"
+      }/${object.metadata.name}: ${e.message}`,
+    );
   }
 }

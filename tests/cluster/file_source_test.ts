@@ -140,7 +140,11 @@ describe("FileClusterSource", () => {
         assert.deepEqual(ids(source.list("Deployment")), ["default/web", "team-a/api"]);
         assert.deepEqual(ids(source.list("Deployment", "team-a")), ["team-a/api"]);
         assert.deepEqual(ids(source.list("ClusterScalingSchedule", "x")), ["-/global"]);
-        assert.deepEqual(ids(source.list("HorizontalPodAutoscaler")), ["default/web"]);
+        // the autoscaling/v1 one converted to v2, as kube-apiserver serves it
+        assert.deepEqual(ids(source.list("HorizontalPodAutoscaler")), [
+          "default/old-api",
+          "default/web",
+        ]);
         const pod = source.get("Pod", undefined, "web-1");
         assert.deepEqual(pod?.status, {
           phase: "Running",
@@ -157,12 +161,12 @@ describe("FileClusterSource", () => {
             source.get("Deployment", "team-a", "api")?.metadata.resourceVersion,
             source.get("HorizontalPodAutoscaler", "default", "web")?.metadata.resourceVersion,
           ],
-          // numbered in the order of the kinds (HorizontalPodAutoscaler, Pod, Deployment, ...)
-          ["3", "4", "1"],
+          // numbered in the order of the kinds (HorizontalPodAutoscaler, Pod, Deployment, ...):
+          // old-api is the first HPA
+          ["4", "5", "2"],
         );
         assert.deepEqual(debug, [
           "ignoring v1 Service objects (first in DIR/b/mixed.yml): not a kind the adapter reads",
-          "ignoring autoscaling/v1 HorizontalPodAutoscaler objects (first in DIR/b/mixed.yml): not a kind the adapter reads",
         ]);
         assert.deepEqual(errors, []);
         assert.deepEqual(source.list("Ingress"), []);

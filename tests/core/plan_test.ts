@@ -169,7 +169,7 @@ describe("planHpa collector choice", () => {
       {
         collector: "prometheus",
         error: null,
-        config: { "query-name": "rps", rps: "sum(rate(x[1m]))" },
+        config: { "query-name": "rps", rps: "sum(rate(x[1m]))", query: "sum(rate(x[1m]))" },
         warnings: [
           "External metric `prometheus-query` selects its collector by metric name (deprecated); set matchLabels.type: prometheus",
         ],
@@ -196,7 +196,7 @@ describe("planHpa collector choice", () => {
     }, {
       collector: "influxdb",
       error: null,
-      config: { depth: "from()", "query-name": "depth" },
+      config: { depth: "from()", "query-name": "depth", query: "from()" },
       warnings: [
         "External metric `flux-query` selects its collector by metric name (deprecated); set matchLabels.type: influxdb",
       ],

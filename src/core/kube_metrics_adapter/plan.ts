@@ -308,6 +308,36 @@ interface PlanInput extends Entry {
   hidden: boolean;
 }
 
+/**
+ * The key holding the query a `prometheus` (External) or `influxdb` metric sends when it names
+ * it by `query-name` (kube-metrics-adapter's legacy form: `query-name: rps` and `rps: <query>`)
+ * rather than setting `query`; undefined when `query` is set or nothing is named. For a config
+ * its collector accepted: `query` as the prometheus and influxdb schemas read it (an empty
+ * prometheus `query` counts as not set).
+ *
+ * @example
+ * ```ts
+ * queryNamedBy("prometheus", "External", { "query-name": "rps", rps: "sum(rate(x[1m]))" }); // "rps"
+ * ```
+ */
+export function queryNamedBy(
+  collector: string | null,
+  metricType: MetricType,
+  config: Readonly<Record<string, string>>,
+): string | undefined {
+  const name = config["query-name"];
+  if (name === undefined || name === "query") return undefined;
+  const named = config[name];
+  if (typeof named !== "string") return undefined;
+  if (collector === "prometheus" && metricType === "External") {
+    return (config.query ?? "") === "" && name !== "" && named !== "" ? name : undefined;
+  }
+  if (collector === "influxdb") {
+    return config.query === undefined && named.trim() !== "" ? name : undefined;
+  }
+  return undefined;
+}
+
 /** Plans one entry; also returns a formula's parsed config (when the entry is a valid one). */
 function planEntry(
   input: PlanInput,
@@ -360,8 +390,13 @@ function planEntry(
       const parsed = parseCollectorConfig(descriptor, config, origin, options);
       if (!parsed.ok) errors.push(...parsed.errors);
       else if (choice.collector === FORMULA_TYPE) formula = parsed.config as FormulaConfig;
-      // the queries the HPA wrote, scoped to its namespace (the plan keeps the scoped ones)
-      else errors.push(...scopeConfigQueries(descriptor, config, origin, options));
+      else {
+        // the queries the HPA wrote, scoped to its namespace (the plan keeps the scoped ones)
+        errors.push(...scopeConfigQueries(descriptor, config, origin, options));
+        // the legacy `query-name` form: the query sent, as `query` beside the keys naming it
+        const named = queryNamedBy(choice.collector, metricType, config);
+        if (named !== undefined) config.query = config[named];
+      }
     }
     if (!isEnabled(choice.collector, options)) {
       errors.push(

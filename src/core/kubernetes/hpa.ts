@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { dictionaryOf } from "../dictionary.ts";
+import { CONVERTED_HPA_VERSIONS, convertHpaToV2, HpaConversionError } from "./hpa_conversion.ts";
 
 /** Read YAML `null`s as absent: drop them from objects (not from lists), deeply. */
 export function withoutNulls(v: unknown): unknown {
@@ -276,8 +277,9 @@ function issueText(issue: z.core.$ZodIssue, input: unknown): string {
 }
 
 /**
- * Validate a HorizontalPodAutoscaler (autoscaling/v2 shape; v2beta2 has the same one). Throws
- * `InvalidHpaError` naming the HPA and every bad field.
+ * Validate a HorizontalPodAutoscaler (autoscaling/v2; autoscaling/v1 and v2beta2 are converted
+ * to it first, as kube-apiserver converts them: hpa_conversion.ts). Throws `InvalidHpaError`
+ * naming the HPA and every bad field (of the converted object).
  *
  * @example
  * ```ts
@@ -291,7 +293,7 @@ export function parseHpa(obj: unknown): Hpa {
     throw new InvalidHpaError(name, [`want an object, got ${describe(obj)}`]);
   }
   const apiVersion = (obj as { apiVersion?: unknown }).apiVersion;
-  if (apiVersion === "autoscaling/v2beta1" || apiVersion === "autoscaling/v1") {
+  if (apiVersion === "autoscaling/v2beta1") {
     throw new InvalidHpaError(name, [
       `apiVersion ${apiVersion} is not read (metrics have another shape there); convert the manifest to autoscaling/v2`,
     ]);
@@ -300,9 +302,23 @@ export function parseHpa(obj: unknown): Hpa {
   if (kind !== undefined && kind !== "HorizontalPodAutoscaler") {
     throw new InvalidHpaError(name, [`kind: want HorizontalPodAutoscaler, got ${describe(kind)}`]);
   }
-  const input = withoutNulls(obj);
+  let converted: unknown = obj;
+  if (typeof apiVersion === "string" && CONVERTED_HPA_VERSIONS.includes(apiVersion)) {
+    // autoscaling/v1 and v2beta2 as kube-apiserver serves them as autoscaling/v2
+    try {
+      converted = convertHpaToV2(obj);
+    } catch (e) {
+      if (!(e instanceof HpaConversionError)) throw e;
+      throw new InvalidHpaError(name, [`${apiVersion}: ${e.message}`]);
+    }
+  }
+  const input = withoutNulls(converted);
   const result = HpaSchema.safeParse(input);
-  if (result.success) return result.data;
+  if (result.success) {
+    // the version the object was read as (its fields are autoscaling/v2's)
+    if (converted !== obj) result.data.apiVersion = apiVersion as string;
+    return result.data;
+  }
   throw new InvalidHpaError(name, zodProblems(result.error.issues, input));
 }
 
