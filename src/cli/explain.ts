@@ -55,6 +55,7 @@ import {
   redactConfig,
   redactSelector,
   type ReplicaGuardStatus,
+  type ScaledObjectStatus,
   scheduleChangeTexts,
   scheduleLabel,
   scheduleRefOf,
@@ -151,6 +152,41 @@ function guardFields(g: ReplicaGuardStatus): string {
   if (cap !== null) out += field("scale-down", cap);
   if (g.message !== null) out += field("decision", `${g.message} (${guardOutcomeText(g)})`);
   if (g.error !== null) out += field("error", g.error);
+  return out;
+}
+
+/** The KEDA ScaledObject behind the HPA, and its scale loop (issue 48). */
+function scaledObjectFields(so: ScaledObjectStatus): string {
+  let out = `ScaledObject ${so.name}\n`;
+  out += field(
+    "served by",
+    so.owner === "hpa-metrics-adapter"
+      ? "this adapter (--keda-scaled-objects)"
+      : so.owner === "keda-operator"
+      ? "KEDA's operator"
+      : "not this adapter",
+  );
+  const cond = (c: { status: string; reason?: string; message?: string } | null): string =>
+    c === null
+      ? "not written yet"
+      : `${c.status}${c.reason ? ` ${c.reason}` : ""}${c.message ? `: ${c.message}` : ""}`;
+  out += field("Ready", cond(so.ready));
+  if (so.loop !== null) {
+    out += field("Active", cond(so.loop.active));
+    out += field("last active", so.loop.lastActiveTime ?? "never");
+    if (so.loop.cooldownEndsAt !== null) out += field("cooldown end", so.loop.cooldownEndsAt);
+    out += field("next", so.loop.next);
+  }
+  for (const t of so.triggers) {
+    out += field(
+      `trigger ${t.index}`,
+      `${t.type}${t.name !== null ? ` (${t.name})` : ""}${
+        t.metricName !== null ? `: ${t.metricName}` : ""
+      }${t.activation !== null ? `, active above ${number(t.activation)}` : ""}${
+        t.active === null ? "" : t.active ? ", active" : ", inactive"
+      }`,
+    );
+  }
   return out;
 }
 
@@ -287,6 +323,8 @@ function onlineText(h: HpaStatus, doc: StatusReport, url: string): string {
   for (const e of h.errors) out += field("error", e);
   for (const w of h.warnings) out += field("warning", w);
   if (h.replicaGuard) out += guardFields(h.replicaGuard);
+  // an older adapter's document has no scaledObject
+  if (h.scaledObject) out += scaledObjectFields(h.scaledObject);
   h.metrics.forEach((m, i) => {
     out += metricTitle(i, h.metrics.length, m.type, m.name, m.hidden);
     out += field("collector", collectorText(m.collector, m.intervalSeconds, m.formula !== null));
