@@ -35,6 +35,7 @@ import {
 import type { MetricPlan } from "../core/types.ts";
 import { Http1Client, type Http1ClientTls } from "../runtime/http1_client.ts";
 import { proxyFromEnv } from "../runtime/http_proxy.ts";
+import { queryEscape } from "./prometheus_client.ts";
 import { DEFAULT_MAX_RESPONSE_BYTES, fetchCapped, type LinkLocalPolicy } from "./http_get.ts";
 import type {
   CollectContext,
@@ -100,14 +101,6 @@ function basic(user: string, password: string): string {
   let bin = "";
   for (const b of bytes) bin += String.fromCharCode(b);
   return `Basic ${btoa(bin)}`;
-}
-
-/** Go's `url.QueryEscape`. */
-function queryEscape(s: string): string {
-  return encodeURIComponent(s).replace(/%20/g, "+").replace(
-    /[!'()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  ).replace(/~/g, "%7E");
 }
 
 /** Go's `time.Now().UTC().Format(time.RFC3339)`. */
