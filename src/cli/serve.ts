@@ -396,7 +396,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       writer: cluster,
       isLeader,
       now: io.now,
-      onCollection: (r) => metrics.observeCollection(r.collector, r.ok, r.durationMs / 1000),
+      onCollection: (r) => {
+        metrics.observeCollection(r.collector, r.ok, r.durationMs / 1000);
+        // the scale loop of an owned ScaledObject ticks after its triggers' collections
+        keda?.collected(r.planKeys);
+      },
       // kube-metrics-adapter's "updates": one per HPA per reconcile, error when a metric failed
       onReconcile: (r) => (r.ok ? metrics.updatesSuccess : metrics.updatesError).inc(),
       ...(keda ? { planOverride: (hpa: KubeObject) => keda.plansFor(hpa) } : {}),

@@ -108,17 +108,34 @@ function rfc3339(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
 }
 
-/** An HTTP client per TLS setting (a trigger's cert, key, ca, unsafeSsl), made on first use. */
-class TlsClients {
-  readonly #clients = new Map<string, Http1Client>();
-  fetchFor(tlsOptions: Http1ClientTls | null, fallback: typeof fetch): typeof fetch {
+/**
+ * An HTTP client per TLS setting (a trigger's cert, key, ca, unsafeSsl), made on first use and
+ * closed once unused for {@linkcode TLS_CLIENT_IDLE_MS} (a rotated Secret's old setting, a
+ * deleted ScaledObject's), so that clients and their connections do not pile up.
+ */
+export class TlsClients {
+  readonly #clients = new Map<string, { client: Http1Client; lastUsed: number }>();
+  #swept = 0;
+
+  /** How many clients are open (tests). */
+  get size(): number {
+    return this.#clients.size;
+  }
+
+  fetchFor(tlsOptions: Http1ClientTls | null, fallback: typeof fetch, now: number): typeof fetch {
+    this.#sweep(now);
     if (tlsOptions === null) return fallback;
     const key = JSON.stringify(tlsOptions);
-    let client = this.#clients.get(key);
-    if (!client) {
-      client = new Http1Client({ tls: tlsOptions, proxy: proxyFromEnv(process.env) });
-      this.#clients.set(key, client);
+    let held = this.#clients.get(key);
+    if (!held) {
+      held = {
+        client: new Http1Client({ tls: tlsOptions, proxy: proxyFromEnv(process.env) }),
+        lastUsed: now,
+      };
+      this.#clients.set(key, held);
     }
+    held.lastUsed = now;
+    const client = held.client;
     const c = client;
     return (async (input: string | URL | Request, init?: RequestInit) => {
       const url = typeof input === "string" ? input : (input as URL).href;
@@ -149,7 +166,21 @@ class TlsClients {
       });
     }) as typeof fetch;
   }
+
+  /** Close the clients unused for the idle time (at most once a minute). */
+  #sweep(now: number): void {
+    if (now - this.#swept < 60_000) return;
+    this.#swept = now;
+    for (const [key, held] of this.#clients) {
+      if (now - held.lastUsed < TLS_CLIENT_IDLE_MS) continue;
+      this.#clients.delete(key);
+      held.client.close().catch(() => {});
+    }
+  }
 }
+
+/** How long a trigger's TLS client stays open unused. */
+export const TLS_CLIENT_IDLE_MS = 10 * 60_000;
 
 function tlsOf(v: Record<string, ParsedValue>): Http1ClientTls | null {
   const modes = authModes(v);
@@ -198,7 +229,7 @@ abstract class HttpTriggerCollector implements Collector {
     headers: Record<string, string>,
   ): Promise<{ status: number; text: string }> {
     const res = await fetchCapped(url, {
-      fetch: this.#tls.fetchFor(tlsOf(this.values), ctx.fetch),
+      fetch: this.#tls.fetchFor(tlsOf(this.values), ctx.fetch, ctx.now()),
       signal: ctx.signal,
       timeoutSeconds: this.#timeoutSeconds(),
       maxBytes: this.#options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,

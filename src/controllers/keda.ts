@@ -138,6 +138,16 @@ export interface KedaPlanReading {
   fallback: boolean;
 }
 
+/** The scale loop of one owned ScaledObject. */
+interface Loop {
+  timer: unknown;
+  seconds: number;
+  /** When it last ticked (ms since the epoch). */
+  lastTick: number;
+  /** Its last tick found a trigger not collected yet. */
+  waiting: boolean;
+}
+
 /** What is known of one owned ScaledObject. */
 interface Entry {
   so: ScaledObject;
@@ -152,9 +162,27 @@ interface Entry {
 // deno-lint-ignore no-explicit-any
 type Loose = any;
 
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/**
+ * Whether two JSON values are equal, whatever the order of their keys (the API server answers a
+ * custom resource's status with its keys sorted, as Go marshals a map; ours are in the order we
+ * build them). Keys whose value is `undefined` count as absent, as in JSON.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((x, i) => sameJson(x, bb[i]));
+  }
+  const ao = a as Record<string, unknown>;
+  const bo = b as Record<string, unknown>;
+  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
+  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
+  return ak.length === bk.length && ak.every((k) => Object.hasOwn(bo, k) && sameJson(ao[k], bo[k]));
 }
+
+const same = sameJson;
 
 /** Reconciles owned ScaledObjects; see the module documentation. */
 export class KedaController implements KedaTriggerSource {
@@ -180,7 +208,9 @@ export class KedaController implements KedaTriggerSource {
   /** The last reconcile's outcome per ScaledObject ("ok" or its error). */
   readonly #outcomes = new Map<string, string>();
   /** The scale loop's timer and interval per owned ScaledObject. */
-  readonly #loops = new Map<string, { timer: unknown; seconds: number }>();
+  readonly #loops = new Map<string, Loop>();
+  /** `namespace/hpaName` of each owned ScaledObject with an HPA: its key (collection reports). */
+  readonly #byHpa = new Map<string, string>();
   /** A key of this process for digests of parameters (secrets are never hashed bare). */
   readonly #digestKey = randomBytes(32);
   readonly #entries = new Map<string, Entry>();
@@ -237,6 +267,7 @@ export class KedaController implements KedaTriggerSource {
     for (const u of this.#unwatch.splice(0)) u();
     for (const l of this.#loops.values()) this.#clearTimer(l.timer);
     this.#loops.clear();
+    this.#byHpa.clear();
     this.#queue.clear();
     await this.#draining?.catch(() => {});
   }
@@ -432,6 +463,7 @@ export class KedaController implements KedaTriggerSource {
   #forget(key: string, keepSaid = false): void {
     const e = this.#entries.get(key);
     this.#entries.delete(key);
+    if (e?.hpaName) this.#byHpa.delete(`${e.so.metadata.namespace ?? "default"}/${e.hpaName}`);
     const loop = this.#loops.get(key);
     if (loop) {
       this.#clearTimer(loop.timer);
@@ -592,7 +624,9 @@ export class KedaController implements KedaTriggerSource {
     await this.#label(obj);
     const digest = this.#digest([hpaName, result, triggers.map((t) => t?.digest ?? null)]);
     const before = this.#entries.get(key);
+    if (before?.hpaName) this.#byHpa.delete(`${ns}/${before.hpaName}`);
     this.#entries.set(key, { so, hpaName, result, triggers, digest });
+    this.#byHpa.set(`${ns}/${hpaName}`, key);
     if (!("error" in result)) {
       await this.#ensureHpa(obj, so, result.hpa);
       this.#armLoop(key, so);
@@ -697,7 +731,13 @@ export class KedaController implements KedaTriggerSource {
     await this.#writeLoopStatus(obj, status);
   }
 
-  /** The scale loop of an owned ScaledObject: a tick now, then every `pollingInterval` (30 s). */
+  /**
+   * The scale loop of an owned ScaledObject: a tick now (KEDA's loop checks its scalers at once),
+   * then one every `pollingInterval` (30 s). A tick follows the collection of the ScaledObject's
+   * triggers ({@linkcode collected}), so that it decides on a value at most one polling interval
+   * old, as KEDA's loop, which asks its scalers at each tick, does; the timer (one and a half
+   * intervals) ticks when no collection comes.
+   */
   #armLoop(key: string, so: ScaledObject): void {
     if (!this.#reading) return;
     const seconds = so.spec.pollingInterval && so.spec.pollingInterval > 0
@@ -705,18 +745,41 @@ export class KedaController implements KedaTriggerSource {
       : 30;
     const have = this.#loops.get(key);
     if (have?.seconds === seconds) return;
-    if (have) this.#clearTimer(have.timer);
-    const tick = (): void => {
-      if (this.#stopped || !this.#loops.has(key)) return;
-      this.#loops.set(key, { timer: this.#setTimer(tick, seconds * 1000), seconds });
-      this.#queue.add(LOOP + key);
-      this.#drain();
-    };
-    this.#loops.set(key, { timer: this.#setTimer(tick, seconds * 1000), seconds });
-    // KEDA's loop checks the scalers at once, then every interval
-    if (!have) {
-      this.#queue.add(LOOP + key);
-      this.#drain();
+    if (have) {
+      this.#clearTimer(have.timer);
+      have.seconds = seconds;
+      have.timer = this.#setTimer(() => this.#fire(key), seconds * 1500);
+      return;
+    }
+    this.#loops.set(key, { timer: null, seconds, lastTick: 0, waiting: false });
+    this.#fire(key);
+  }
+
+  /** A tick of `key`'s loop now, and its timer re-armed. */
+  #fire(key: string): void {
+    const loop = this.#loops.get(key);
+    if (this.#stopped || !loop) return;
+    if (loop.timer !== null) this.#clearTimer(loop.timer);
+    loop.timer = this.#setTimer(() => this.#fire(key), loop.seconds * 1500);
+    loop.lastTick = this.#now();
+    this.#queue.add(LOOP + key);
+    this.#drain();
+  }
+
+  /**
+   * The engine collected plans (`namespace/hpa/...` keys, its collection report): the loop of
+   * each owned ScaledObject among them ticks when three quarters of its polling interval have
+   * passed since its last tick, or when its last tick waited for a first value.
+   */
+  collected(planKeys: readonly string[]): void {
+    const now = this.#now();
+    for (const pk of planKeys) {
+      const first = pk.indexOf("/");
+      const hpa = pk.indexOf("/", first + 1);
+      const key = this.#byHpa.get(hpa < 0 ? pk : pk.slice(0, hpa));
+      const loop = key === undefined ? undefined : this.#loops.get(key);
+      if (!loop) continue;
+      if (loop.waiting || now - loop.lastTick >= loop.seconds * 750) this.#fire(key!);
     }
   }
 
@@ -758,8 +821,16 @@ export class KedaController implements KedaTriggerSource {
     if (e.result.status.compositeScalerName !== undefined) {
       composite = this.#reading(ns, e.hpaName, KEDA_COMPOSITE_METRIC, name)?.value;
     }
-    // a trigger not collected yet: no decision on what is not known (the next tick decides)
-    if (plansRead.some(({ r }) => r === undefined || (r.value === undefined && !r.error))) return;
+    // a trigger not collected yet: no decision on what is not known (its first collection ticks)
+    const loop = this.#loops.get(key);
+    if (loop) {
+      loop.waiting = plansRead.some(({ r }) =>
+        r === undefined || (r.value === undefined && !r.error)
+      );
+      if (loop.waiting) return;
+    } else if (
+      plansRead.some(({ r }) => r === undefined || (r.value === undefined && !r.error))
+    ) return;
     const activity = kedaActivity(so, readings, composite);
     const status = (obj.status ?? {}) as Loose;
     const kind = (so.spec.scaleTargetRef.kind || "Deployment") as Kind;

@@ -7,7 +7,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { CreateQueueCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
-import { kedaCollectorFactories, type KedaResolvedTrigger } from "../../src/collectors/keda.ts";
+import {
+  kedaCollectorFactories,
+  type KedaResolvedTrigger,
+  TLS_CLIENT_IDLE_MS,
+  TlsClients,
+} from "../../src/collectors/keda.ts";
 import type { MetricPlan } from "../../src/core/types.ts";
 import type { ParsedValue } from "../../src/core/keda/typed_config.ts";
 import { startFauxqs } from "../fakes/fauxqs_server.ts";
@@ -121,5 +126,26 @@ describe("keda-influxdb against the v2 query API", () => {
     assert.equal(fake.queries.at(-1)!.authorization, "Token T0k");
     assert.equal(fake.queries.at(-1)!.org, "acme");
     assert.equal(fake.queries.at(-1)!.query, 'from(bucket: "b") |> range(start: -1m)');
+  });
+});
+
+describe("a trigger's TLS clients", () => {
+  it("closes the client of a setting unused for ten minutes (a rotated Secret's), and no other", () => {
+    const tls = new TlsClients();
+    const plain = (() => Promise.reject(new Error("unused"))) as unknown as typeof fetch;
+    const minute = 60_000;
+    assert.equal(tls.fetchFor(null, plain, 0), plain);
+    assert.equal(tls.size, 0);
+    tls.fetchFor({ ca: "old-ca" }, plain, 0);
+    tls.fetchFor({ ca: "new-ca" }, plain, 0);
+    assert.equal(tls.size, 2);
+    // the old setting idle 9 minutes: kept
+    tls.fetchFor({ ca: "new-ca" }, plain, 9 * minute);
+    assert.equal(tls.size, 2);
+    // idle for the whole idle time: closed; the one in use stays
+    tls.fetchFor({ ca: "new-ca" }, plain, TLS_CLIENT_IDLE_MS);
+    assert.equal(tls.size, 1);
+    tls.fetchFor({ ca: "new-ca" }, plain, TLS_CLIENT_IDLE_MS + 30 * minute);
+    assert.equal(tls.size, 1);
   });
 });

@@ -466,7 +466,11 @@ describe("KedaController", () => {
 });
 
 describe("KedaController: the scale loop (issue 48)", () => {
-  function loopSetup(readings: Map<string, Obj>, so: KubeObject) {
+  function loopSetup(
+    readings: Map<string, Obj>,
+    so: KubeObject,
+    leader: { is: boolean } = { is: true },
+  ) {
     const cluster = new MemoryCluster();
     cluster.set("Deployment", deployment());
     cluster.set("ScaledObject", so);
@@ -486,6 +490,7 @@ describe("KedaController: the scale loop (issue 48)", () => {
       },
       clearTimer: () => {},
       logger: memoryLogger(),
+      isLeader: () => leader.is,
     });
     const run = async () => {
       for (let i = 0; i < 3; i++) {
@@ -499,7 +504,10 @@ describe("KedaController: the scale loop (issue 48)", () => {
       timers.at(-1)!();
       await run();
     };
-    return { cluster, writer, controller, run, tick };
+    const advance = (ms: number) => {
+      now += ms;
+    };
+    return { cluster, writer, controller, run, tick, advance };
   }
 
   const zeroable = (extra: Obj = {}) =>
@@ -579,6 +587,125 @@ describe("KedaController: the scale loop (issue 48)", () => {
       next: "scale to 0 when the cooldown ends (2026-11-29T10:01:10.000Z)",
     });
     assert.deepEqual(s.controller.statusOf(hpa)?.triggers[0].active, false);
+    await s.controller.stop();
+  });
+
+  it("a new leader mid-cooldown neither scales early nor forgets the last active time", async () => {
+    // the previous leader saw the trigger active at 09:59:40 and wrote it in the status; the
+    // target is at 3; this process starts as a follower at 10:00:00 with the trigger quiet
+    const readings = new Map<string, Obj>([["s0-prometheus", {
+      value: 0,
+      failures: 0,
+      fallback: false,
+    }]]);
+    const so = zeroable();
+    so.status = {
+      hpaName: "keda-hpa-web",
+      externalMetricNames: ["s0-prometheus"],
+      scaleTargetKind: "apps/v1.Deployment",
+      lastActiveTime: "2026-11-29T09:59:40Z",
+      conditions: [{
+        type: "Active",
+        status: "True",
+        reason: "ScalerActive",
+        message: "Scaling is performed because triggers are active",
+      }],
+    };
+    const leader = { is: false };
+    const s = loopSetup(readings, so, leader);
+    await s.controller.start();
+    await s.run();
+    await s.tick(0);
+    // a follower: no scale, no status, no event
+    assert.deepEqual([s.writer.scales, s.writer.statusUpdates, s.writer.events], [[], [], []]);
+    // elected at 10:00:05: 25 s into the 60 s cooldown, so it stays at 3 and says why
+    leader.is = true;
+    await s.tick(5_000);
+    assert.deepEqual(s.writer.scales, []);
+    let status = s.cluster.get("ScaledObject", "shop", "web")!.status;
+    assert.equal(status.lastActiveTime, "2026-11-29T09:59:40Z");
+    assert.deepEqual(status.conditions.find((c: Obj) => c.type === "Active"), {
+      type: "Active",
+      status: "False",
+      reason: "ScalerCooldown",
+      message: "Scaler cooling down because triggers are not active",
+    });
+    // 10:00:35: still 5 s short of 10:00:40
+    await s.tick(30_000);
+    assert.deepEqual(s.writer.scales, []);
+    // 10:00:40: the cooldown's last instant (KEDA: lastActiveTime + cooldown strictly before now)
+    await s.tick(5_000);
+    assert.deepEqual(s.writer.scales, []);
+    // 10:00:41: the cooldown that started under the old leader is over: to zero
+    await s.tick(1_000);
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 0 }]);
+    assert.deepEqual(s.writer.events.at(-1)!.event, {
+      type: "Normal",
+      reason: "KEDAScaleTargetDeactivated",
+      message: "Deactivated apps/v1.Deployment shop/web from 3 to 0",
+    });
+    status = s.cluster.get("ScaledObject", "shop", "web")!.status;
+    assert.equal(status.lastActiveTime, "2026-11-29T09:59:40Z");
+    await s.controller.stop();
+  });
+
+  it("ticks after its triggers' collection: at the first value, then once a polling interval", async () => {
+    const readings = new Map<string, Obj>();
+    const s = loopSetup(readings, zeroable());
+    await s.controller.start();
+    await s.run();
+    // the first tick found nothing collected: no decision
+    assert.deepEqual(s.writer.scales, []);
+    const collected = async (key = "shop/keda-hpa-web/0/External/s0-prometheus") => {
+      s.controller.collected([key]);
+      await s.run();
+    };
+    // the first collection: a tick at once, inactive, to zero
+    readings.set("s0-prometheus", { value: 1, failures: 0, fallback: false });
+    await collected();
+    assert.deepEqual(s.writer.scales, [{ kind: "Deployment", name: "shop/web", replicas: 0 }]);
+    // active, collected 3.7 s later: under three quarters of the 5 s interval, no tick
+    readings.set("s0-prometheus", { value: 7, failures: 0, fallback: false });
+    s.advance(3_700);
+    await collected();
+    assert.equal(s.writer.scales.length, 1);
+    // another HPA's collection: no tick
+    s.advance(100);
+    await collected("shop/other/0/External/s0-prometheus");
+    assert.equal(s.writer.scales.length, 1);
+    // 3.8 s after the last tick: a tick, from zero to one
+    await collected();
+    assert.deepEqual(s.writer.scales.at(-1), { kind: "Deployment", name: "shop/web", replicas: 1 });
+    await s.controller.stop();
+  });
+
+  it("writes no status when the API server answers it with its keys sorted, as Go does", async () => {
+    const readings = new Map<string, Obj>([["s0-prometheus", {
+      value: 7,
+      failures: 0,
+      fallback: false,
+    }]]);
+    const s = loopSetup(readings, zeroable());
+    await s.controller.start();
+    await s.run();
+    await s.tick(5_000);
+    const writes = s.writer.statusUpdates.length;
+    assert.ok(writes > 0);
+    // what a GET of the ScaledObject gives back: every map's keys in Go's order
+    const sorted = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(sorted)
+        : v !== null && typeof v === "object"
+        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Obj)[k])]))
+        : v;
+    const so = s.cluster.get("ScaledObject", "shop", "web")!;
+    const resorted = sorted(so.status) as Obj;
+    assert.notEqual(JSON.stringify(resorted), JSON.stringify(so.status));
+    s.cluster.set("ScaledObject", { ...so, status: resorted });
+    await s.run();
+    // the same moment (an active trigger moves lastActiveTime on, which is a change)
+    await s.tick(0);
+    assert.equal(s.writer.statusUpdates.length, writes);
     await s.controller.stop();
   });
 

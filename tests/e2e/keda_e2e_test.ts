@@ -42,6 +42,12 @@ import { ANNOTATIONS } from "./kubelet.ts";
 import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient } from "./kube_client.ts";
 import { VERSION } from "../../src/cli/version.ts";
+import {
+  CreateQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 
 // deno-lint-ignore no-explicit-any
 type Obj = any;
@@ -439,6 +445,12 @@ describe("e2e: KEDA ScaledObjects", { skip: SKIP, timeout: 10 * 60_000 }, () => 
   });
 });
 
+/** The SQS emulator (npm fauxqs, under node) in the harness's network namespace. */
+const FAUXQS_CLI = join(ROOT, "node_modules/fauxqs/dist/cli.js");
+const SQS_PORT = 19324;
+const SQS_ENDPOINT = `http://${E2E.prometheusIp}:${SQS_PORT}`;
+const SQS_QUEUE = "e2e-orders";
+
 /** The label that gives a ScaledObject to KEDA (this adapter's selector leaves it out). */
 const TO_KEDA = "e2e.hpa-metrics-adapter/keda";
 
@@ -515,7 +527,97 @@ function peerObjects(ns: string, statsIp: string, prometheusUrl: string, toKeda:
       idleReplicaCount: 1,
       triggers: [prom("2")],
     }),
+    // the SQS emulator's queue (9 messages, 2 of them in flight), with access keys
+    so("sqs", {
+      triggers: [{
+        type: "aws-sqs-queue",
+        metadata: {
+          queueURL: `${SQS_ENDPOINT}/000000000000/${SQS_QUEUE}`,
+          awsRegion: "us-east-1",
+          awsEndpoint: SQS_ENDPOINT,
+          queueLength: "2",
+          activationQueueLength: "1",
+        },
+        authenticationRef: { name: "aws-keys" },
+      }],
+    }),
   ];
+}
+
+/** The Deployments' replica counts of some namespaces, read every 500 ms until stopped. */
+interface Sampled {
+  stop(): Promise<void>;
+  /** Each change of `name`'s count in `ns`: when it was first seen, and the new count. */
+  changes(ns: string, name: string): { at: number; to: number }[];
+  namespaces: readonly string[];
+}
+
+function sampleReplicas(namespaces: readonly string[]): Sampled {
+  const seen = new Map<string, { at: number; to: number }[]>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const at = Date.now();
+      await Promise.all(namespaces.map(async (ns) => {
+        const list = await kube!.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments`);
+        for (const d of list.items as Obj[]) {
+          const key = `${ns}/${d.metadata.name}`;
+          const changes = seen.get(key) ?? [];
+          if (changes.at(-1)?.to !== d.spec.replicas) changes.push({ at, to: d.spec.replicas });
+          seen.set(key, changes);
+        }
+      }));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return {
+    namespaces,
+    // one more round after the last wait saw its counts, so the samples have them too
+    stop: async () => {
+      await new Promise((r) => setTimeout(r, 1_500));
+      stopped = true;
+      await loop;
+    },
+    changes: (ns, name) => seen.get(`${ns}/${name}`) ?? [],
+  };
+}
+
+/**
+ * The moves of KEDA's scale loop (to zero, and from zero) of `name` in the two sampled
+ * namespaces (KEDA's first), seen from `since` on: the same moves in the same order, each made
+ * by both within `withinMs` (one polling interval) plus the 500 ms the sampling can miss.
+ */
+function sameLoopMoves(
+  sampled: Sampled,
+  name: string,
+  withinMs: number,
+  since = 0,
+): { to: number; keda: number; ours: number }[] {
+  const moves = (ns: string) =>
+    sampled.changes(ns, name).filter((c, i, all) =>
+      i > 0 && c.at >= since && (c.to === 0 || all[i - 1].to === 0)
+    );
+  const [k, u] = sampled.namespaces.map(moves);
+  const show = (m: { at: number; to: number }[]) =>
+    m.map((c) => `${c.to === 0 ? "to 0" : `from 0 to ${c.to}`} at ${new Date(c.at).toISOString()}`);
+  assert.deepEqual(
+    u.map((c) => c.to === 0),
+    k.map((c) => c.to === 0),
+    `the loop's moves of ${name}: KEDA ${show(k).join(", ")}; ours ${show(u).join(", ")}`,
+  );
+  const out = k.map((c, i) => ({ to: c.to, keda: c.at, ours: u[i].at }));
+  for (const m of out) {
+    console.log(
+      `# ${name}: ${m.to === 0 ? "to 0" : "from 0"}: ours - KEDA = ${m.ours - m.keda} ms`,
+    );
+    assert.ok(
+      Math.abs(m.ours - m.keda) <= withinMs + 500,
+      `${name} ${m.to === 0 ? "to 0" : "from 0"}: KEDA at ${
+        new Date(m.keda).toISOString()
+      }, ours at ${new Date(m.ours).toISOString()}`,
+    );
+  }
+  return out;
 }
 
 /** What must be equal of two HPAs: all but identity, the namespace and the writer's labels. */
@@ -581,13 +683,14 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
       .filter((e) => e.involvedObject?.kind === "ScaledObject" && e.involvedObject.name === name);
   const ips: Record<string, string> = {};
 
-  const start = (name: string, bin: string, args: string[]): void => {
+  const start = (name: string, bin: string, args: string[], env: string[] = []): void => {
     const log = openSync(join(STATE_DIR, "logs", `${name}.log`), "a");
     const child = spawn("ip", [
       "netns",
       "exec",
       E2E.netns,
       "env",
+      ...env,
       `KUBECONFIG=${join(STATE_DIR, "kubeconfig")}`,
       `WATCH_NAMESPACE=${nsKeda}`,
       "POD_NAMESPACE=keda",
@@ -724,6 +827,32 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
       "--zap-log-level=info",
       "--zap-encoder=console",
     ]);
+    // the SQS emulator, where KEDA and this adapter reach it (the trigger's awsEndpoint)
+    start("fauxqs", process.execPath, [FAUXQS_CLI], [`FAUXQS_PORT=${SQS_PORT}`]);
+    const sqs = new SQSClient({
+      region: "us-east-1",
+      endpoint: SQS_ENDPOINT,
+      credentials: { accessKeyId: "e2e", secretAccessKey: "e2e" },
+      maxAttempts: 1,
+    });
+    const queueUrl = await waitFor(
+      async () =>
+        (await sqs.send(new CreateQueueCommand({ QueueName: SQS_QUEUE })).catch(() => null))
+          ?.QueueUrl,
+      { what: `fauxqs at ${SQS_ENDPOINT} (see .e2e/logs/fauxqs.log)`, timeoutMs: WAIT_MS },
+    );
+    // 7 visible messages and 2 in flight: KEDA counts both (scaleOnInFlight defaults to true)
+    for (let i = 0; i < 9; i++) {
+      await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: `m${i}` }));
+    }
+    await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 2,
+        VisibilityTimeout: 3600,
+      }),
+    );
+    sqs.destroy();
     await waitFor(
       async () =>
         (await fromKeda("/readyz").catch(() => ({ status: 0 }))).status === 200 || undefined,
@@ -776,6 +905,31 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
             kind: "TriggerAuthentication",
             metadata: { name: "stats-key", namespace: ns },
             spec: { secretTargetRef: [{ parameter: "apiKey", name: "stats-key", key: "key" }] },
+          },
+        },
+      );
+      await kube!.request("POST", `/api/v1/namespaces/${ns}/secrets`, {
+        body: {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "aws-keys", namespace: ns },
+          stringData: { id: "e2e", secret: "e2e" },
+        },
+      });
+      await kube!.request(
+        "POST",
+        `/apis/keda.sh/v1alpha1/namespaces/${ns}/triggerauthentications`,
+        {
+          body: {
+            apiVersion: "keda.sh/v1alpha1",
+            kind: "TriggerAuthentication",
+            metadata: { name: "aws-keys", namespace: ns },
+            spec: {
+              secretTargetRef: [
+                { parameter: "awsAccessKeyID", name: "aws-keys", key: "id" },
+                { parameter: "awsSecretAccessKey", name: "aws-keys", key: "secret" },
+              ],
+            },
           },
         },
       );
@@ -937,7 +1091,20 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
         }),
       },
       nofb: { replicas: 1, spec: (ns) => ({ minReplicaCount: 1, triggers: [trigger(ns, 8081)] }) },
+      // never active on its own (12 is not above 100), active by force-activation
+      forced: {
+        replicas: 0,
+        spec: (ns) => ({
+          minReplicaCount: 0,
+          triggers: [{
+            ...trigger(ns),
+            metadata: { ...trigger(ns).metadata, activationTargetValue: "100" },
+          }],
+        }),
+        annotations: { "autoscaling.keda.sh/force-activation": "true" },
+      },
     };
+    const sampled = sampleReplicas([nsKeda, nsOurs]);
     for (const [ns, toKeda] of [[nsKeda, true], [nsOurs, false]] as const) {
       for (const [name, c] of Object.entries(cases)) {
         await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
@@ -980,10 +1147,11 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
     }
     // 12 is above activation 5: the HPAs on 12 / 3; paused held at 3; the fallback's 3 replicas
     await depth(12);
-    await both({ zero: 4, idle: 4, paused: 3, restore: 4, fb: 3 }, "active");
+    await both({ zero: 4, idle: 4, paused: 3, restore: 4, fb: 3, forced: 4 }, "active");
     // 0: inactive; past the 4 s cooldown, zero to 0 and idle to its idle count 0
     await depth(0);
-    await both({ zero: 0, idle: 0, paused: 3 }, "inactive past the cooldown");
+    // forced stays active: the HPA takes it down to its minimum 1, the loop not to zero
+    await both({ zero: 0, idle: 0, paused: 3, forced: 1 }, "inactive past the cooldown");
     // 12 again: zero wakes to 1 and idle to its minimum 2, then the HPAs to 4
     await depth(12);
     await both({ zero: 4, idle: 4 }, "active again");
@@ -995,9 +1163,13 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
       });
     }
     await both({ paused: 4 }, "unpaused");
+    // over time: each move the loop made (to zero, from zero) made by both, in the same order,
+    // within one polling interval (2 s) of each other
+    await sampled.stop();
+    for (const name of ["zero", "idle"]) sameLoopMoves(sampled, name, 2_000);
     // the events, as KEDA words them (but for the namespace and the count scaled from)
     for (const reason of ["KEDAScaleTargetDeactivated", "KEDAScaleTargetActivated"]) {
-      for (const name of ["zero", "idle"]) {
+      for (const name of ["zero", "idle", ...(reason.endsWith("Activated") ? ["forced"] : [])]) {
         const said = async (ns: string) =>
           (await events(ns, name)).filter((e) => e.reason === reason).map((e) =>
             e.message.replace(ns, "NS").replace(/ from \d+ /, " from N ")
@@ -1010,10 +1182,91 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
       }
     }
     // the statuses of the erring ones, and of the rest, as the side-by-side compares them
-    await compareAll(["fb", "nofb", "paused", "zero", "idle"]);
+    await compareAll(["fb", "nofb", "paused", "zero", "idle", "forced"]);
     // deleted: restore puts its target back to its original 2 replicas in both
     for (const ns of [nsKeda, nsOurs]) await kube!.request("DELETE", soPath(ns, "restore"));
     await both({ restore: 2 }, "restored on delete");
+  });
+
+  it("opens and closes a cron window at the same moments as KEDA", async () => {
+    // a window of one minute that opens at the first minute at least 25 s away (UTC)
+    const now = Date.now();
+    let opens = Math.ceil(now / 60_000) * 60_000;
+    if (opens - now < 25_000) opens += 60_000;
+    const closes = opens + 60_000;
+    const minute = (t: number) =>
+      `${new Date(t).getUTCMinutes()} ${new Date(t).getUTCHours()} * * *`;
+    const sampled = sampleReplicas([nsKeda, nsOurs]);
+    for (const [ns, toKeda] of [[nsKeda, true], [nsOurs, false]] as const) {
+      await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/deployments`, {
+        body: {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "cron", namespace: ns },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: "cron" } },
+            template: {
+              metadata: { labels: { app: "cron" } },
+              spec: { containers: [{ name: "app", image: "e2e.invalid/app:1" }] },
+            },
+          },
+        },
+      });
+      await kube!.request("POST", `/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects`, {
+        body: {
+          apiVersion: "keda.sh/v1alpha1",
+          kind: "ScaledObject",
+          metadata: { name: "cron", namespace: ns, labels: toKeda ? { [TO_KEDA]: "true" } : {} },
+          spec: {
+            scaleTargetRef: { name: "cron" },
+            minReplicaCount: 0,
+            maxReplicaCount: 6,
+            pollingInterval: 2,
+            cooldownPeriod: 4,
+            advanced: { horizontalPodAutoscalerConfig: { behavior: BEHAVIOR } },
+            triggers: [{
+              type: "cron",
+              metadata: {
+                timezone: "Etc/UTC",
+                start: minute(opens),
+                end: minute(closes),
+                desiredReplicas: "2",
+              },
+            }],
+          },
+        },
+      });
+    }
+    const count = async (ns: string) =>
+      (await kube!.request("GET", `/apis/apps/v1/namespaces/${ns}/deployments/cron`)).spec
+        .replicas as number;
+    const until = (n: number, what: string, ms: number) =>
+      waitFor(
+        async () => (await count(nsKeda) === n && await count(nsOurs) === n) || undefined,
+        { what: `cron at ${n} in both namespaces ${what}`, timeoutMs: ms },
+      );
+    // outside the window and past the initial cooldown (0): to zero
+    await until(0, "before the window opens", WAIT_MS);
+    // in the window: activated to 1, and the HPA on 2 / 1 to 2
+    await until(2, "in the window", opens - Date.now() + WAIT_MS);
+    // closed: to zero once more, past the 4 s cooldown
+    await until(0, "after the window closes", closes - Date.now() + WAIT_MS);
+    await sampled.stop();
+    // the moves from the window's opening on (the first, to zero, can come before the first
+    // sample sees the new Deployment): from zero when it opens, to zero after it closes
+    const moves = sameLoopMoves(sampled, "cron", 2_000, opens - 1_000);
+    assert.deepEqual(moves.map((m) => m.to === 0 ? "to 0" : "from 0"), ["from 0", "to 0"]);
+    for (
+      const [m, at, what] of [[moves[0], opens, "opened"], [moves[1], closes, "closed"]] as const
+    ) {
+      assert.ok(
+        m.keda >= at && m.keda < at + 8_000,
+        `KEDA moved at ${new Date(m.keda).toISOString()}, the window ${what} at ${
+          new Date(at).toISOString()
+        }`,
+      );
+    }
   });
 
   async function compareAll(names: string[]): Promise<void> {
