@@ -35,8 +35,10 @@ import { health, type HealthCheck, oneCheck } from "./health.ts";
 import {
   type Forward,
   isForward,
+  isPending,
   listCache,
   type MetricSource,
+  type Pending,
   type ReadCaches,
 } from "./metric_read.ts";
 import { openApiDocument } from "./openapi.ts";
@@ -291,7 +293,11 @@ export function createApp(options: ApiOptions): ApiApp {
    * Discovery bodies by group/version, with the store's served-metrics version and the
    * delegate's discovery generation.
    */
-  const discovery = new Map<string, { version: number; delegated: number; ready: ReadyBody }>();
+  const discovery = new Map<
+    string,
+    { version: number; delegated: number; adapter: number; ready: ReadyBody }
+  >();
+  const prometheusAdapter = options.prometheusAdapter;
   const delegates = options.delegates ?? {};
   const delegateOf = (group: string) =>
     group === CUSTOM_GROUP ? delegates.custom : delegates.external;
@@ -314,7 +320,7 @@ export function createApp(options: ApiOptions): ApiApp {
    * The answer to what a GET asks, from the store as it is now; `FORWARD` for a read
    * that goes to a delegate.
    */
-  const answer = (ask: ApisAsk): PlainResponse | Forward => {
+  const answer = (ask: ApisAsk): PlainResponse | Forward | Pending => {
     if ("status" in ask) return ask;
     if ("resources" in ask) {
       // made once per change of the served metrics: the aggregator asks every few seconds
@@ -322,15 +328,17 @@ export function createApp(options: ApiOptions): ApiApp {
       const version = store.servedMetricsVersion();
       const delegate = delegateOf(ask.resources);
       const delegated = delegate?.generation() ?? 0;
+      const adapter = prometheusAdapter?.version() ?? 0;
       let hit = discovery.get(key);
-      if (hit?.version !== version || hit.delegated !== delegated) {
+      if (hit?.version !== version || hit.delegated !== delegated || hit.adapter !== adapter) {
         const list = resourceList(
           ask.resources,
           ask.version,
           store,
           delegate?.resources(ask.version),
+          prometheusAdapter?.servedMetrics(),
         );
-        hit = { version, delegated, ready: readyBody(JSON.stringify(list)) };
+        hit = { version, delegated, adapter, ready: readyBody(JSON.stringify(list)) };
         discovery.set(key, hit);
       }
       return plainReady(hit.ready);
@@ -347,7 +355,11 @@ export function createApp(options: ApiOptions): ApiApp {
       : externalMetrics(ask, caches, options);
   };
   /** Everything under /apis/, for the Hono route and the fast path alike. */
-  const apis = (method: string, pathname: string, search: string): PlainResponse | Forward => {
+  const apis = (
+    method: string,
+    pathname: string,
+    search: string,
+  ): PlainResponse | Forward | Pending => {
     if (method !== "GET" && method !== "HEAD") {
       const segs = segments(pathname);
       if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
@@ -362,7 +374,8 @@ export function createApp(options: ApiOptions): ApiApp {
 
   app.all("/apis/*", async (c) => {
     const url = new URL(c.req.url);
-    const answered = apis(c.req.method, url.pathname, url.search);
+    const asked = apis(c.req.method, url.pathname, url.search);
+    const answered = isPending(asked) ? await asked.pending : asked;
     if (!isForward(answered)) return toResponse(answered);
     // authorized as our own reads are (the middleware ran): asked of the delegate as it came
     const delegate = delegateOf(
@@ -409,8 +422,13 @@ export function createApp(options: ApiOptions): ApiApp {
     try {
       if (authorizeFast(request) !== true) return null;
       const response = answer(ask);
-      // a delegate's read: the regular path forwards it
+      // a delegate's read (the regular path forwards it), or one that waits for Prometheus
       if (isForward(response)) return null;
+      if (isPending(response)) {
+        // the regular path asks again and shares the same query (the source dedupes it)
+        response.pending.catch(() => {});
+        return null;
+      }
       options.onRequest?.({
         method: "GET",
         route,

@@ -16,10 +16,12 @@ import {
   itemBody,
   listText,
   type MetricSource,
+  type Pending,
   type ReadCaches,
 } from "./metric_read.ts";
 import { podFilter } from "./pods.ts";
-import { plainReady } from "./responses.ts";
+import type { AdapterAnswer, AdapterCustomRead } from "./prometheus_adapter.ts";
+import { plainJson, plainReady } from "./responses.ts";
 import { type OkSelector, parseParam, type SelectorCache } from "./selectors.ts";
 import { plainNotFound, statusPlain } from "./status.ts";
 
@@ -64,7 +66,7 @@ function customItemJson(
       metricName: item.metricName,
       timestamp: formatTimestamp(item.timestamp),
       ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
-      value: formatQuantity(item.value),
+      value: item.quantity ?? formatQuantity(item.value),
       selector: sel ? selectorJson(sel) : null,
     };
   }
@@ -73,7 +75,7 @@ function customItemJson(
     metric: { name: item.metricName, ...(sel ? { selector: selectorJson(sel) } : {}) },
     timestamp: formatTimestamp(item.timestamp),
     ...(item.windowSeconds !== undefined ? { windowSeconds: Math.round(item.windowSeconds) } : {}),
-    value: formatQuantity(item.value),
+    value: item.quantity ?? formatQuantity(item.value),
   };
 }
 
@@ -98,6 +100,10 @@ export interface CustomRead {
   /** The store lookup, the same object for every read of the URL. */
   lookup: CustomLookup;
   labelSel: OkSelector;
+  /** The request's `metricLabelSelector`. */
+  metricSel: OkSelector;
+  /** Whether the URL names a namespace (`/namespaces/<ns>/...`). */
+  namespaced: boolean;
   requestSelector: LabelSelector | null;
   /** Key of the read's list body in the list cache: made at the first read of several items. */
   listKey?: string;
@@ -151,6 +157,8 @@ export function customRead(
     version,
     lookup,
     labelSel,
+    metricSel,
+    namespaced: rest.length !== 3,
     requestSelector: metricSel.labelSelector,
   };
 }
@@ -163,7 +171,7 @@ export function customMetrics(
   read: CustomRead,
   caches: ReadCaches,
   options: MetricSource,
-): PlainResponse | Forward {
+): PlainResponse | Forward | Pending {
   const { version, lookup, labelSel, requestSelector } = read;
   const { namespace, groupResource, name, metricName } = lookup;
   const now = options.now();
@@ -174,8 +182,18 @@ export function customMetrics(
   const what = (): string =>
     `the server could not find the metric ${metricName} for ${groupResource} ${name}`;
   if ("miss" in result) {
-    if (result.miss.unowned && options.delegates?.custom) return FORWARD;
-    return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
+    const miss = (): PlainResponse | Forward => {
+      if (result.miss.unowned && options.delegates?.custom) return FORWARD;
+      return statusPlain("NotFound", `${what()}: ${result.miss.reason}`);
+    };
+    const adapter = result.miss.unowned ? options.prometheusAdapter : undefined;
+    if (adapter === undefined) return miss();
+    const answer = adapter.custom(adapterRead(read, options));
+    if (answer === undefined) return miss();
+    if (!(answer instanceof Promise)) return adapterAnswer(read, answer, what);
+    return {
+      pending: answer.then((a) => a === undefined ? miss() : adapterAnswer(read, a, what)),
+    };
   }
   const items = result.items;
   if (items.length === 0) {
@@ -205,4 +223,47 @@ export function customMetrics(
   read.listKey ??=
     `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${lookup.metricSelector}\u0000${labelSel.canonical}`;
   return plainReady(caches.lists(read.listKey, items, make));
+}
+
+/** The read as prometheus-adapter's rules take it. */
+function adapterRead(read: CustomRead, options: MetricSource): AdapterCustomRead {
+  const { lookup, labelSel, metricSel } = read;
+  const cluster = lookup.groupResource === "namespaces" || !read.namespaced;
+  return {
+    namespace: cluster ? "" : lookup.namespace,
+    groupResource: lookup.groupResource,
+    namespaced: read.namespaced && lookup.groupResource !== "namespaces",
+    name: lookup.name,
+    metricName: lookup.metricName,
+    metricSelector: metricSel.sel,
+    metricSelectorText: metricSel.canonical,
+    labelSelectorText: labelSel.canonical,
+    names: () => {
+      if (lookup.name !== "*") return [lookup.name];
+      if (lookup.groupResource !== "pods") return null;
+      // every pod the selector selects, as upstream lists them (ready or not)
+      return options.pods.listPods(lookup.namespace)
+        .filter((p) => labelSel.matches(p.metadata.labels ?? {}))
+        .map((p) => p.metadata.name);
+    },
+  };
+}
+
+/** A prometheus-adapter rule's answer as a MetricValueList or a Status. */
+function adapterAnswer(
+  read: CustomRead,
+  answer: AdapterAnswer<CustomItem>,
+  what: () => string,
+): PlainResponse {
+  if ("notFound" in answer) return statusPlain("NotFound", `${what()}: ${answer.notFound}`);
+  if ("internalError" in answer) {
+    return statusPlain("InternalError", `Internal error occurred: ${answer.internalError}`);
+  }
+  return plainJson(
+    listText(
+      "MetricValueList",
+      `${CUSTOM_GROUP}/${read.version}`,
+      answer.items.map((i) => customItemText(i, read.version, read.requestSelector)),
+    ),
+  );
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import type { MetricStore } from "../store/store.ts";
+import type { ServedMetric } from "../store/types.ts";
 
 /** The custom metrics API group. */
 export const CUSTOM_GROUP = "custom.metrics.k8s.io";
@@ -56,13 +57,15 @@ export function apiGroup(group: string): Record<string, unknown> {
 
 /**
  * The `APIResourceList` of a group version: a fixed entry, then one per served metric, then
- * the `delegated` resources (a delegate's, issue 26) whose names are not listed yet.
+ * the metrics prometheus-adapter's rules discovered (`discovered`), then the `delegated`
+ * resources (a delegate's, issue 26) whose names are not listed yet.
  */
 export function resourceList(
   group: string,
   version: string,
   store: MetricStore,
   delegated: readonly Record<string, unknown>[] = [],
+  discovered: readonly ServedMetric[] = [],
 ): unknown {
   const resources: Record<string, unknown>[] = [];
   const kind = group === CUSTOM_GROUP ? "MetricValueList" : "ExternalMetricValueList";
@@ -77,7 +80,7 @@ export function resourceList(
     verbs: ["get"],
   });
   const seen = new Set<string>(resources.map((r) => r.name as string));
-  for (const m of store.servedMetrics()) {
+  for (const m of [...store.servedMetrics(), ...discovered]) {
     if ((m.kind === "custom") !== (group === CUSTOM_GROUP)) continue;
     const name = m.kind === "custom" ? `${m.groupResource}/${m.metricName}` : m.metricName;
     if (seen.has(name)) continue;

@@ -15,10 +15,12 @@ import {
   itemBody,
   listText,
   type MetricSource,
+  type Pending,
   type ReadCaches,
 } from "./metric_read.ts";
+import type { AdapterAnswer } from "./prometheus_adapter.ts";
 import { kedaExternal } from "./keda_metrics.ts";
-import { plainReady } from "./responses.ts";
+import { plainJson, plainReady } from "./responses.ts";
 import { parseParam, type SelectorCache } from "./selectors.ts";
 import { plainNotFound, statusPlain } from "./status.ts";
 
@@ -35,7 +37,7 @@ function externalItemJson(item: ExternalItem): Record<string, unknown> {
     ),
     timestamp: formatTimestamp(item.timestamp),
     ...(item.windowSeconds !== undefined ? { window: Math.round(item.windowSeconds) } : {}),
-    value: formatQuantity(item.value),
+    value: item.quantity ?? formatQuantity(item.value),
   };
 }
 
@@ -80,18 +82,30 @@ export function externalMetrics(
   read: ExternalRead,
   caches: ReadCaches,
   options: MetricSource,
-): PlainResponse | Forward {
+): PlainResponse | Forward | Pending {
   if (options.keda) {
     const keda = kedaExternal(read.lookup, { ...options, keda: options.keda });
     if (keda !== undefined) return keda;
   }
   const result = options.store.lookupExternal(read.lookup, options.now());
   if ("miss" in result) {
-    if (result.miss.unowned && options.delegates?.external) return FORWARD;
-    return statusPlain(
-      "NotFound",
-      `the server could not find the metric ${read.lookup.metricName} for provided labels: ${result.miss.reason}`,
-    );
+    const what =
+      `the server could not find the metric ${read.lookup.metricName} for provided labels`;
+    const miss = (): PlainResponse | Forward => {
+      if (result.miss.unowned && options.delegates?.external) return FORWARD;
+      return statusPlain("NotFound", `${what}: ${result.miss.reason}`);
+    };
+    const adapter = result.miss.unowned ? options.prometheusAdapter : undefined;
+    if (adapter === undefined) return miss();
+    const answer = adapter.external({
+      namespace: read.lookup.namespace,
+      metricName: read.lookup.metricName,
+      selector: read.lookup.selector,
+      selectorText: read.lookup.canonicalSelector ?? "",
+    });
+    if (answer === undefined) return miss();
+    if (!(answer instanceof Promise)) return adapterAnswer(answer, what);
+    return { pending: answer.then((a) => a === undefined ? miss() : adapterAnswer(a, what)) };
   }
   const items = result.items;
   const make = (): string =>
@@ -113,4 +127,19 @@ export function externalMetrics(
   ]
     .join("\u0000");
   return plainReady(caches.lists(read.listKey, items, make));
+}
+
+/** A prometheus-adapter rule's answer as an ExternalMetricValueList or a Status. */
+function adapterAnswer(answer: AdapterAnswer<ExternalItem>, what: string): PlainResponse {
+  if ("notFound" in answer) return statusPlain("NotFound", `${what}: ${answer.notFound}`);
+  if ("internalError" in answer) {
+    return statusPlain("InternalError", `Internal error occurred: ${answer.internalError}`);
+  }
+  return plainJson(
+    listText(
+      "ExternalMetricValueList",
+      `${EXTERNAL_GROUP}/v1beta1`,
+      answer.items.map(externalItemText),
+    ),
+  );
 }

@@ -8,6 +8,8 @@
 import type { MetricStore } from "../store/store.ts";
 import type { ApiDelegates } from "./delegate.ts";
 import type { PodLister, PodSetCache } from "./pods.ts";
+import type { PrometheusAdapterSource } from "./prometheus_adapter.ts";
+import type { PlainResponse } from "../runtime/serve.ts";
 import { type ReadyBody, readyBody } from "./responses.ts";
 
 /** The owned ScaledObjects, as the serving path needs them (the KEDA controller). */
@@ -30,6 +32,8 @@ export interface MetricSource {
   delegates?: ApiDelegates;
   /** The ScaledObjects this adapter owns (`--keda-scaled-objects`), answered as KEDA does. */
   keda?: KedaServingSource;
+  /** prometheus-adapter's rules (`--prometheus-adapter-config`): reads no HPA of ours covers. */
+  prometheusAdapter?: PrometheusAdapterSource;
 }
 
 /** The answer to a read no HPA of ours asks for when its API has a delegate: forward it. */
@@ -41,6 +45,19 @@ export type Forward = typeof FORWARD;
 /** Whether an answer is {@linkcode FORWARD}. */
 export function isForward(answer: object): answer is Forward {
   return answer === FORWARD;
+}
+
+/**
+ * An answer that needs I/O first (a prometheus-adapter rule's first read): the fast path leaves
+ * it to the regular path, which awaits it.
+ */
+export interface Pending {
+  pending: Promise<PlainResponse | Forward>;
+}
+
+/** Whether an answer is {@linkcode Pending}. */
+export function isPending(answer: object): answer is Pending {
+  return "pending" in answer;
 }
 
 /** The caches a metric read's answer is made with. */

@@ -18,6 +18,7 @@ import { DEFAULT_SCHEDULE_OPTIONS } from "../core/kube_metrics_adapter/scaling_s
 import { DEFAULT_MAX_RESPONSE_BYTES } from "../collectors/http_get.ts";
 import { DEFAULT_MAX_POD_REQUESTS } from "../collectors/pod_json_path.ts";
 import { ENGINE_DEFAULTS } from "../engine/engine.ts";
+import { PROMETHEUS_ADAPTER_DEFAULTS } from "../engine/prometheus_adapter.ts";
 import { DEFAULT_NAKADI_TOKEN_NAME } from "../collectors/nakadi.ts";
 import { DEFAULT_MEMORY_RELEASE_SECONDS } from "../runtime/memory.ts";
 import { DEFAULT_CREDENTIALS_DIR } from "../collectors/oauth_backend.ts";
@@ -70,6 +71,7 @@ const GUARD = "Replica guard (estafette-k8s-hpa-scaler)";
 const KNATIVE = "Knative (autoscaler-keda's annotations)";
 const KEDA = "KEDA (ScaledObjects)";
 const DELEGATION = "Delegation (metrics of another adapter)";
+const PROMETHEUS_ADAPTER = "prometheus-adapter (its config file)";
 const LOGGING = "Logging";
 
 /** Every flag of `serve`. */
@@ -496,7 +498,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "largest backend response read, in bytes",
   ),
 
-  def(BACKENDS, "prometheus-server", "string", null, "URL of the Prometheus server to query"),
+  def(
+    BACKENDS,
+    "prometheus-server",
+    "string",
+    null,
+    "URL of the Prometheus server to query (prometheus-adapter's --prometheus-url)",
+  ),
   def(
     BACKENDS,
     "prometheus-enforce-namespace-label",
@@ -787,6 +795,35 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "duration",
     DELEGATE_DEFAULTS.discoveryIntervalSeconds,
     "how often the delegates' discovery lists are fetched again (a delegate that does not answer drops out of ours)",
+  ),
+
+  def(
+    PROMETHEUS_ADAPTER,
+    "prometheus-adapter-config",
+    "string",
+    null,
+    "prometheus-adapter's config file (its --config): its rules are served as custom metrics and its externalRules as external metrics, from --prometheus-server, for the reads no HPA annotation of ours covers; a bad file fails the start, the file is re-read every 10s and a good new version replaces the old (a bad edit is logged, the last good one keeps serving); resourceRules are not served",
+  ),
+  def(
+    PROMETHEUS_ADAPTER,
+    "metrics-relist-interval",
+    "duration",
+    PROMETHEUS_ADAPTER_DEFAULTS.relistIntervalSeconds,
+    "how often the series of every rule are listed again (as prometheus-adapter's flag); a read of a metric not listed yet lists the rules that could name it at once",
+  ),
+  def(
+    PROMETHEUS_ADAPTER,
+    "metrics-max-age",
+    "duration",
+    null,
+    "series with a sample in this period are discovered (as prometheus-adapter's flag; default: --metrics-relist-interval, and never less)",
+  ),
+  def(
+    PROMETHEUS_ADAPTER,
+    "prometheus-adapter-max-query-length",
+    "int",
+    PROMETHEUS_ADAPTER_DEFAULTS.maxQueryLength,
+    'longest query sent for a read of several objects, in characters (0: no limit): a longer one (a pod=~"a|b|..." matcher of many pods) is split into several queries',
   ),
 
   def(LOGGING, "log-format", "string", "text", "text or json (one JSON object per line)"),

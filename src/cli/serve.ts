@@ -453,6 +453,15 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         now: io.now(),
       });
 
+    // --prometheus-adapter-config: its rules discovered and served (a bad file fails the start)
+    const prometheusAdapter = stringFlag(flags, "prometheus-adapter-config") === null
+      ? null
+      : await (await import("./prometheus_adapter_options.ts")).startPrometheusAdapterFromFlags(
+        flags,
+        { fetch: collectorHttp.fetch, now: io.now, logger: log },
+      );
+    if (prometheusAdapter) closers.push(() => prometheusAdapter.stop());
+
     let ready = false;
     /** Requests answered so far (the memory release waits for a quiet moment). */
     let served = 0;
@@ -475,6 +484,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       },
       delegates,
       ...(keda ? { keda } : {}),
+      ...(prometheusAdapter ? { prometheusAdapter } : {}),
       // a peer's values go to the store as ours do, its failures to the leader's events
       ...(sharding
         ? {

@@ -81,6 +81,18 @@ export interface InstantQueryOptions {
   namespace?: string;
 }
 
+/** Options of {@linkcode PrometheusClient.series}. */
+export interface SeriesQueryOptions {
+  fetch: typeof fetch;
+  signal: AbortSignal;
+  /** `start`, ms since the epoch (series with samples since then); none when absent. */
+  start?: number;
+  /** Deadline of the whole request, seconds. */
+  timeoutSeconds: number;
+  /** Largest body read, bytes. */
+  maxBytes: number;
+}
+
 /** Options of {@linkcode PrometheusClient}. */
 export interface PrometheusClientOptions {
   /** Base URL of the server (`http://prometheus:9090`, a path prefix is kept). */
@@ -260,6 +272,64 @@ export function parseQueryResponse(
   return warnings.length > 0 ? { ...data, warnings } : data;
 }
 
+/**
+ * The `data` of a `/api/v1/series` answer: label sets. Throws a `PrometheusQueryError` on an
+ * error answer (with Prometheus' error type and text), a non-2xx status or another shape.
+ */
+export function parseSeriesResponse(
+  body: string,
+  options: { url: string; status: number },
+): Record<string, string>[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body);
+  } catch {
+    throw new PrometheusQueryError(
+      `${
+        options.status >= 200 && options.status <= 299 ? "invalid JSON" : `status ${options.status}`
+      } from ${options.url}`,
+      { status: options.status },
+    );
+  }
+  if (isRecord(doc) && doc.status === "error") {
+    const errorType = typeof doc.errorType === "string" ? doc.errorType.slice(0, 40) : "error";
+    const raw = typeof doc.error === "string" ? doc.error : "unknown error";
+    const error = raw.length > MAX_ERROR_TEXT ? `${raw.slice(0, MAX_ERROR_TEXT)}...` : raw;
+    throw new PrometheusQueryError(`${errorType}: ${error}`, {
+      errorType,
+      status: options.status,
+    });
+  }
+  if (options.status < 200 || options.status > 299) {
+    throw new PrometheusQueryError(`status ${options.status} from ${options.url}`, {
+      status: options.status,
+    });
+  }
+  if (!isRecord(doc) || doc.status !== "success" || !Array.isArray(doc.data)) {
+    throw new PrometheusQueryError(
+      `invalid response from ${options.url}: not a Prometheus series answer`,
+      { status: options.status },
+    );
+  }
+  return doc.data.map((labels) => {
+    if (!isRecord(labels)) {
+      throw new PrometheusQueryError(
+        `invalid response from ${options.url}: a series is not an object`,
+      );
+    }
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(labels)) {
+      if (typeof v !== "string") {
+        throw new PrometheusQueryError(
+          `invalid response from ${options.url}: label ${JSON.stringify(k)} is not a string`,
+        );
+      }
+      out[k] = v;
+    }
+    return out;
+  });
+}
+
 /** A bearer token read from a file, re-read when the file's identity, size or times change. */
 class TokenFile {
   readonly path: string;
@@ -388,6 +458,8 @@ export class PrometheusClient {
   readonly url: string;
   /** The query endpoint (`<url>/api/v1/query`). */
   readonly queryUrl: string;
+  /** The series endpoint (`<url>/api/v1/series`). */
+  readonly seriesUrl: string;
   /** The bearer token file, or null. */
   readonly tokenFile: string | null;
   /** Set when an HPA named this server (see {@linkcode PrometheusClientOptions}). */
@@ -409,6 +481,7 @@ export class PrometheusClient {
     u.search = "";
     u.hash = "";
     this.queryUrl = `${u.href.replace(/\/+$/, "")}/api/v1/query`;
+    this.seriesUrl = `${u.href.replace(/\/+$/, "")}/api/v1/series`;
     this.tokenFile = options.tokenFile ? options.tokenFile : null;
     this.chosenByHpa = options.chosenByHpa ?? null;
     if (this.chosenByHpa && this.tokenFile) {
@@ -488,6 +561,37 @@ export class PrometheusClient {
       });
     }
     return res.text;
+  }
+
+  /**
+   * The series matching `match` (`GET <url>/api/v1/series?match[]=<match>&start=<seconds>`,
+   * as prometheus-adapter's client sends it: one `match[]`, no `end`, parameters in Go's
+   * url.Values order), each as its label set with the name as `__name__`. Rejects with a
+   * `PrometheusQueryError` as {@linkcode PrometheusClient.query} does.
+   */
+  async series(match: string, options: SeriesQueryOptions): Promise<Record<string, string>[]> {
+    if (this.chosenByHpa) throw new PrometheusQueryError("series lookups are for operator servers");
+    const headers: Record<string, string> = { accept: "application/json" };
+    const authorization = await this.#authorization();
+    if (authorization) headers.authorization = authorization;
+    const start = options.start === undefined ? "" : `&start=${seconds(options.start)}`;
+    const url = `${this.seriesUrl}?${queryEscape("match[]")}=${queryEscape(match)}${start}`;
+    let res: CappedResponse;
+    try {
+      res = await fetchCapped(url, {
+        method: "GET",
+        headers,
+        fetch: options.fetch,
+        signal: options.signal,
+        timeoutSeconds: options.timeoutSeconds,
+        maxBytes: options.maxBytes,
+      });
+    } catch (e) {
+      throw new PrometheusQueryError((e as Error).message, {
+        status: e instanceof ResponseTooLargeError ? e.status : undefined,
+      });
+    }
+    return parseSeriesResponse(res.text, { url: this.seriesUrl, status: res.status });
   }
 
   /**

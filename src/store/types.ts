@@ -128,6 +128,11 @@ export interface CustomItem {
   metricName: string;
   metricSelectorObject: LabelSelector | null;
   value: number;
+  /**
+   * The value's Quantity string when it is not `formatQuantity(value)` (prometheus-adapter's
+   * rules: its milli truncation and int64 edge cases, which a double cannot carry).
+   */
+  quantity?: string;
   /** Collection time, ms since the epoch. */
   timestamp: number;
   windowSeconds?: number;
@@ -146,6 +151,8 @@ export interface ExternalItem {
   metricName: string;
   metricLabels: Record<string, string>;
   value: number;
+  /** As {@linkcode CustomItem.quantity}. */
+  quantity?: string;
   /** Collection time, ms since the epoch. */
   timestamp: number;
   windowSeconds?: number;

@@ -20,3 +20,4 @@ export {
   parseGoTemplate,
   quoteGoString,
 } from "./template.ts";
+export * from "./serving.ts";

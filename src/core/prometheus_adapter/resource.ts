@@ -218,15 +218,18 @@ export interface NodeUsage {
 
 const INT64_MIN = -(2n ** 63n);
 
-/** Go's `int64(v * 1000.0)` on amd64 (out of range: -2^63). NaN and negatives are 0 before. */
-function milli(v: number): bigint {
+/**
+ * Go's `int64(v * 1000.0)` on amd64: truncated toward zero; NaN and values out of the int64
+ * range (+Inf, -Inf, above about 9.2e15) are -2^63.
+ */
+export function goMilli(v: number): bigint {
   const x = v * 1000;
   if (!(x >= -(2 ** 63) && x < 2 ** 63)) return INT64_MIN;
   return BigInt(Math.trunc(x));
 }
 
 /** `resource.NewMilliQuantity(m, DecimalSI).String()`. */
-function decimalMilli(m: bigint): string {
+export function decimalMilli(m: bigint): string {
   return canonicalQuantity(`${m}m`);
 }
 
@@ -328,7 +331,7 @@ export function podMetricsFromVectors(
         const name = label(s.labels, containerLabel);
         let c = containers.get(name);
         if (c === undefined) containers.set(name, c = {});
-        c[kind] = milli(sampleValue(s.value));
+        c[kind] = goMilli(sampleValue(s.value));
         if (s.timestamp < timestamp) timestamp = s.timestamp;
       }
     };
@@ -375,8 +378,8 @@ export function nodeMetricsFromVectors(
       name,
       timestamp: Math.min(c.timestamp, m.timestamp),
       windowSeconds: reader.rules.windowSeconds,
-      cpu: decimalMilli(milli(sampleValue(c.value))),
-      memory: binaryMilli(milli(sampleValue(m.value))),
+      cpu: decimalMilli(goMilli(sampleValue(c.value))),
+      memory: binaryMilli(goMilli(sampleValue(m.value))),
     });
   }
   return out;
