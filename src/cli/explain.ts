@@ -39,7 +39,7 @@ import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collectio
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/kubernetes/hpa.ts";
 import { planHpa } from "../core/kube_metrics_adapter/plan.ts";
-import { isKnativeHpaClass, knativeHpaFor } from "../core/knative/mapping.ts";
+import { isKnativeHpaClass, knativeScaledObjectFor } from "../core/knative/mapping.ts";
 import { isScaledObject, isTriggerAuthentication } from "../core/keda/scaled_object.ts";
 import { kedaRowText, kedaScaledObjectRow } from "./keda_plan.ts";
 import type { LabelSelector, MetricPlan, MetricTarget } from "../core/types.ts";
@@ -439,28 +439,38 @@ async function runOffline(
   const objects = read.objects.map((o) => o.object);
   const named = (o: KubeObject): boolean =>
     o.metadata?.name === target.name && (o.metadata.namespace ?? "default") === target.namespace;
-  let found: { object: KubeObject; source: string } | undefined = read.objects.find((o) =>
+  const found: { object: KubeObject; source: string } | undefined = read.objects.find((o) =>
     o.object.kind === "HorizontalPodAutoscaler" && named(o.object)
   );
   const knative = (o: KubeObject): boolean =>
     KNATIVE_SOURCE_KINDS.includes(o.kind ?? "") && isKnativeHpaClass(o);
-  const mappingWarnings: string[] = [];
   const source = found ? undefined : read.objects.find((o) => knative(o.object) && named(o.object));
   if (source) {
     // the HPA the Knative reconciler would make: named after its source, in its namespace
     const from = `${source.object.kind} ${id}`;
     const where = `${source.source}: the HPA the Knative reconciler would make for ${from}`;
-    const result = knativeHpaFor(source.object, {
+    const endpointPolicy = endpointPolicyFromFlags(parsed.values, io.env);
+    const scopePromQL = await promqlScoperFromFlags(parsed.values);
+    // the ScaledObject autoscaler-keda would create, then what KEDA makes of it
+    const result = knativeScaledObjectFor(source.object, {
       prometheusAddress: stringFlag(parsed.values, "knative-prometheus-address") ?? undefined,
+    }, {
+      ...(endpointPolicy ? { endpointPolicy } : {}),
+      ...(scopePromQL ? { scopePromQL } : {}),
     });
+    io.stdout(`HPA ${id} (offline, from ${where})\n`);
+    for (const w of result.warnings) io.stdout(field("warning", w));
     if ("error" in result) {
-      io.stdout(`HPA ${id} (offline, from ${where})\n`);
-      for (const w of result.warnings) io.stdout(field("warning", w));
       io.stderr(`error: ${from}: ${result.error}\n`);
       return 1;
     }
-    found = { object: result.hpa as unknown as KubeObject, source: where };
-    mappingWarnings.push(...result.warnings);
+    const { row } = kedaScaledObjectRow(
+      result.scaledObject as unknown as KubeObject,
+      objects.filter(isTriggerAuthentication),
+      { owner: result.owner, source: from },
+    );
+    io.stdout(kedaRowText(row, "knative"));
+    return row.error === undefined ? 0 : 1;
   }
   if (!found) {
     // a KEDA ScaledObject: the HPA KEDA writes for it, its triggers' metrics, or KEDA's error
@@ -549,7 +559,7 @@ async function runOffline(
   }
   const scheduleOptions = scheduleOptionsFromFlags(values);
   const now = io.now();
-  const warnings = new Set<string>(mappingWarnings);
+  const warnings = new Set<string>();
   for (const p of plans) for (const w of p.warnings ?? []) warnings.add(w);
   for (const w of warnings) out += field("warning", w);
   const failed: MetricPlan[] = [];

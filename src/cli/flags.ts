@@ -694,7 +694,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "knative-autoscaler",
     "bool",
     false,
-    "reconcile Knative PodAutoscalers of class hpa.autoscaling.knative.dev (and Deployments and StatefulSets with that class annotation) into HPAs from autoscaler-keda's annotations (leader only)",
+    "reconcile Knative PodAutoscalers of class hpa.autoscaling.knative.dev (and Deployments and StatefulSets with that class annotation) into HPAs from autoscaler-keda's annotations, through the ScaledObject autoscaler-keda would create (in memory) and KEDA's HPA of it (HPAs written by the leader; metrics served by every replica)",
   ),
   def(
     KNATIVE,

@@ -6,6 +6,7 @@
  * names an env var of the target's container: those are known to exist, not their values (plan
  * reads no cluster), and are shown as `<secret NAME key KEY>`, `<env NAME>`.
  */
+import type { KedaHpaOwner } from "../core/keda/hpa.ts";
 import { VERSION } from "./version.ts";
 import type { KubeObject } from "../cluster/types.ts";
 import { type KedaHpa, kedaHpaFor, type KedaTriggerMetric } from "../core/keda/hpa.ts";
@@ -99,12 +100,22 @@ function paramsOf(
   });
 }
 
+/** Options of {@linkcode kedaScaledObjectRow}. */
+export interface KedaRowOptions {
+  /** The HPA's controller instead of the ScaledObject (Knative's in-memory ScaledObject). */
+  owner?: KedaHpaOwner;
+  /** The row's source instead of `ScaledObject <namespace>/<name>`. */
+  source?: string;
+}
+
 /** A ScaledObject's row, and the HPA it makes (for `--output yaml`). */
 export function kedaScaledObjectRow(
   object: KubeObject,
   authenticationObjects: readonly KubeObject[],
+  options: KedaRowOptions = {},
 ): { row: KedaRow; hpa?: KubeObject } {
-  const source = `ScaledObject ${object.metadata.namespace ?? "default"}/${object.metadata.name}`;
+  const source = options.source ??
+    `ScaledObject ${object.metadata.namespace ?? "default"}/${object.metadata.name}`;
   let so: ScaledObject;
   try {
     so = parseScaledObject(object);
@@ -133,7 +144,12 @@ export function kedaScaledObjectRow(
     return auth?.spec.podIdentity?.provider;
   });
   const params = paramsOf(so, authentications);
-  const result = kedaHpaFor(so, { version: VERSION, params, podIdentities });
+  const result = kedaHpaFor(so, {
+    version: VERSION,
+    params,
+    podIdentities,
+    ...(options.owner ? { owner: options.owner } : {}),
+  });
   const activationOf = (index: number, type: string): string | undefined => {
     if (type === "cron") return "inside its window";
     try {
@@ -174,15 +190,15 @@ export function kedaScaledObjectRow(
   };
 }
 
-/** A ScaledObject's lines in `plan`'s table output. */
-export function kedaRowText(k: KedaRow): string {
+/** A ScaledObject's lines in `plan`'s table output (a Knative source's: prefix `knative`). */
+export function kedaRowText(k: KedaRow, prefix = "keda"): string {
   const warnings = k.warnings.map((w) => `    warning: ${w}\n`).join("");
   if (k.error !== undefined) {
-    return `keda ${k.source}${
+    return `${prefix} ${k.source}${
       k.trigger !== undefined ? ` (trigger ${k.trigger})` : ""
     }: ${k.error}\n${warnings}`;
   }
-  return `keda ${k.source} -> HorizontalPodAutoscaler ${k.hpa} (see --output yaml)\n` +
+  return `${prefix} ${k.source} -> HorizontalPodAutoscaler ${k.hpa} (see --output yaml)\n` +
     k.metrics.map((m) =>
       `    trigger ${m.trigger} ${m.type}: ${m.metric}, target ${m.target}${
         m.activation !== undefined ? `, active ${m.activation}` : ""

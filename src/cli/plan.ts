@@ -45,7 +45,7 @@ import { promqlScoperFromFlags } from "./promql_options.ts";
 import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collection_limits.ts";
 import { controllerRef, type KubeObject } from "../cluster/types.ts";
 import { guardSettings } from "./guard_options.ts";
-import { isKnativeHpaClass, knativeHpaFor } from "../core/knative/mapping.ts";
+import { isKnativeHpaClass, knativeScaledObjectFor } from "../core/knative/mapping.ts";
 import { type KedaRow, kedaRowText, kedaScaledObjectRow } from "./keda_plan.ts";
 import { isScaledObject, isTriggerAuthentication } from "../core/keda/scaled_object.ts";
 import { dump as dumpYaml } from "js-yaml";
@@ -193,16 +193,13 @@ function guardText(g: GuardRow): string {
   }`;
 }
 
-/** A Knative PodAutoscaler or annotated workload, as `plan` shows it. */
-export interface KnativeRow {
-  /** `PodAutoscaler shop/rev-1`. */
-  source: string;
-  /** The HPA it maps to (`shop/rev-1`), unless it has an error. */
-  hpa?: string;
+/**
+ * A Knative PodAutoscaler or annotated workload, as `plan` shows it: its in-memory ScaledObject's
+ * row (KEDA's HPA, each trigger's metric), or why it maps to none.
+ */
+export interface KnativeRow extends KedaRow {
+  /** Whether the HPA is created (`scaled-object-auto-create`). */
   autoCreate?: boolean;
-  /** Why it maps to no HPA, naming the annotation and its value. */
-  error?: string;
-  warnings: string[];
 }
 
 const KNATIVE_SOURCE_KINDS: readonly string[] = ["PodAutoscaler", "Deployment", "StatefulSet"];
@@ -399,20 +396,26 @@ export const planCommand: Command = {
       const from = `${object.kind} ${
         object.metadata.namespace ?? "default"
       }/${object.metadata.name}`;
-      const result = knativeHpaFor(object, knativeConfig);
+      // the ScaledObject autoscaler-keda would create, then what KEDA makes of it
+      const result = knativeScaledObjectFor(object, knativeConfig, {
+        ...(options.endpointPolicy ? { endpointPolicy: options.endpointPolicy } : {}),
+        ...(options.scopePromQL ? { scopePromQL: options.scopePromQL } : {}),
+      });
       if ("error" in result) {
-        knative.push({ source: from, error: result.error, warnings: result.warnings });
+        knative.push({ source: from, metrics: [], error: result.error, warnings: result.warnings });
         continue;
       }
-      const hpa = result.hpa as unknown as KubeObject;
+      const { row, hpa } = kedaScaledObjectRow(
+        result.scaledObject as unknown as KubeObject,
+        authentications,
+        { owner: result.owner, source: from },
+      );
       knative.push({
-        source: from,
-        hpa: `${hpa.metadata.namespace}/${hpa.metadata.name}`,
-        autoCreate: result.autoCreate,
-        warnings: result.warnings,
+        ...row,
+        ...(row.error === undefined ? { autoCreate: result.autoCreate } : {}),
+        warnings: [...result.warnings, ...row.warnings],
       });
-      generated.push(hpa);
-      targets.push({ object: hpa, source: `${source} (${from})` });
+      if (hpa !== undefined) generated.push(hpa);
     }
     const planned: { hpa: KubeObject; plans: MetricPlan[] }[] = [];
     for (const { object, source } of targets) {
@@ -464,14 +467,13 @@ export const planCommand: Command = {
     } else if (rows.length > 0 || guards.length > 0 || knative.length > 0 || keda.length > 0) {
       for (const k of keda) io.stdout(kedaRowText(k));
       for (const k of knative) {
-        io.stdout(
-          k.error !== undefined
-            ? `knative ${k.source}: ${k.error}\n`
-            : `knative ${k.source} -> HorizontalPodAutoscaler ${k.hpa}${
-              k.autoCreate ? "" : " (not created: scaled-object-auto-create is false)"
-            } (see --output yaml)\n`,
-        );
-        for (const w of k.warnings) io.stdout(`    warning: ${w}\n`);
+        if (k.error !== undefined || k.autoCreate) io.stdout(kedaRowText(k, "knative"));
+        else {
+          io.stdout(
+            `knative ${k.source} -> HorizontalPodAutoscaler ${k.hpa} (not created: scaled-object-auto-create is false)\n`,
+          );
+          for (const w of k.warnings) io.stdout(`    warning: ${w}\n`);
+        }
       }
       const warnings = new Set(
         [...rows, ...guards].flatMap((r) => (r.warnings ?? []).map((w) => `${r.hpa} ${w}`)),

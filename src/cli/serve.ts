@@ -343,9 +343,42 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         isLeader,
       })
       : null;
+    // --knative-autoscaler: the ScaledObjects autoscaler-keda would create, in memory, served
+    // as KEDA serves its own (the reconciler writes their HPAs once started, below)
+    const knative = boolFlag(flags, "knative-autoscaler")
+      ? new (await import("../controllers/knative.ts")).KnativeReconciler({
+        cluster,
+        writer: cluster,
+        // file mode: the manifests stay as they are; decisions are logged
+        write: kubeSource !== null,
+        version: VERSION,
+        clusterTriggerAuthNamespace:
+          stringFlag(flags, "knative-cluster-trigger-authentication-namespace") ?? "keda",
+        config: {
+          prometheusAddress: stringFlag(flags, "knative-prometheus-address") ?? undefined,
+          scaledObjectAutoCreate: boolFlag(flags, "knative-scaled-object-auto-create"),
+        },
+        endpointPolicy,
+        ...(scopePromQL ? { scopePromQL } : {}),
+        onPlansChanged: (ns, name) => replan(ns, name),
+        now: io.now,
+        logger: log,
+        isLeader,
+      })
+      : null;
+    // the KEDA collectors and answers: the Knative ScaledObjects first, then the owned ones
+    const kedaSources = knative || keda
+      ? {
+        trigger: (key: string, index: number) =>
+          knative?.trigger(key, index) ?? keda?.trigger(key, index),
+        scaledObject: (ns: string, name: string) =>
+          knative?.scaledObject(ns, name) ?? keda?.scaledObject(ns, name),
+        plansFor: (hpa: KubeObject) => knative?.plansFor(hpa) ?? keda?.plansFor(hpa),
+      }
+      : null;
     const registry = collectorRegistry(flags, {
       bearerTokens,
-      ...(keda ? { kedaTriggers: keda } : {}),
+      ...(kedaSources ? { kedaTriggers: kedaSources } : {}),
     });
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
@@ -403,7 +436,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       },
       // kube-metrics-adapter's "updates": one per HPA per reconcile, error when a metric failed
       onReconcile: (r) => (r.ok ? metrics.updatesSuccess : metrics.updatesError).inc(),
-      ...(keda ? { planOverride: (hpa: KubeObject) => keda.plansFor(hpa) } : {}),
+      ...(kedaSources ? { planOverride: kedaSources.plansFor } : {}),
       // HPAs added while running (a cluster's first deploy): their first collections are a
       // peak like the start's, and Bun keeps the memory it grew to unless asked (memory.ts)
       onNewCollectionsDone: (count) => {
@@ -483,7 +516,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         metrics.observeRequest(obs);
       },
       delegates,
-      ...(keda ? { keda } : {}),
+      ...(kedaSources ? { keda: kedaSources } : {}),
       ...(prometheusAdapter ? { prometheusAdapter } : {}),
       // a peer's values go to the store as ours do, its failures to the leader's events
       ...(sharding
@@ -604,25 +637,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       await guard.start();
       closers.push(() => guard.stop());
     }
-    if (boolFlag(flags, "knative-autoscaler")) {
-      const { KnativeReconciler } = await import("../controllers/knative.ts");
-      const knative = new KnativeReconciler({
-        cluster,
-        writer: cluster,
-        // file mode: the manifests stay as they are; decisions are logged
-        write: kubeSource !== null,
-        bearerTokens,
-        clusterTriggerAuthNamespace:
-          stringFlag(flags, "knative-cluster-trigger-authentication-namespace") ??
-            "keda",
-        config: {
-          prometheusAddress: stringFlag(flags, "knative-prometheus-address") ?? undefined,
-          scaledObjectAutoCreate: boolFlag(flags, "knative-scaled-object-auto-create"),
-        },
-        now: io.now,
-        logger: log,
-        isLeader,
-      });
+    if (knative) {
       await knative.start();
       closers.push(() => knative.stop());
     }

@@ -1,19 +1,28 @@
 /**
  * The Knative HPA-class reconciler of issue 23 (`--knative-autoscaler`): PodAutoscalers of
- * class `hpa.autoscaling.knative.dev` get an HPA named after them and owned by them, built from
- * their `autoscaling.knative.dev/*` annotations as autoscaler-keda reads them (the pure mapping
- * of core/knative/mapping.ts), a ServerlessService in Serve mode, and their status (core/knative/status.ts).
- * Deployments and StatefulSets that carry the class annotation in their own metadata get the
- * same HPA, owned by the workload, and lose it when the annotation goes.
+ * class `hpa.autoscaling.knative.dev` get the ScaledObject autoscaler-keda would create for them
+ * (in memory only: core/knative/mapping.ts), and from it what KEDA makes of it (issue 47, point
+ * 6: core/keda/): an HPA named after the PA and owned by it, with KEDA's metric names, selector
+ * and targets, whose metrics this adapter collects and serves as for its own ScaledObjects (the
+ * plans of core/keda/plan.ts through the engine, the answers of api/keda_metrics.ts); a
+ * ServerlessService in Serve mode; and the PA's status (core/knative/status.ts). Deployments and
+ * StatefulSets that carry the class annotation in their own metadata get the same HPA, owned by
+ * the workload, and lose it when the annotation goes.
  *
- * - Leader only; a queue of keys fed by the watches of PAs, HPAs, SKSs and workloads, and a
- *   resync of everything every `resyncSeconds`. One key at a time.
- * - Writes: create when missing; a JSON merge patch when what we set differs (fields the API
- *   server adds are not a difference); the PA status only when it changes. In file mode
- *   (`write: false`) decisions are logged.
+ * - A queue of keys fed by the watches of PAs, HPAs, SKSs and workloads, and a resync of
+ *   everything every `resyncSeconds`. One key at a time.
+ * - On every replica: the ScaledObject, its triggers' parameters (as KEDA resolves them:
+ *   controllers/keda_resolver.ts, the bearer token of a TriggerAuthentication among them, read
+ *   again on every reconcile) and its plans, so that any replica serves the metrics.
+ * - Leader only, writes: create when missing; a JSON merge patch when what we set differs
+ *   (fields the API server adds are not a difference); the PA status only when it changes. In
+ *   file mode (`write: false`) decisions are logged.
  * - Errors reach the user where they look: an `InvalidConfiguration` condition on the PA, a
  *   Warning event on the workload, naming the annotation and the value.
+ *
+ * @module
  */
+import { createHmac, randomBytes } from "node:crypto";
 import { replacingMergePatch } from "../cluster/merge_patch.ts";
 import {
   type ClusterView,
@@ -22,14 +31,15 @@ import {
   type Kind,
   type KubeObject,
 } from "../cluster/types.ts";
+import type { KedaResolvedTrigger, KedaTriggerSource } from "../collectors/keda.ts";
 import { errorText } from "../engine/error_text.ts";
-import { BearerTokens } from "../collectors/bearer_tokens.ts";
-import { bearerTokenKey } from "../core/kube_metrics_adapter/configs/prometheus.ts";
 import {
   isKnativeHpaClass,
   type KnativeConfig,
-  knativeHpaFor,
-  type KnativeTriggerAuth,
+  type KnativeHpa,
+  knativeHpaOf,
+  type KnativeMappingError,
+  knativeScaledObjectFor,
 } from "../core/knative/mapping.ts";
 import {
   desiredSks,
@@ -37,8 +47,18 @@ import {
   paStatusChanged,
   paStatusFor,
 } from "../core/knative/status.ts";
+import { HPA_FAILED } from "../core/keda/hpa.ts";
+import { KEDA_COMPOSITE_METRIC } from "../core/keda/names.ts";
+import { kedaPlans } from "../core/keda/plan.ts";
+import { kedaUsesModifiers } from "../core/keda/scaled_object.ts";
+import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
+import type { EndpointPolicy } from "../core/endpoint_policy.ts";
+import type { PromQLScoper } from "../core/kube_metrics_adapter/collector_config.ts";
+import type { MetricPlan } from "../core/types.ts";
+import type { KedaServingSource } from "../api/metric_read.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
+import { resolveKedaParams } from "./keda_resolver.ts";
 
 /** The label that marks the HPAs this reconciler made (only those are ever deleted). */
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
@@ -53,16 +73,22 @@ const WORKLOAD_KINDS: readonly Kind[] = ["Deployment", "StatefulSet"];
 /** Options of {@linkcode KnativeReconciler}. */
 export interface KnativeReconcilerOptions {
   cluster: ClusterView;
-  /** Creates, patches, deletes, status and events go here; without it nothing is written. */
+  /** Reads (TriggerAuthentications, Secrets), creates, patches, status and events. */
   writer?: ClusterWriter;
   /** Write (cluster mode); false logs the decisions (file mode). */
   write: boolean;
   /** The mapping's configuration (the Prometheus address, config-autoscaler defaults). */
   config: KnativeConfig;
-  /** Where trigger authentication tokens go for the Prometheus collector (a store of its own). */
-  bearerTokens?: BearerTokens;
+  /** `app.kubernetes.io/version` of the HPAs (this adapter's version). */
+  version: string;
   /** The namespace of the Secrets a ClusterTriggerAuthentication names (KEDA's: "keda"). */
   clusterTriggerAuthNamespace?: string;
+  /** Where a prometheus trigger's server may point (`--allowed-metric-endpoints` ...). */
+  endpointPolicy?: EndpointPolicy;
+  /** `--prometheus-enforce-namespace-label`: the triggers' queries scoped to the namespace. */
+  scopePromQL?: PromQLScoper;
+  /** Called when the plans of an HPA change (the engine plans it again). */
+  onPlansChanged?: (namespace: string, hpaName: string) => void;
   /** Also map annotated Deployments and StatefulSets (default true). */
   workloads?: boolean;
   /** Full resync period, seconds (30). */
@@ -72,6 +98,16 @@ export interface KnativeReconcilerOptions {
   clearTimer?: (handle: unknown) => void;
   logger?: Logger;
   isLeader?: () => boolean;
+}
+
+/** The in-memory ScaledObject of one source and what KEDA makes of it. */
+interface Entry {
+  /** The source's kind (the HPA's controller). */
+  kind: Kind;
+  result: KnativeHpa;
+  triggers: (KedaResolvedTrigger | undefined)[];
+  /** The digest of the whole entry (plans change when it does). */
+  digest: string;
 }
 
 function isHpaClass(obj: KubeObject | undefined): boolean {
@@ -136,13 +172,16 @@ export function hpaPatch(current: KubeObject, desired: KubeObject): unknown | nu
 }
 
 /** Reconciles HPA-class PodAutoscalers and annotated workloads; see the module documentation. */
-export class KnativeReconciler {
+export class KnativeReconciler implements KedaTriggerSource, KedaServingSource {
   readonly #cluster: ClusterView;
   readonly #writer?: ClusterWriter;
   readonly #write: boolean;
   readonly #config: KnativeConfig;
-  readonly #tokens: BearerTokens;
+  readonly #version: string;
   readonly #clusterAuthNamespace: string;
+  readonly #endpointPolicy?: EndpointPolicy;
+  readonly #scopePromQL?: PromQLScoper;
+  readonly #onPlansChanged: (namespace: string, hpaName: string) => void;
   readonly #workloads: boolean;
   readonly #resyncMs: number;
   readonly #now: () => number;
@@ -151,6 +190,10 @@ export class KnativeReconciler {
   readonly #log: Logger;
   readonly #isLeader: () => boolean;
   readonly #queue = new Set<string>();
+  /** The ScaledObject of each source that makes an HPA, by `namespace/name`. */
+  readonly #entries = new Map<string, Entry>();
+  /** A key of this process for digests of parameters (secrets are never hashed bare). */
+  readonly #digestKey = randomBytes(32);
   /** The last Warning message per workload (and logged problem per PA), once per change. */
   readonly #said = new Map<string, string>();
   #unwatch: (() => void)[] = [];
@@ -164,8 +207,11 @@ export class KnativeReconciler {
     this.#writer = options.writer;
     this.#write = options.write;
     this.#config = options.config;
-    this.#tokens = options.bearerTokens ?? new BearerTokens();
+    this.#version = options.version;
     this.#clusterAuthNamespace = options.clusterTriggerAuthNamespace ?? "keda";
+    this.#endpointPolicy = options.endpointPolicy;
+    this.#scopePromQL = options.scopePromQL;
+    this.#onPlansChanged = options.onPlansChanged ?? (() => {});
     this.#workloads = options.workloads ?? true;
     this.#resyncMs = (options.resyncSeconds ?? 30) * 1000;
     this.#now = options.now ?? (() => Date.now());
@@ -222,6 +268,67 @@ export class KnativeReconciler {
     while (this.#draining) await this.#draining;
   }
 
+  /**
+   * The resolved trigger `index` of the Knative ScaledObject `key` (`ns/name`), for the KEDA
+   * collectors.
+   */
+  trigger(key: string, index: number): KedaResolvedTrigger | undefined {
+    return this.#entries.get(key)?.triggers[index];
+  }
+
+  /** The Knative ScaledObject `name` of `namespace`, as the KEDA serving path needs it. */
+  scaledObject(
+    namespace: string,
+    name: string,
+  ): { hpaName: string; metricNames: string[]; composite?: boolean } | undefined {
+    const e = this.#entries.get(`${namespace}/${name}`);
+    if (!e) return undefined;
+    const composite = e.result.status.compositeScalerName !== undefined;
+    return {
+      hpaName: e.result.hpa.metadata.name,
+      metricNames: composite ? [KEDA_COMPOSITE_METRIC] : e.result.status.externalMetricNames,
+      ...(composite ? { composite } : {}),
+    };
+  }
+
+  /** The ScaledObject behind `hpa` (`ns/name`) when it is a Knative one of ours (tests, status). */
+  scaledObjectOf(hpa: KubeObject): KnativeHpa | undefined {
+    return this.#entryOf(hpa)?.result;
+  }
+
+  /**
+   * The plans of `hpa` when this reconciler made it (the KEDA plans of its ScaledObject; none
+   * while that is not known on this replica); undefined for every other HPA.
+   */
+  plansFor(hpa: KubeObject): { plans: MetricPlan[]; inputs: string } | undefined {
+    const ref = controllerRef(hpa);
+    const kind = ref?.kind as Kind | undefined;
+    if (kind !== "PodAutoscaler" && !(kind && WORKLOAD_KINDS.includes(kind))) return undefined;
+    if (hpa.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return undefined;
+    const e = this.#entryOf(hpa);
+    if (!e) return { plans: [], inputs: "knative:none" };
+    const plans = kedaPlans(e.result.scaledObject, {
+      hpaName: hpa.metadata.name,
+      hpaMetrics: Array.isArray(hpa.spec?.metrics) ? hpa.spec.metrics : [],
+      metrics: e.result.metrics,
+      paramsDigest: e.triggers.map((t) => t?.digest ?? ""),
+    });
+    return { plans, inputs: `knative:${e.digest}` };
+  }
+
+  /** The entry whose HPA `hpa` is (same name, controlled by the entry's source). */
+  #entryOf(hpa: KubeObject): Entry | undefined {
+    const ns = hpa.metadata.namespace ?? "default";
+    const ref = controllerRef(hpa);
+    if (!ref) return undefined;
+    const e = this.#entries.get(`${ns}/${ref.name}`);
+    if (!e || e.kind !== ref.kind || e.result.hpa.metadata.name !== hpa.metadata.name) {
+      return undefined;
+    }
+    const uid = e.result.owner.uid;
+    return !ref.uid || !uid || ref.uid === uid ? e : undefined;
+  }
+
   #changed(kind: Kind, obj: KubeObject): void {
     if (this.#stopped) return;
     if (kind === "PodAutoscaler" || WORKLOAD_KINDS.includes(kind)) {
@@ -256,7 +363,6 @@ export class KnativeReconciler {
         while (this.#queue.size > 0 && !this.#stopped) {
           const key = this.#queue.values().next().value as string;
           this.#queue.delete(key);
-          if (!this.#isLeader()) continue;
           const [kind, ns, name] = key.split("/") as [Kind, string, string];
           try {
             if (kind === "PodAutoscaler") await this.#reconcilePa(ns, name);
@@ -271,104 +377,138 @@ export class KnativeReconciler {
     })();
   }
 
-  /** The HPA to create or keep for `source`, with the label that marks it as ours. */
-  #desired(source: KubeObject, kind: Kind) {
-    const result = knativeHpaFor(source, this.#config, {
-      kind: kind as "PodAutoscaler" | "Deployment" | "StatefulSet",
-    });
-    if ("error" in result) return result;
-    const hpa = structuredClone(result.hpa) as unknown as KubeObject;
-    hpa.metadata.labels = { ...(hpa.metadata.labels ?? {}), [MANAGED_BY_LABEL]: MANAGED_BY };
-    return { ...result, hpa };
+  #digest(value: unknown): string {
+    return createHmac("sha256", this.#digestKey).update(JSON.stringify(value)).digest("hex")
+      .slice(0, 16);
+  }
+
+  #read(kind: Kind, ns: string | undefined, name: string): Promise<KubeObject | null> {
+    if (!this.#writer) return Promise.resolve(this.#cluster.get(kind, ns, name) ?? null);
+    return this.#writer.read(kind, ns, name);
+  }
+
+  /** Drop the entry of `key` (`ns/name`): its HPA is planned again (with no plans). */
+  #forget(key: string): void {
+    const e = this.#entries.get(key);
+    if (!e) return;
+    this.#entries.delete(key);
+    this.#onPlansChanged(key.slice(0, key.indexOf("/")), e.result.hpa.metadata.name);
   }
 
   /**
-   * Read the bearer token of every trigger authentication the mapping names into the shared
-   * store (again on every reconcile: a rotated Secret is picked up); the first problem, or null.
+   * The ScaledObject of `source` and what KEDA makes of it with its triggers' parameters
+   * resolved as KEDA resolves them (on every reconcile: a rotated Secret is picked up); kept as
+   * the entry whose plans the engine collects, when the HPA is to be made.
    */
-  async #resolveTokens(auth: readonly KnativeTriggerAuth[], ns: string): Promise<string | null> {
-    let first: string | null = null;
-    for (const a of auth) {
-      const key = bearerTokenKey(ns, { kind: a.kind, name: a.name });
-      let problem: string | null = null;
+  async #desired(
+    source: KubeObject,
+    kind: Kind,
+  ): Promise<KnativeHpa | KnativeMappingError | { autoCreate: false; minScale: number }> {
+    const ns = source.metadata.namespace ?? "default";
+    const key = `${ns}/${source.metadata.name}`;
+    const mapped = knativeScaledObjectFor(source, this.#config, {
+      kind: kind as "PodAutoscaler" | "Deployment" | "StatefulSet",
+      ...(this.#endpointPolicy ? { endpointPolicy: this.#endpointPolicy } : {}),
+      ...(this.#scopePromQL ? { scopePromQL: this.#scopePromQL } : {}),
+    });
+    if ("error" in mapped || !mapped.autoCreate) {
+      // no HPA of ours (an error, or the user's own ScaledObject or HPA)
+      this.#forget(key);
+      return "error" in mapped ? mapped : { autoCreate: false, minScale: mapped.minScale };
+    }
+    const so = mapped.scaledObject;
+    const resolved = await resolveKedaParams(
+      so,
+      (k, n, m) => this.#read(k, n, m),
+      this.#clusterAuthNamespace,
+    );
+    let result = knativeHpaOf(mapped, {
+      version: this.#version,
+      params: resolved.params,
+      podIdentities: resolved.podIdentities,
+    });
+    const envError = resolved.errors.findIndex((x) => x !== undefined);
+    if (!("error" in result) && envError >= 0) {
+      const from = mapped.triggerSources[envError];
+      result = {
+        autoCreate: mapped.autoCreate,
+        minScale: mapped.minScale,
+        initialScale: mapped.initialScale,
+        warnings: mapped.warnings,
+        error:
+          `trigger ${envError} of the ScaledObject (annotation ${from.annotation}): ${HPA_FAILED}${
+            resolved.errors[envError]
+          }`,
+        annotation: from.annotation,
+        ...(from.value !== undefined ? { value: from.value } : {}),
+      };
+    }
+    if ("error" in result) {
+      this.#forget(key);
+      return result;
+    }
+    const triggers = so.spec.triggers.map((t, i): KedaResolvedTrigger | undefined => {
       try {
-        const token = await this.#readToken(a, ns);
-        this.#tokens.set(key, { token });
+        const { values } = readTrigger(t.type, resolved.params[i], {
+          modifiers: kedaUsesModifiers(so),
+          ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
+          ...(resolved.podIdentities[i] !== undefined
+            ? { podIdentity: resolved.podIdentities[i] }
+            : {}),
+        });
+        return { type: t.type, values, digest: this.#digest([t.type, resolved.params[i]]) };
       } catch (e) {
-        problem = `${a.kind} ${a.name} of metric ${a.metric}: ${errorText(e)}`;
-        this.#tokens.set(key, { error: problem });
+        if (e instanceof TriggerError) return undefined;
+        throw e;
       }
-      first ??= problem;
+    });
+    const digest = this.#digest([result.scaledObject, result.hpa, triggers.map((t) => t?.digest)]);
+    const before = this.#entries.get(key);
+    this.#entries.set(key, { kind, result, triggers, digest });
+    const hpaName = result.hpa.metadata.name;
+    if (before && before.result.hpa.metadata.name !== hpaName) {
+      this.#onPlansChanged(ns, before.result.hpa.metadata.name);
     }
-    return first;
-  }
-
-  async #readToken(a: KnativeTriggerAuth, ns: string): Promise<string> {
-    if (!this.#writer) throw new Error("cannot read it: nothing to read the cluster with");
-    const cluster = a.kind === "ClusterTriggerAuthentication";
-    const ta = await this.#writer.read(a.kind, cluster ? undefined : ns, a.name);
-    if (!ta) {
-      throw new Error(
-        `not found (KEDA's ${a.kind} CRD must be installed for autoscaling.knative.dev/trigger-prometheus-auth-name)`,
-      );
-    }
-    const refs = Array.isArray(ta.spec?.secretTargetRef) ? ta.spec.secretTargetRef : [];
-    const ref = refs.find((r: { parameter?: string }) => r?.parameter === "bearerToken");
-    if (!ref || typeof ref.name !== "string" || typeof ref.key !== "string") {
-      throw new Error(
-        "has no spec.secretTargetRef with parameter bearerToken (and a Secret name and key)",
-      );
-    }
-    const secretNs = cluster ? this.#clusterAuthNamespace : ns;
-    const secret = await this.#writer.read("Secret", secretNs, ref.name);
-    if (!secret) throw new Error(`Secret ${secretNs}/${ref.name} not found`);
-    const data = (secret as { data?: Record<string, string> }).data?.[ref.key];
-    if (typeof data !== "string" || data === "") {
-      throw new Error(`Secret ${secretNs}/${ref.name} has no key ${JSON.stringify(ref.key)}`);
-    }
-    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
-    const token = new TextDecoder().decode(bytes).trim();
-    if (token === "") throw new Error(`Secret ${secretNs}/${ref.name} key ${ref.key} is empty`);
-    return token;
+    if (before?.digest !== digest) this.#onPlansChanged(ns, hpaName);
+    return result;
   }
 
   async #reconcilePa(ns: string, name: string): Promise<void> {
     const pa = this.#cluster.get("PodAutoscaler", ns, name);
-    if (!pa || pa.metadata.deletionTimestamp || !isHpaClass(pa)) return;
+    if (!pa || pa.metadata.deletionTimestamp || !isHpaClass(pa)) {
+      this.#forget(`${ns}/${name}`);
+      return;
+    }
     const key = `PodAutoscaler/${ns}/${name}`;
+    const desired = await this.#desired(pa, "PodAutoscaler");
+    // every replica serves the metrics; only the leader writes
+    if (!this.#isLeader()) return;
     let problem: PaProblem | undefined;
     let hpa = this.#cluster.get("HorizontalPodAutoscaler", ns, name) ?? null;
-    let minScale = 0;
-    const desired = this.#desired(pa, "PodAutoscaler");
+    const minScale = desired.minScale ?? 0;
     if ("error" in desired) {
       problem = { kind: "invalid", message: desired.error };
       this.#sayOnce(key, `invalid annotations of PodAutoscaler ${ns}/${name}: ${desired.error}`);
-    } else {
-      minScale = desired.minScale ?? 0;
-      const tokenProblem = await this.#resolveTokens(desired.auth, ns);
-      if (tokenProblem !== null) problem = { kind: "invalid", message: tokenProblem };
-    }
-    if (!("error" in desired) && !problem) {
-      if (desired.autoCreate) {
-        if (!hpa) {
-          try {
-            hpa = await this.#create("HorizontalPodAutoscaler", desired.hpa);
-          } catch (e) {
-            problem = { kind: "failed-create", resource: "HorizontalPodAutoscaler", name };
-            this.#log.error("cannot create the HPA of a PodAutoscaler", {
-              pa: `${ns}/${name}`,
-              error: errorText(e),
-            });
-          }
-        } else if (!controlledBy(hpa, pa, "PodAutoscaler")) {
-          problem = { kind: "not-owned", resource: "HorizontalPodAutoscaler", name };
-          this.#sayOnce(
-            key,
-            `PodAutoscaler ${ns}/${name} does not own HorizontalPodAutoscaler ${ns}/${name}: left alone`,
-          );
-          hpa = null;
-        } else await this.#update(hpa, desired.hpa);
-      }
+    } else if (desired.autoCreate) {
+      const want = desired.hpa as unknown as KubeObject;
+      if (!hpa) {
+        try {
+          hpa = await this.#create("HorizontalPodAutoscaler", want);
+        } catch (e) {
+          problem = { kind: "failed-create", resource: "HorizontalPodAutoscaler", name };
+          this.#log.error("cannot create the HPA of a PodAutoscaler", {
+            pa: `${ns}/${name}`,
+            error: errorText(e),
+          });
+        }
+      } else if (!controlledBy(hpa, pa, "PodAutoscaler")) {
+        problem = { kind: "not-owned", resource: "HorizontalPodAutoscaler", name };
+        this.#sayOnce(
+          key,
+          `PodAutoscaler ${ns}/${name} does not own HorizontalPodAutoscaler ${ns}/${name}: left alone`,
+        );
+        hpa = null;
+      } else await this.#update(hpa, want);
     }
     let sks = this.#cluster.get("ServerlessService", ns, name) ?? null;
     if (!problem) {
@@ -419,8 +559,13 @@ export class KnativeReconciler {
     const ours = hpa !== null && workload !== undefined &&
       controlledBy(hpa, workload, kind) &&
       hpa.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY;
-    if (!workload || workload.metadata.deletionTimestamp) return;
+    if (!workload || workload.metadata.deletionTimestamp) {
+      if (this.#entries.get(`${ns}/${name}`)?.kind === kind) this.#forget(`${ns}/${name}`);
+      return;
+    }
     if (!isHpaClass(workload)) {
+      if (this.#entries.get(`${ns}/${name}`)?.kind === kind) this.#forget(`${ns}/${name}`);
+      if (!this.#isLeader()) return;
       this.#said.delete(key);
       // the class annotation went: the HPA we made for it goes too
       if (ours) {
@@ -435,19 +580,16 @@ export class KnativeReconciler {
       }
       return;
     }
-    const desired = this.#desired(workload, kind);
+    const desired = await this.#desired(workload, kind);
+    if (!this.#isLeader()) return;
     if ("error" in desired) {
       this.#warn(workload, kind, `invalid autoscaling annotations: ${desired.error}`);
       return;
     }
-    const tokenProblem = await this.#resolveTokens(desired.auth, ns);
-    if (tokenProblem !== null) {
-      this.#warn(workload, kind, `cannot read a bearer token: ${tokenProblem}`);
-      return;
-    }
     if (!desired.autoCreate) return;
+    const want = desired.hpa as unknown as KubeObject;
     if (!hpa) {
-      await this.#create("HorizontalPodAutoscaler", desired.hpa).catch((e) =>
+      await this.#create("HorizontalPodAutoscaler", want).catch((e) =>
         this.#warn(
           workload,
           kind,
@@ -461,7 +603,7 @@ export class KnativeReconciler {
         `There is an existing HorizontalPodAutoscaler "${name}" that we do not own.`,
       );
       return;
-    } else await this.#update(hpa, desired.hpa);
+    } else await this.#update(hpa, want);
     this.#said.delete(key);
   }
 

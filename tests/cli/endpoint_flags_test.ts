@@ -166,7 +166,7 @@ describe("plan -f with the endpoint flags", () => {
     assert.match(r.out, /3 metrics in 1 HPA: 0 errors, 0 warnings/);
   });
 
-  it("checks a Knative PodAutoscaler's prometheus-address through the HPA it maps to", async () => {
+  it("checks a Knative PodAutoscaler's prometheus-address when it maps it to its ScaledObject", async () => {
     const r = await run([
       "plan",
       "-f",
@@ -177,16 +177,16 @@ describe("plan -f with the endpoint flags", () => {
       "--knative-autoscaler",
     ]);
     assert.equal(r.code, 0);
-    const rows = (JSON.parse(r.out) as { hpa?: string; metricName?: string; error?: string }[])
-      .filter((row) => row.metricName !== undefined);
-    assert.deepEqual(rows.map((row) => [row.hpa, row.metricName, row.error]), [
+    const rows = (JSON.parse(r.out) as { source?: string; hpa?: string; error?: string }[])
+      .filter((row) => row.source !== undefined);
+    assert.deepEqual(rows.map((row) => [row.source, row.hpa, row.error]), [
       [
-        "shop/rev-1",
-        "default-trigger-custom",
-        'invalid prometheus-server "http://prometheus.monitoring.svc:9090" for External metric `default-trigger-custom` of HPA shop/rev-1 (annotation metric-config.external.default-trigger-custom.prometheus/prometheus-server): not allowed: not a Service in namespace "shop" (--endpoints-in-own-namespace) and not a server given by flags',
+        "PodAutoscaler shop/rev-1",
+        undefined,
+        'prometheus address "http://prometheus.monitoring.svc:9090" of trigger "default-trigger-custom" (annotation autoscaling.knative.dev/prometheus-address): not allowed: not a Service in namespace "shop" (--endpoints-in-own-namespace) and not a server given by flags',
       ],
       // the default address (--knative-prometheus-address) is a server given by flags
-      ["shop/rev-2", "default-trigger-custom", null],
+      ["PodAutoscaler shop/rev-2", "shop/rev-2", undefined],
     ]);
   });
 

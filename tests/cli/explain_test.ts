@@ -509,21 +509,13 @@ describe("explain offline for Knative PodAutoscalers", () => {
       io,
     );
     assert.equal(io.err(), "");
-    const query = 'sum(rate(requests{pod=~"rev-1.*"}[1m]))';
+    // the ScaledObject autoscaler-keda would create, and its metric as KEDA makes it
     assert.equal(
       io.out(),
       `HPA shop/rev-1 (offline, from ${file}: the HPA the Knative reconciler would make for ` +
         "PodAutoscaler shop/rev-1)\n" +
-        "  scale target: Deployment rev-1-deployment, replicas 1..10\n" +
-        "metric 1 of 1: External default-trigger-custom\n" +
-        "  collector:    prometheus, every 1m0s\n" +
-        "  plan:         OK\n" +
-        `  collects:     the Prometheus query ${JSON.stringify(query)} on http://prom:9090\n` +
-        "  target:       AverageValue 5\n" +
-        "  selector:     hpa-metrics-adapter/hpa=rev-1,type=prometheus\n" +
-        "  config:       ignore-null-values=true, multiple-series=error, namespace=shop, " +
-        `prometheus-server=http://prom:9090, query=${query}\n` +
-        "\nHPA shop/rev-1: every metric planned (1), all collectors assumed enabled\n",
+        "knative PodAutoscaler shop/rev-1 -> HorizontalPodAutoscaler shop/rev-1 (see --output yaml)\n" +
+        "    trigger 0 prometheus: s0-prometheus, target AverageValue 5, active > 0\n",
     );
     assert.equal(code, 0);
   });

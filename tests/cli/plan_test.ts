@@ -574,9 +574,9 @@ spec:
       assert.equal(
         io.out().split("\n").slice(0, 4).join("\n"),
         `knative PodAutoscaler shop/rev-1 -> HorizontalPodAutoscaler shop/rev-1 (see --output yaml)
+    trigger 0 prometheus: s0-prometheus, target AverageValue 5, active > 0
 knative Deployment shop/api: invalid metric type: "foo" (annotation autoscaling.knative.dev/metric-type): want AverageValue, Utilization or Value
-HPA         TYPE      METRIC                  COLLECTOR   INTERVAL  STATUS
-shop/rev-1  External  default-trigger-custom  prometheus  1m0s      OK`,
+`,
       );
       const yaml = captureIO();
       assert.equal(
@@ -592,14 +592,10 @@ shop/rev-1  External  default-trigger-custom  prometheus  1m0s      OK`,
       );
       const out = yaml.out();
       assert.match(out, /^apiVersion: autoscaling\/v2\nkind: HorizontalPodAutoscaler\n/);
-      assert.match(
-        out,
-        /metric-config\.external\.default-trigger-custom\.prometheus\/query: sum\(rate\(requests\{pod=~"rev-1\.\*"\}\[1m\]\)\)\n/,
-      );
-      assert.match(
-        out,
-        /metric-config\.external\.default-trigger-custom\.prometheus\/prometheus-server: http:\/\/prom:9090\n/,
-      );
+      // KEDA's HPA of the in-memory ScaledObject, owned by the PodAutoscaler
+      assert.match(out, /\n {4}scaledobject\.keda\.sh\/name: rev-1\n/);
+      assert.match(out, /\n {6}kind: PodAutoscaler\n {6}name: rev-1\n/);
+      assert.match(out, /\n {10}name: s0-prometheus\n/);
       assert.match(out, /maxReplicas: 10\n/);
     } finally {
       await rm(dir, { recursive: true });

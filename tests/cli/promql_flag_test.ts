@@ -81,7 +81,7 @@ function queries(out: string): [string, string, string | null][] {
     replicaGuard?: { prometheusQuery: string };
     error?: string | null;
   }[];
-  // (the Knative mapping's own row names no query)
+  // (a Knative row is its ScaledObject's: its triggers' queries are checked when it is mapped)
   return rows.filter((r) => r.config || r.replicaGuard).map((r) => [
     `${r.hpa} ${r.metricName ?? "guard"}`,
     r.config?.query ?? r.replicaGuard?.prometheusQuery ?? "",
@@ -98,7 +98,6 @@ describe("plan -f --prometheus-enforce-namespace-label", () => {
     assert.deepEqual(queries(r.out), [
       ["a/web prom", 'sum(rate(requests_total{namespace="a"}[1m])) by (pod)', null],
       ["a/web other", 'sum(requests_total{namespace="b"})', OTHER_ERROR],
-      ["shop/rev-1 default-trigger-custom", 'sum(rate(requests{namespace="shop"}[1m]))', null],
       ["a/web guard", 'sum(rate(requests_total{namespace="a"}[5m]))', null],
     ]);
   });
@@ -108,7 +107,7 @@ describe("plan -f --prometheus-enforce-namespace-label", () => {
     assert.equal(r.code, 1);
     assert.ok(
       r.out.includes(
-        `a/web       External  other                   prometheus  1m0s      ${OTHER_ERROR}\n`,
+        `a/web  External  other   prometheus  1m0s      ${OTHER_ERROR}\n`,
       ),
       r.out,
     );
@@ -120,12 +119,36 @@ describe("plan -f --prometheus-enforce-namespace-label", () => {
     );
   });
 
+  it("scopes a Knative PodAutoscaler's triggers: a query of another namespace is the mapping's error", async () => {
+    const other = MANIFESTS.replace(
+      "sum(rate(requests[1m]))",
+      'sum(rate(requests{namespace="other"}[1m]))',
+    );
+    const otherFile = join(dir, "other.yaml");
+    await writeFile(otherFile, other);
+    const rows = (r: { out: string }) =>
+      (JSON.parse(r.out) as { source?: string; error?: string }[])
+        .filter((row) => row.source?.startsWith("PodAutoscaler"))
+        .map((row) => [row.source, row.error ?? null]);
+    assert.deepEqual(rows(await run(["plan", "-f", file, FLAG, "--output", "json"])), [
+      ["PodAutoscaler shop/rev-1", null],
+    ]);
+    const refused = rows(await run(["plan", "-f", otherFile, FLAG, "--output", "json"]));
+    assert.equal(refused.length, 1);
+    assert.match(
+      String(refused[0][1]),
+      /^invalid query "sum\(rate\(requests\{namespace="other"\}\[1m\]\)\)" of trigger "default-trigger-custom" \(annotation autoscaling\.knative\.dev\/prometheus-query\): .*namespace="other".*namespace="shop"/,
+    );
+    assert.deepEqual(rows(await run(["plan", "-f", otherFile, "--output", "json"])), [
+      ["PodAutoscaler shop/rev-1", null],
+    ]);
+  });
+
   it("changes no query without the flag", async () => {
     const r = await run(["plan", "-f", file, "--output", "json"]);
     assert.deepEqual(queries(r.out), [
       ["a/web prom", "sum(rate(requests_total[1m])) by (pod)", null],
       ["a/web other", 'sum(requests_total{namespace="b"})', null],
-      ["shop/rev-1 default-trigger-custom", "sum(rate(requests[1m]))", null],
       ["a/web guard", "sum(rate(requests_total[5m]))", null],
     ]);
   });

@@ -85,6 +85,7 @@ describe("Knative bring-your-own ScaledObject", () => {
       writer,
       write: true,
       config: { prometheusAddress: "http://prometheus.monitoring:9090" },
+      version: "9.9.9",
       setTimer: () => null,
       clearTimer: () => {},
       logger: memoryLogger(),

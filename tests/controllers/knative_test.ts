@@ -6,7 +6,6 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { hpaPatch, KnativeReconciler } from "../../src/controllers/knative.ts";
-import { BearerTokens } from "../../src/collectors/bearer_tokens.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { MemoryCluster, RecordingWriter, settle } from "../engine/support.ts";
 
@@ -46,8 +45,9 @@ function deployment(name: string, annotations: Record<string, string>): KubeObje
 
 function setup(
   objects: [string, KubeObject][],
-  options: { leader?: boolean; write?: boolean; tokens?: BearerTokens } = {},
+  options: { leader?: boolean; write?: boolean } = {},
 ) {
+  const replans: string[] = [];
   const cluster = new MemoryCluster();
   for (const [kind, o] of objects) cluster.set(kind as never, o);
   const writer = new RecordingWriter(cluster);
@@ -57,7 +57,8 @@ function setup(
     writer,
     write: options.write ?? true,
     config: { prometheusAddress: "http://prometheus:9090" },
-    bearerTokens: options.tokens,
+    version: "1.2.3",
+    onPlansChanged: (ns, name) => replans.push(`${ns}/${name}`),
     now: () => NOW,
     setTimer: () => null,
     clearTimer: () => {},
@@ -71,7 +72,7 @@ function setup(
     await settle();
     await reconciler.idle();
   };
-  return { cluster, writer, logger, reconciler, get, run };
+  return { cluster, writer, logger, reconciler, get, run, replans };
 }
 
 const CUSTOM = {
@@ -97,10 +98,42 @@ describe("KnativeReconciler: PodAutoscalers", () => {
       name: "rev-1-deployment",
     });
     assert.deepEqual([hpa.spec.minReplicas, hpa.spec.maxReplicas], [1, 10]);
-    assert.equal(
-      hpa.metadata.annotations?.["metric-config.external.default-trigger-custom.prometheus/query"],
-      'sum(rate(requests{pod=~"rev-1.*"}[1m]))',
+    // KEDA's HPA of the ScaledObject autoscaler-keda would create
+    assert.deepEqual(hpa.metadata.labels, {
+      "app.kubernetes.io/name": "rev-1",
+      "app.kubernetes.io/version": "1.2.3",
+      "app.kubernetes.io/part-of": "rev-1",
+      "app.kubernetes.io/managed-by": "hpa-metrics-adapter",
+      "serving.knative.dev/service": "web",
+      "scaledobject.keda.sh/name": "rev-1",
+    });
+    assert.deepEqual(hpa.spec.metrics, [{
+      type: "External",
+      external: {
+        metric: {
+          name: "s0-prometheus",
+          selector: { matchLabels: { "scaledobject.keda.sh/name": "rev-1" } },
+        },
+        target: { type: "AverageValue", averageValue: "5" },
+      },
+    }]);
+    // its metric: KEDA's plan, the trigger's values for the collector, KEDA's serving answer
+    const plans = s.reconciler.plansFor(hpa)!;
+    assert.deepEqual(
+      plans.plans.map((p) => [p.metricName, p.collector, p.config["keda-scaled-object"], p.error]),
+      [["s0-prometheus", "keda-prometheus", "shop/rev-1", null]],
     );
+    const trigger = s.reconciler.trigger("shop/rev-1", 0)!;
+    assert.deepEqual(
+      [trigger.type, trigger.values.query, trigger.values.serverAddress, trigger.values.namespace],
+      ["prometheus", 'sum(rate(requests{pod=~"rev-1.*"}[1m]))', "http://prometheus:9090", "shop"],
+    );
+    assert.equal(trigger.digest, plans.plans[0].config["keda-params"]);
+    assert.deepEqual(s.reconciler.scaledObject("shop", "rev-1"), {
+      hpaName: "rev-1",
+      metricNames: ["s0-prometheus"],
+    });
+    assert.deepEqual(s.replans, ["shop/rev-1"]);
     const sks = s.get("ServerlessService", "rev-1")!;
     assert.equal(sks.spec.mode, "Serve");
     assert.equal((sks.metadata.ownerReferences as Obj[])[0].uid, "uid-rev-1");
@@ -212,7 +245,7 @@ describe("KnativeReconciler: PodAutoscalers", () => {
     await s.reconciler.stop();
   });
 
-  it("reads a TriggerAuthentication's bearer token into the collectors' store, and says when it cannot", async () => {
+  it("resolves a TriggerAuthentication's bearer token as KEDA does, for the collector only, and says KEDA's error without it", async () => {
     const AUTH = {
       ...CUSTOM,
       "autoscaling.knative.dev/trigger-prometheus-auth-name": "prom-auth",
@@ -228,11 +261,11 @@ describe("KnativeReconciler: PodAutoscalers", () => {
     assert.equal(active.reason, "InvalidConfiguration");
     assert.equal(
       active.message,
-      "TriggerAuthentication prom-auth of metric default-trigger-custom: not found (KEDA's TriggerAuthentication CRD must be installed for autoscaling.knative.dev/trigger-prometheus-auth-name)",
+      "trigger 0 of the ScaledObject (annotation autoscaling.knative.dev/metric): failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: bearer token=<empty> is required when bearer auth is enabled",
     );
+    assert.equal(missing.reconciler.trigger("shop/rev-1", 0), undefined);
     await missing.reconciler.stop();
 
-    const tokens = new BearerTokens();
     const s = setup([
       ["TriggerAuthentication", {
         apiVersion: "keda.sh/v1alpha1",
@@ -246,21 +279,45 @@ describe("KnativeReconciler: PodAutoscalers", () => {
         apiVersion: "v1",
         kind: "Secret",
         metadata: { name: "prom-secret", namespace: "shop" },
-        data: { token: btoa("s3cret\n") },
+        data: { token: btoa("s3cret") },
       } as KubeObject],
       ["PodAutoscaler", pa("rev-1", AUTH)],
-    ], { tokens });
+    ]);
     await s.reconciler.start();
     await s.run();
     const hpa = s.get("HorizontalPodAutoscaler", "rev-1")!;
-    assert.equal(
-      hpa.metadata.annotations
-        ?.["metric-config.external.default-trigger-custom.prometheus/bearer-token-from"],
-      "TriggerAuthentication/prom-auth",
-    );
-    assert.equal(tokens.get("shop/TriggerAuthentication/prom-auth"), "s3cret");
-    // the secret never appears in the HPA
+    const trigger = s.reconciler.trigger("shop/rev-1", 0)!;
+    assert.deepEqual([trigger.values.authModes, trigger.values.bearerToken], ["bearer", "s3cret"]);
+    // the secret never appears in the HPA or the plans
     assert.ok(!JSON.stringify(hpa).includes("s3cret"));
+    assert.ok(!JSON.stringify(s.reconciler.plansFor(hpa)).includes("s3cret"));
+    await s.reconciler.stop();
+  });
+
+  it("on a follower: the ScaledObject, its plans and triggers (every replica serves), and no write", async () => {
+    const s = setup([["PodAutoscaler", pa("rev-1", CUSTOM)]], { leader: false });
+    await s.reconciler.start();
+    await s.run();
+    assert.deepEqual([s.writer.creates, s.writer.patches, s.writer.statusUpdates], [[], [], []]);
+    assert.equal(s.reconciler.trigger("shop/rev-1", 0)?.type, "prometheus");
+    assert.deepEqual(s.reconciler.scaledObject("shop", "rev-1")?.metricNames, ["s0-prometheus"]);
+    await s.reconciler.stop();
+  });
+
+  it("plans only the HPAs it made; a PA going away forgets its ScaledObject", async () => {
+    const s = setup([["PodAutoscaler", pa("rev-1", CUSTOM)]]);
+    await s.reconciler.start();
+    await s.run();
+    const hpa = s.get("HorizontalPodAutoscaler", "rev-1")!;
+    const foreign = { ...hpa, metadata: { ...hpa.metadata, labels: {} } } as KubeObject;
+    assert.equal(s.reconciler.plansFor(foreign), undefined);
+    s.cluster.delete("PodAutoscaler", "shop", "rev-1");
+    s.reconciler.resync();
+    await s.reconciler.idle();
+    s.cluster.set("PodAutoscaler", pa("rev-2", CUSTOM));
+    await s.run();
+    assert.equal(s.reconciler.scaledObject("shop", "rev-1"), undefined);
+    assert.deepEqual(s.reconciler.plansFor(hpa), { plans: [], inputs: "knative:none" });
     await s.reconciler.stop();
   });
 

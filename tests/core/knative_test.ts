@@ -1,3 +1,10 @@
+/**
+ * The Knative layer (issue 23, issue 47 point 6): autoscaler-keda's annotations to the
+ * ScaledObject its `DesiredScaledObject` would create (in memory), and from it, through KEDA's
+ * own code, the HPA. The expected ScaledObjects are written by hand here, and the HPA is checked
+ * against `kedaHpaFor` of the hand-written ScaledObject, so that a regression in either layer
+ * fails.
+ */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
@@ -7,31 +14,36 @@ import {
   KNATIVE_HPA_CLASS,
   KNATIVE_PA_API_VERSION,
   type KnativeConfig,
-  type KnativeGeneratedHpa,
   type KnativeHpa,
   knativeHpaFor,
   type KnativeHpaForOptions,
   type KnativeMappingError,
-  type KnativeMetricSpec,
+  knativeScaledObjectFor,
   prometheusAddressProblem,
   renderQueryTemplate,
 } from "../../src/core/knative/mapping.ts";
-import { planHpa } from "../../src/core/kube_metrics_adapter/plan.ts";
-import { formatQuantity } from "../../src/core/kubernetes/quantity.ts";
+import { type KedaHpa, kedaHpaFor, type KedaHpaOwner } from "../../src/core/keda/hpa.ts";
+import { kedaPlans } from "../../src/core/keda/plan.ts";
+import {
+  parseScaledObject,
+  type ScaledObject,
+  type ScaledObjectTrigger,
+} from "../../src/core/keda/scaled_object.ts";
+import type { HpaBehavior, HpaMetricSpec } from "../../src/core/kubernetes/hpa.ts";
+import { createEndpointPolicy } from "../../src/core/endpoint_policy.ts";
 
 const NAME = "test-revision";
 const NS = "test-namespace";
 const PROM = DEFAULT_KNATIVE_PROMETHEUS_ADDRESS;
 const MAX = 2147483647;
+const VERSION = "1.2.3";
 const CLASS = { [K.class]: KNATIVE_HPA_CLASS };
 const TARGET_REF = { apiVersion: "apps/v1", kind: "Deployment", name: "test-revision-deployment" };
-const PA_OWNER = {
+const PA_OWNER: KedaHpaOwner = {
   apiVersion: KNATIVE_PA_API_VERSION,
   kind: "PodAutoscaler",
   name: NAME,
   uid: "pa-uid",
-  controller: true as const,
-  blockOwnerDeletion: true as const,
 };
 
 /** The PA of autoscaler-keda's tests: test-namespace/test-revision, with the class annotation. */
@@ -57,25 +69,24 @@ function pa(
   };
 }
 
-/** A successful mapping whose HPA our own planner takes without an error or a warning. */
+/**
+ * A successful mapping. Its ScaledObject is a valid KEDA ScaledObject, and its HPA is KEDA's HPA
+ * of that ScaledObject, owned by the source.
+ */
 function mapped(
   source: unknown,
   config?: KnativeConfig,
-  options?: KnativeHpaForOptions,
+  options: Partial<KnativeHpaForOptions> = {},
 ): KnativeHpa {
-  const r = knativeHpaFor(source, config, options);
+  const r = knativeHpaFor(source, { version: VERSION, ...(config ? { config } : {}), ...options });
   if ("error" in r) assert.fail(`unexpected mapping error: ${r.error}`);
-  const problems = planHpa(r.hpa).flatMap((p) => [
-    ...(p.error === null ? [] : [`${p.metricName}: ${p.error}`]),
-    ...(p.warnings ?? []).map((w) => `${p.metricName}: warning: ${w}`),
-  ]);
-  assert.deepEqual(problems, [], "the planner takes the generated HPA");
+  assert.deepEqual(parseScaledObject(r.scaledObject), r.scaledObject, "a valid ScaledObject");
   return r;
 }
 
 function failed(source: unknown, config?: KnativeConfig): KnativeMappingError {
-  const r = knativeHpaFor(source, config);
-  if (!("error" in r)) assert.fail(`want an error, got ${JSON.stringify(r.hpa)}`);
+  const r = knativeHpaFor(source, { version: VERSION, ...(config ? { config } : {}) });
+  if (!("error" in r)) assert.fail(`want an error, got ${JSON.stringify(r.scaledObject)}`);
   return r;
 }
 
@@ -85,75 +96,159 @@ function errorOf(source: unknown, config?: KnativeConfig) {
   return { error, annotation, value };
 }
 
-/** The expected HPA of the PA above. */
-function hpaOfPa(o: {
+/** The ScaledObject autoscaler-keda builds for the PA above, written out by hand. */
+function soOfPa(o: {
   annotations: Record<string, string>;
-  metrics: KnativeMetricSpec[];
+  triggers: ScaledObjectTrigger[];
   min?: number;
   max?: number;
-  behavior?: KnativeGeneratedHpa["spec"]["behavior"];
+  behavior?: HpaBehavior;
+  modifiers?: NonNullable<ScaledObject["spec"]["advanced"]>["scalingModifiers"];
   labels?: Record<string, string>;
-}): KnativeGeneratedHpa {
-  const hpa: KnativeGeneratedHpa = {
+  fallback?: ScaledObject["spec"]["fallback"];
+}): ScaledObject {
+  return {
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ScaledObject",
+    metadata: {
+      name: NAME,
+      namespace: NS,
+      ...(o.labels ? { labels: o.labels } : {}),
+      annotations: { ...CLASS, ...o.annotations },
+    },
+    spec: {
+      scaleTargetRef: TARGET_REF,
+      ...(o.min !== undefined ? { minReplicaCount: o.min } : {}),
+      maxReplicaCount: o.max ?? MAX,
+      advanced: {
+        horizontalPodAutoscalerConfig: {
+          name: NAME,
+          ...(o.behavior ? { behavior: o.behavior } : {}),
+        },
+        ...(o.modifiers ? { scalingModifiers: o.modifiers } : {}),
+      },
+      triggers: o.triggers,
+      ...(o.fallback ? { fallback: o.fallback } : {}),
+    },
+  };
+}
+
+/** autoscaler-keda's cpu trigger. */
+function cpuTrigger(value: string, metricType = "Utilization"): ScaledObjectTrigger {
+  return {
+    type: "cpu",
+    name: "default-trigger-cpu",
+    metricType: metricType as "Utilization",
+    metadata: { value },
+  };
+}
+
+/** autoscaler-keda's memory trigger. */
+function memoryTrigger(value: string, metricType = "AverageValue"): ScaledObjectTrigger {
+  return {
+    type: "memory",
+    name: "default-trigger-memory",
+    metricType: metricType as "AverageValue",
+    metadata: { value },
+  };
+}
+
+/** autoscaler-keda's prometheus trigger of a custom metric. */
+function customTrigger(
+  threshold: string,
+  o: {
+    name?: string;
+    metricType?: "AverageValue" | "Value";
+    query?: string;
+    server?: string;
+    namespace?: string;
+    auth?: { name: string; kind?: "TriggerAuthentication" | "ClusterTriggerAuthentication" };
+  } = {},
+): ScaledObjectTrigger {
+  return {
+    type: "prometheus",
+    name: o.name ?? "default-trigger-custom",
+    metricType: o.metricType ?? "AverageValue",
+    metadata: {
+      serverAddress: o.server ?? PROM,
+      query: o.query ?? QUERY,
+      threshold,
+      namespace: o.namespace ?? NS,
+      ...(o.auth ? { authModes: "bearer" } : {}),
+    },
+    ...(o.auth ? { authenticationRef: o.auth } : {}),
+  };
+}
+
+/** KEDA's HPA of a ScaledObject, owned by the PA (or `owner`). */
+function kedaHpaOf(
+  so: ScaledObject,
+  owner: KedaHpaOwner = PA_OWNER,
+  params?: Parameters<typeof kedaHpaFor>[1]["params"],
+): KedaHpa {
+  const r = kedaHpaFor(so, { version: VERSION, owner, ...(params ? { params } : {}) });
+  if ("error" in r) assert.fail(`KEDA's error: ${r.error}`);
+  return r.hpa;
+}
+
+/** The HPA KEDA writes for the PA above, written out by hand. */
+function hpaOfPa(o: {
+  annotations: Record<string, string>;
+  metrics: HpaMetricSpec[];
+  min?: number;
+  max?: number;
+  behavior?: HpaBehavior;
+  labels?: Record<string, string>;
+}): KedaHpa {
+  return {
     apiVersion: "autoscaling/v2",
     kind: "HorizontalPodAutoscaler",
     metadata: {
       name: NAME,
       namespace: NS,
+      labels: {
+        "app.kubernetes.io/name": NAME,
+        "app.kubernetes.io/version": VERSION,
+        "app.kubernetes.io/part-of": NAME,
+        "app.kubernetes.io/managed-by": "hpa-metrics-adapter",
+        ...o.labels,
+        "scaledobject.keda.sh/name": NAME,
+      },
       annotations: { ...CLASS, ...o.annotations },
-      ownerReferences: [PA_OWNER],
+      ownerReferences: [{ ...PA_OWNER, controller: true, blockOwnerDeletion: true }],
     },
     spec: {
       scaleTargetRef: TARGET_REF,
       minReplicas: o.min ?? 1,
       maxReplicas: o.max ?? MAX,
       metrics: o.metrics,
+      ...(o.behavior ? { behavior: o.behavior } : {}),
     },
   };
-  if (o.labels) hpa.metadata.labels = o.labels;
-  if (o.behavior) hpa.spec.behavior = o.behavior;
-  return hpa;
 }
 
-function cpu(averageUtilization: number): KnativeMetricSpec {
+function cpu(averageUtilization: number): HpaMetricSpec {
   return {
     type: "Resource",
     resource: { name: "cpu", target: { type: "Utilization", averageUtilization } },
   };
 }
 
+/** KEDA's External metric: `s<index>-prometheus` or `composite-metric`, by the KEDA label. */
 function external(
   name: string,
   target: { averageValue: string } | { value: string },
-  type = "prometheus",
-  hpa = NAME,
-): KnativeMetricSpec {
+  so = NAME,
+): HpaMetricSpec {
   return {
     type: "External",
     external: {
-      metric: { name, selector: { matchLabels: { type, "hpa-metrics-adapter/hpa": hpa } } },
+      metric: { name, selector: { matchLabels: { "scaledobject.keda.sh/name": so } } },
       target: "value" in target
         ? { type: "Value", value: target.value }
         : { type: "AverageValue", averageValue: target.averageValue },
     },
   };
-}
-
-/** The five generated annotations of one prometheus metric. */
-function promConfig(
-  metric: string,
-  query: string,
-  o: { server?: string; namespace?: string | null; ignore?: boolean } = {},
-): Record<string, string> {
-  const p = `metric-config.external.${metric}.prometheus/`;
-  const out: Record<string, string> = {
-    [`${p}query`]: query,
-    [`${p}prometheus-server`]: o.server ?? PROM,
-    [`${p}ignore-null-values`]: String(o.ignore ?? true),
-    [`${p}multiple-series`]: "error",
-  };
-  if (o.namespace !== null) out[`${p}namespace`] = o.namespace ?? NS;
-  return out;
 }
 
 const QUERY = 'sum(rate(http_requests_total{namespace="test"}[1m]))';
@@ -170,34 +265,24 @@ const TRIGGER2 = extra("trigger2", {
   threshold: "5",
 });
 
-describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
-  it("cpu metric with default cm values: min 1, max 10, cpu Utilization 75", () => {
+/** Both layers: the ScaledObject is `so`, and the HPA is KEDA's HPA of `so`. */
+function assertLayers(r: KnativeHpa, so: ScaledObject, params?: Parameters<typeof kedaHpaOf>[2]) {
+  assert.deepEqual(r.scaledObject, so, "the ScaledObject autoscaler-keda would create");
+  assert.deepEqual(r.hpa, kedaHpaOf(so, PA_OWNER, params), "KEDA's HPA of that ScaledObject");
+}
+
+describe("knativeHpaFor: autoscaler-keda's test vectors, both layers", () => {
+  it("cpu metric with default cm values: the ScaledObject, and KEDA's HPA of it, field by field", () => {
     const annotations = { [K.maxScale]: "10", [K.metric]: "cpu", [K.target]: "75" };
-    const r = mapped(pa(annotations, { labels: { "serving.knative.dev/revision": NAME } }));
-    assert.deepEqual(r, {
-      autoCreate: true,
-      minScale: 0,
-      initialScale: 1,
-      warnings: [],
-      auth: [],
-      hpa: {
-        apiVersion: "autoscaling/v2",
-        kind: "HorizontalPodAutoscaler",
-        metadata: {
-          name: NAME,
-          namespace: NS,
-          labels: { "serving.knative.dev/revision": NAME },
-          annotations: { ...CLASS, ...annotations },
-          ownerReferences: [PA_OWNER],
-        },
-        spec: {
-          scaleTargetRef: TARGET_REF,
-          minReplicas: 1,
-          maxReplicas: 10,
-          metrics: [cpu(75)],
-        },
-      },
-    });
+    const labels = { "serving.knative.dev/revision": NAME };
+    const r = mapped(pa(annotations, { labels }));
+    const so = soOfPa({ annotations, labels, min: 1, max: 10, triggers: [cpuTrigger("75")] });
+    assert.deepEqual(
+      [r.autoCreate, r.minScale, r.initialScale, r.warnings, r.owner],
+      [true, 0, 1, [], PA_OWNER],
+    );
+    assertLayers(r, so);
+    assert.deepEqual(r.hpa, hpaOfPa({ annotations, labels, max: 10, metrics: [cpu(75)] }));
   });
 
   it("cpu metric with a wrong metric type (Value, foo) is an error naming the value", () => {
@@ -216,7 +301,7 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
     });
   });
 
-  it("cpu metric with min scale 2: minReplicas 2", () => {
+  it("cpu metric with min scale 2: minReplicaCount 2", () => {
     const annotations = {
       [K.maxScale]: "10",
       [K.minScale]: "2",
@@ -224,14 +309,17 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
       [K.target]: "75",
     };
     const r = mapped(pa(annotations));
+    assertLayers(r, soOfPa({ annotations, min: 2, max: 10, triggers: [cpuTrigger("75")] }));
     assert.deepEqual(r.hpa, hpaOfPa({ annotations, min: 2, max: 10, metrics: [cpu(75)] }));
     assert.equal(r.minScale, 2);
   });
 
   it("memory metric with default cm values: AverageValue 200Mi, min 1", () => {
     const annotations = { [K.maxScale]: "10", [K.metric]: "memory", [K.target]: "200" };
+    const r = mapped(pa(annotations));
+    assertLayers(r, soOfPa({ annotations, min: 1, max: 10, triggers: [memoryTrigger("200Mi")] }));
     assert.deepEqual(
-      mapped(pa(annotations)).hpa,
+      r.hpa,
       hpaOfPa({
         annotations,
         max: 10,
@@ -255,19 +343,14 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
     );
   });
 
-  it("custom metric with default cm values: one External metric with KEDA's Prometheus semantics", () => {
+  it("custom metric with default cm values: one prometheus trigger, KEDA's s0-prometheus", () => {
     const r = mapped(pa(CUSTOM));
-    assert.deepEqual(r, {
-      autoCreate: true,
-      minScale: 0,
-      initialScale: 1,
-      warnings: [],
-      auth: [],
-      hpa: hpaOfPa({
-        annotations: { ...CUSTOM, ...promConfig("default-trigger-custom", QUERY) },
-        metrics: [external("default-trigger-custom", { averageValue: "5" })],
-      }),
-    });
+    assertLayers(r, soOfPa({ annotations: CUSTOM, triggers: [customTrigger("5")] }));
+    assert.deepEqual(
+      r.hpa,
+      hpaOfPa({ annotations: CUSTOM, metrics: [external("s0-prometheus", { averageValue: "5" })] }),
+    );
+    assert.deepEqual(r.status.externalMetricNames, ["s0-prometheus"]);
   });
 
   it("custom metric with default cm values with extra triggers: the cpu trigger plus trigger2", () => {
@@ -275,48 +358,55 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
       [K.metric]: "cpu",
       [K.extraPrometheusTriggers]: JSON.stringify([TRIGGER2]),
     };
+    const r = mapped(pa(annotations));
+    assertLayers(r, soOfPa({ annotations, min: 1, triggers: [cpuTrigger("70"), TRIGGER2] }));
+    // as KEDA orders them: External before Resource; trigger2 is trigger 1
     assert.deepEqual(
-      mapped(pa(annotations)).hpa,
+      r.hpa,
       hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("trigger2", "sum(rate(http_requests_total{}[1m]))"),
-        },
-        // as KEDA orders them: External before Resource
-        metrics: [external("trigger2", { averageValue: "5" }), cpu(70)],
+        annotations,
+        metrics: [external("s1-prometheus", { averageValue: "5" }), cpu(70)],
       }),
     );
   });
 
-  it("custom metric with extra triggers and scaling modifiers: one formula over trigger1 and trigger2", () => {
-    const modifiers =
-      '{"formula": "(trigger1 + trigger2)/2", "target": "5", "activationTarget": "1", "metricType": "AverageValue"}';
+  it("custom metric with extra triggers and scaling modifiers: one composite-metric over trigger1 and trigger2", () => {
+    const modifiers = {
+      formula: "(trigger1 + trigger2)/2",
+      target: "5",
+      activationTarget: "1",
+      metricType: "AverageValue" as const,
+    };
     const annotations = {
       ...CUSTOM,
       [K.triggerPrometheusName]: "trigger1",
-      [K.scalingModifiers]: modifiers,
+      [K.scalingModifiers]: JSON.stringify(modifiers),
       [K.extraPrometheusTriggers]: JSON.stringify([TRIGGER2]),
     };
     const r = mapped(pa(annotations));
-    assert.deepEqual(
-      r.hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          "metric-config.external.composite-metric.formula/expression": "(trigger1 + trigger2)/2",
-          "metric-config.external.composite-metric.formula/activation-target": "1",
-          ...promConfig("trigger1", QUERY),
-          ...promConfig("trigger2", "sum(rate(http_requests_total{}[1m]))"),
-        },
-        metrics: [external("composite-metric", { averageValue: "5" }, "formula")],
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        modifiers,
+        triggers: [customTrigger("5", { name: "trigger1" }), TRIGGER2],
       }),
     );
-    // the triggers are the formula's hidden inputs
-    const plans = planHpa(r.hpa);
-    assert.deepEqual(plans.map((p) => [p.metricName, p.hidden ?? false]), [
-      ["composite-metric", false],
-      ["trigger1", true],
-      ["trigger2", true],
+    assert.deepEqual(
+      r.hpa,
+      hpaOfPa({ annotations, metrics: [external("composite-metric", { averageValue: "5" })] }),
+    );
+    // the triggers are the formula's hidden inputs, named by the trigger names
+    const plans = kedaPlans(r.scaledObject, {
+      hpaName: NAME,
+      hpaMetrics: r.hpa.spec.metrics,
+      metrics: r.metrics,
+      paramsDigest: ["a", "b"],
+    });
+    assert.deepEqual(plans.map((p) => [p.metricName, p.hidden ?? false, p.error]), [
+      ["composite-metric", false, null],
+      ["s0-prometheus", true, null],
+      ["s1-prometheus", true, null],
     ]);
     assert.deepEqual(plans[0].formula?.inputs.map((i) => i.identifier), ["trigger1", "trigger2"]);
   });
@@ -365,34 +455,27 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
     });
   });
 
-  it("custom metric with default cm values with authentication: the bearer auth is recorded for the metric", () => {
+  it("custom metric with default cm values with authentication: authenticationRef and authModes, the token from the resolved parameters", () => {
     const annotations = {
       ...CUSTOM,
       [K.triggerPrometheusAuthName]: "keda-trigger-auth-prometheus",
       [K.triggerPrometheusAuthModes]: "bearer",
       [K.triggerPrometheusAuthKind]: "TriggerAuthentication",
     };
-    const r = mapped(pa(annotations));
-    assert.deepEqual(r.auth, [{
-      metric: "default-trigger-custom",
-      kind: "TriggerAuthentication",
-      name: "keda-trigger-auth-prometheus",
-      namespace: NS,
-      mode: "bearer",
-    }]);
-    assert.deepEqual(
-      r.hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("default-trigger-custom", QUERY),
-          // a reference to the token, never the secret itself
-          "metric-config.external.default-trigger-custom.prometheus/bearer-token-from":
-            "TriggerAuthentication/keda-trigger-auth-prometheus",
-        },
-        metrics: [external("default-trigger-custom", { averageValue: "5" })],
-      }),
-    );
+    const auth = { name: "keda-trigger-auth-prometheus", kind: "TriggerAuthentication" as const };
+    const so = soOfPa({ annotations, triggers: [customTrigger("5", { auth })] });
+    const params = [{ metadata: so.spec.triggers[0].metadata!, authParams: { bearerToken: "t" } }];
+    const r = mapped(pa(annotations), undefined, { params });
+    assertLayers(r, so, params);
+    // the token is a parameter of the trigger, never in the HPA
+    assert.ok(!JSON.stringify(r.hpa).includes('"t"'));
+    // without it, KEDA's error, naming the annotation of the trigger
+    assert.deepEqual(errorOf(pa(annotations)), {
+      error:
+        "trigger 0 of the ScaledObject (annotation autoscaling.knative.dev/metric): failed to ensure HPA is correctly created for ScaledObject: error parsing prometheus metadata: error parsing prometheus metadata: bearer token=<empty> is required when bearer auth is enabled",
+      annotation: K.metric,
+      value: "my_metric",
+    });
   });
 
   it("custom metric with revision name substitution", () => {
@@ -401,11 +484,107 @@ describe("knativeHpaFor: autoscaler-keda's test vectors as HPAs", () => {
       [K.prometheusQuery]: 'sum(rate(http_requests_total{pod=~"{{ .revisionName }}.*"}[1m]))',
     };
     assert.deepEqual(
-      mapped(pa(annotations)).hpa.metadata.annotations?.[
-        "metric-config.external.default-trigger-custom.prometheus/query"
-      ],
+      mapped(pa(annotations)).scaledObject.spec.triggers[0].metadata?.query,
       'sum(rate(http_requests_total{pod=~"test-revision.*"}[1m]))',
     );
+  });
+
+  it("the layers for a set of annotation sets: the HPA is KEDA's HPA of the hand-written ScaledObject", () => {
+    const window = {
+      scaleUp: { stabilizationWindowSeconds: 30 },
+      scaleDown: { stabilizationWindowSeconds: 30 },
+    };
+    const cases: [Record<string, string>, ScaledObject][] = [
+      [
+        {
+          [K.metric]: "cpu",
+          [K.target]: "70.2",
+          [K.metricType]: "AverageValue",
+          [K.window]: "30s",
+        },
+        soOfPa({
+          annotations: {
+            [K.metric]: "cpu",
+            [K.target]: "70.2",
+            [K.metricType]: "AverageValue",
+            [K.window]: "30s",
+          },
+          min: 1,
+          behavior: window,
+          triggers: [cpuTrigger("71", "AverageValue")],
+        }),
+      ],
+      [
+        {
+          [K.metric]: "memory",
+          [K.target]: "80.5",
+          [K.metricType]: "Utilization",
+          [K.minScale]: "3",
+        },
+        soOfPa({
+          annotations: {
+            [K.metric]: "memory",
+            [K.target]: "80.5",
+            [K.metricType]: "Utilization",
+            [K.minScale]: "3",
+          },
+          min: 3,
+          triggers: [memoryTrigger("81", "Utilization")],
+        }),
+      ],
+      [
+        { ...CUSTOM, [K.target]: "0.5", [K.metricType]: "Value", [K.maxScale]: "7" },
+        soOfPa({
+          annotations: { ...CUSTOM, [K.target]: "0.5", [K.metricType]: "Value", [K.maxScale]: "7" },
+          max: 7,
+          triggers: [customTrigger("0.5", { metricType: "Value" })],
+        }),
+      ],
+      [
+        {
+          ...CUSTOM,
+          [K.target]: "1000",
+          [K.extraPrometheusTriggers]: JSON.stringify([
+            extra(undefined, { serverAddress: PROM, query: "q", threshold: "2.5" }, {
+              metricType: "Value",
+            }),
+          ]),
+          [K.hpaScaleDownRules]: '{"stabilizationWindowSeconds": 600}',
+        },
+        soOfPa({
+          annotations: {
+            ...CUSTOM,
+            [K.target]: "1000",
+            [K.extraPrometheusTriggers]: JSON.stringify([
+              extra(undefined, { serverAddress: PROM, query: "q", threshold: "2.5" }, {
+                metricType: "Value",
+              }),
+            ]),
+            [K.hpaScaleDownRules]: '{"stabilizationWindowSeconds": 600}',
+          },
+          behavior: { scaleDown: { stabilizationWindowSeconds: 600 } },
+          triggers: [
+            customTrigger("1000"),
+            {
+              type: "prometheus",
+              metricType: "Value",
+              metadata: { serverAddress: PROM, query: "q", threshold: "2.5" },
+            },
+          ],
+        }),
+      ],
+    ];
+    for (const [annotations, so] of cases) {
+      assertLayers(mapped(pa(annotations)), so);
+    }
+    // and the HPA's metrics, as KEDA writes them, for the last two
+    assert.deepEqual(mapped(pa(cases[2][0])).hpa.spec.metrics, [
+      external("s0-prometheus", { value: "500m" }),
+    ]);
+    assert.deepEqual(mapped(pa(cases[3][0])).hpa.spec.metrics, [
+      external("s0-prometheus", { averageValue: "1k" }),
+      external("s1-prometheus", { value: "2.500" }),
+    ]);
   });
 });
 
@@ -628,38 +807,41 @@ describe("knativeHpaFor: cpu and memory", () => {
 });
 
 describe("knativeHpaFor: the custom metric", () => {
-  it("the target is exact and canonical: 1000 is 1k, 1500 is 1500, 0.5 is 500m, 2.25 is 2250m", () => {
+  it("the threshold is the exact target (upstream truncates it); KEDA's HPA target: 1000 is 1k, 1500 is 1500, 0.5 is 500m, 2.25 is 2.250", () => {
     for (
-      const [target, averageValue] of [
-        ["1000", "1k"],
-        ["1500", "1500"],
-        ["0.5", "500m"],
-        ["2.25", "2250m"],
-        ["2000", "2k"],
+      const [target, threshold, averageValue] of [
+        ["1000", "1000", "1k"],
+        ["1500", "1500", "1500"],
+        ["0.5", "0.5", "500m"],
+        // KEDA's %.3f, kept as written when it does not end with 000
+        ["2.25", "2.25", "2.250"],
+        ["2e3", "2000", "2k"],
       ]
     ) {
       const annotations = { ...CUSTOM, [K.target]: target };
-      assert.deepEqual(
-        mapped(pa(annotations)).hpa,
-        hpaOfPa({
-          annotations: { ...annotations, ...promConfig("default-trigger-custom", QUERY) },
-          metrics: [external("default-trigger-custom", { averageValue })],
-        }),
-        target,
-      );
+      const r = mapped(pa(annotations));
+      assertLayers(r, soOfPa({ annotations, triggers: [customTrigger(threshold)] }));
+      assert.deepEqual(r.hpa.spec.metrics, [external("s0-prometheus", { averageValue })], target);
     }
-    assert.equal(formatQuantity(1500), "1500");
+  });
+
+  it("a target KEDA's three decimals make 0 is an error", () => {
+    assert.deepEqual(errorOf(pa({ ...CUSTOM, [K.target]: "0.0004" })), {
+      error:
+        'invalid target "0.0004" (annotation autoscaling.knative.dev/target): want a number > 0',
+      annotation: K.target,
+      value: "0.0004",
+    });
   });
 
   it("metric type Value gives a Value target; Utilization is an error", () => {
     const annotations = { ...CUSTOM, [K.metricType]: "Value" };
-    assert.deepEqual(
-      mapped(pa(annotations)).hpa,
-      hpaOfPa({
-        annotations: { ...annotations, ...promConfig("default-trigger-custom", QUERY) },
-        metrics: [external("default-trigger-custom", { value: "5" })],
-      }),
+    const r = mapped(pa(annotations));
+    assertLayers(
+      r,
+      soOfPa({ annotations, triggers: [customTrigger("5", { metricType: "Value" })] }),
     );
+    assert.deepEqual(r.hpa.spec.metrics, [external("s0-prometheus", { value: "5" })]);
     assert.deepEqual(errorOf(pa({ ...CUSTOM, [K.metricType]: "Utilization" })), {
       error:
         'invalid metric type: "Utilization" (annotation autoscaling.knative.dev/metric-type): a custom metric takes AverageValue or Value (an External metric has no Utilization)',
@@ -668,45 +850,29 @@ describe("knativeHpaFor: the custom metric", () => {
     });
   });
 
-  it("trigger-prometheus-name names the metric; an underscore becomes a dash in the metric name", () => {
-    const annotations = { ...CUSTOM, [K.triggerPrometheusName]: "my_trigger" };
-    assert.deepEqual(
-      mapped(pa(annotations)).hpa,
-      hpaOfPa({
-        annotations: { ...annotations, ...promConfig("my-trigger", QUERY) },
-        metrics: [external("my-trigger", { averageValue: "5" })],
-      }),
-    );
-    assert.deepEqual(errorOf(pa({ ...CUSTOM, [K.triggerPrometheusName]: "a.b" })), {
-      error:
-        "invalid trigger name \"a.b\" (annotation autoscaling.knative.dev/trigger-prometheus-name): want at most 63 letters, digits, '-' and '_', starting and ending with a letter or digit (it names the metric and its annotations)",
-      annotation: K.triggerPrometheusName,
-      value: "a.b",
-    });
+  it("trigger-prometheus-name names the trigger, as given; KEDA's metric stays s0-prometheus", () => {
+    for (const name of ["my_trigger", "a.b"]) {
+      const annotations = { ...CUSTOM, [K.triggerPrometheusName]: name };
+      const r = mapped(pa(annotations));
+      assertLayers(r, soOfPa({ annotations, triggers: [customTrigger("5", { name })] }));
+      assert.deepEqual(r.hpa.spec.metrics, [external("s0-prometheus", { averageValue: "5" })]);
+    }
   });
 
   it("prometheus-address is used when valid; otherwise the configured address", () => {
     const annotations = { ...CUSTOM, [K.prometheusAddress]: "https://thanos:9092/prefix" };
-    assert.deepEqual(
-      mapped(pa(annotations)).hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("default-trigger-custom", QUERY, { server: "https://thanos:9092/prefix" }),
-        },
-        metrics: [external("default-trigger-custom", { averageValue: "5" })],
+    assertLayers(
+      mapped(pa(annotations)),
+      soOfPa({
+        annotations,
+        triggers: [customTrigger("5", { server: "https://thanos:9092/prefix" })],
       }),
     );
-    assert.deepEqual(
-      mapped(pa(CUSTOM), { prometheusAddress: "http://prometheus.monitoring:9090" }).hpa,
-      hpaOfPa({
-        annotations: {
-          ...CUSTOM,
-          ...promConfig("default-trigger-custom", QUERY, {
-            server: "http://prometheus.monitoring:9090",
-          }),
-        },
-        metrics: [external("default-trigger-custom", { averageValue: "5" })],
+    assertLayers(
+      mapped(pa(CUSTOM), { prometheusAddress: "http://prometheus.monitoring:9090" }),
+      soOfPa({
+        annotations: CUSTOM,
+        triggers: [customTrigger("5", { server: "http://prometheus.monitoring:9090" })],
       }),
     );
   });
@@ -758,9 +924,7 @@ describe("knativeHpaFor: the custom metric", () => {
     );
     const annotations = { ...CUSTOM, [K.prometheusQuery]: 'sum(x{svc="{{ .serviceName }}"})' };
     assert.equal(
-      mapped(pa(annotations)).hpa.metadata.annotations?.[
-        "metric-config.external.default-trigger-custom.prometheus/query"
-      ],
+      mapped(pa(annotations)).scaledObject.spec.triggers[0].metadata?.query,
       'sum(x{svc="<no value>"})',
     );
   });
@@ -771,26 +935,28 @@ describe("knativeHpaFor: the custom metric", () => {
       [K.triggerPrometheusAuthKind]: "ClusterTriggerAuthentication",
       [K.triggerPrometheusAuthModes]: "bearer",
     };
-    assert.deepEqual(mapped(pa({ ...CUSTOM, ...auth })).auth, [{
-      metric: "default-trigger-custom",
-      kind: "ClusterTriggerAuthentication",
-      name: "cluster-auth",
-      mode: "bearer",
-    }]);
-    // no kind: TriggerAuthentication, in the PA's namespace
+    const token = [{
+      metadata: customTrigger("5", { auth: { name: "a" } }).metadata!,
+      authParams: { bearerToken: "t" },
+    }];
     assert.deepEqual(
-      mapped(pa({
-        ...CUSTOM,
-        [K.triggerPrometheusAuthName]: "a",
-        [K.triggerPrometheusAuthModes]: "bearer",
-      })).auth,
-      [{
-        metric: "default-trigger-custom",
-        kind: "TriggerAuthentication",
-        name: "a",
-        namespace: NS,
-        mode: "bearer",
-      }],
+      mapped(pa({ ...CUSTOM, ...auth }), undefined, { params: token }).scaledObject.spec.triggers,
+      [customTrigger("5", {
+        auth: { name: "cluster-auth", kind: "ClusterTriggerAuthentication" },
+      })],
+    );
+    // no kind: none in the ScaledObject either (KEDA reads a TriggerAuthentication)
+    assert.deepEqual(
+      mapped(
+        pa({
+          ...CUSTOM,
+          [K.triggerPrometheusAuthName]: "a",
+          [K.triggerPrometheusAuthModes]: "bearer",
+        }),
+        undefined,
+        { params: token },
+      ).scaledObject.spec.triggers,
+      [customTrigger("5", { auth: { name: "a" } })],
     );
     assert.deepEqual(errorOf(pa({ ...CUSTOM, [K.triggerPrometheusAuthModes]: "bearer" })), {
       error:
@@ -829,16 +995,17 @@ describe("knativeHpaFor: the custom metric", () => {
       ]),
     };
     const r = mapped(pa(annotations));
-    assert.deepEqual(
-      r.hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("s0-prometheus", "sum(y)", { namespace: null }),
-        },
-        metrics: [external("s0-prometheus", { averageValue: "10" })],
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        triggers: [{
+          type: "prometheus",
+          metadata: { serverAddress: PROM, query: "sum(y)", threshold: "10" },
+        }],
       }),
     );
+    assert.deepEqual(r.hpa.spec.metrics, [external("s0-prometheus", { averageValue: "10" })]);
     assert.deepEqual(r.warnings, [
       'annotation autoscaling.knative.dev/metric-type is ignored: metric "my_metric" has no target (annotation autoscaling.knative.dev/target), so there is no default trigger',
       'annotation autoscaling.knative.dev/prometheus-query is ignored: metric "my_metric" has no target (annotation autoscaling.knative.dev/target), so there is no default trigger',
@@ -854,7 +1021,7 @@ describe("knativeHpaFor: the custom metric", () => {
     });
   });
 
-  it("two revisions of one service in one namespace select different metrics", () => {
+  it("two revisions of one service in one namespace select different metrics (KEDA's label)", () => {
     const rev = (name: string) => {
       const o = pa(CUSTOM) as { metadata: { name: string } };
       o.metadata.name = name;
@@ -863,19 +1030,45 @@ describe("knativeHpaFor: the custom metric", () => {
     const a = rev("svc-00001");
     const b = rev("svc-00002");
     assert.deepEqual(a.hpa.spec.metrics, [
-      external("default-trigger-custom", { averageValue: "5" }, "prometheus", "svc-00001"),
+      external("s0-prometheus", { averageValue: "5" }, "svc-00001"),
     ]);
     assert.deepEqual(b.hpa.spec.metrics, [
-      external("default-trigger-custom", { averageValue: "5" }, "prometheus", "svc-00002"),
+      external("s0-prometheus", { averageValue: "5" }, "svc-00002"),
     ]);
   });
 
-  it("a generated annotation replaces the source's own, with a warning", () => {
-    const key = "metric-config.external.default-trigger-custom.prometheus/query";
+  it("the source's annotations go to the ScaledObject and the HPA as they are", () => {
+    const key = "metric-config.external.s0-prometheus.prometheus/query";
     const r = mapped(pa({ ...CUSTOM, [key]: "old" }));
-    assert.equal(r.hpa.metadata.annotations?.[key], QUERY);
-    assert.deepEqual(r.warnings, [
-      `annotation ${key} of the PodAutoscaler is replaced by the generated value "${QUERY}"`,
+    assert.equal(r.hpa.metadata.annotations?.[key], "old");
+    assert.deepEqual(r.warnings, []);
+  });
+
+  it("the endpoint policy and the PromQL scope apply to the prometheus triggers", () => {
+    const policy = createEndpointPolicy({ ownNamespace: true });
+    const r = knativeScaledObjectFor(
+      pa({ ...CUSTOM, [K.prometheusAddress]: "http://prom.other:9090" }),
+      {},
+      { endpointPolicy: policy },
+    );
+    assert.deepEqual("error" in r && [r.error, r.annotation, r.value], [
+      'prometheus address "http://prom.other:9090" of trigger "default-trigger-custom" (annotation autoscaling.knative.dev/prometheus-address): not allowed: not a Service in namespace "test-namespace" (--endpoints-in-own-namespace) and not a server given by flags',
+      K.prometheusAddress,
+      "http://prom.other:9090",
+    ]);
+    const scoped = knativeScaledObjectFor(pa(CUSTOM), {}, {
+      scopePromQL: (q, ns) => `scoped(${q}, ${ns})`,
+    });
+    assert.ok(!("error" in scoped));
+    assert.equal(scoped.scaledObject.spec.triggers[0].metadata?.query, `scoped(${QUERY}, ${NS})`);
+    const refused = knativeScaledObjectFor(pa(CUSTOM), {}, {
+      scopePromQL: () => {
+        throw new Error("names another namespace");
+      },
+    });
+    assert.deepEqual("error" in refused && [refused.error, refused.annotation], [
+      `invalid query "${QUERY}" of trigger "default-trigger-custom" (annotation autoscaling.knative.dev/prometheus-query): names another namespace`,
+      K.prometheusQuery,
     ]);
   });
 });
@@ -883,7 +1076,7 @@ describe("knativeHpaFor: the custom metric", () => {
 describe("knativeHpaFor: extra prometheus triggers", () => {
   const meta = { serverAddress: "http://prom.monitoring:9090", query: "sum(q)", threshold: "7" };
 
-  it("unnamed triggers are s<index>-prometheus, counted with the default trigger at 0", () => {
+  it("each trigger is KEDA's s<index>-prometheus, counted with the default trigger at 0, named or not", () => {
     const annotations = {
       ...CUSTOM,
       [K.extraPrometheusTriggers]: JSON.stringify([
@@ -892,28 +1085,36 @@ describe("knativeHpaFor: extra prometheus triggers", () => {
         extra(undefined, { ...meta, namespace: "other", ignoreNullValues: "false" }),
       ]),
     };
-    const server = "http://prom.monitoring:9090";
-    assert.deepEqual(
-      mapped(pa(annotations)).hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("default-trigger-custom", QUERY),
-          ...promConfig("s1-prometheus", "sum(q)", { server, namespace: null }),
-          ...promConfig("named", "sum(q)", { server, namespace: null }),
-          ...promConfig("s3-prometheus", "sum(q)", { server, namespace: "other", ignore: false }),
-        },
-        metrics: [
-          external("default-trigger-custom", { averageValue: "5" }),
-          external("s1-prometheus", { averageValue: "7" }),
-          external("named", { value: "250m" }),
-          external("s3-prometheus", { averageValue: "7" }),
+    const r = mapped(pa(annotations));
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        triggers: [
+          customTrigger("5"),
+          { type: "prometheus", metadata: meta },
+          {
+            type: "prometheus",
+            name: "named",
+            metricType: "Value",
+            metadata: { ...meta, threshold: "0.25" },
+          },
+          {
+            type: "prometheus",
+            metadata: { ...meta, namespace: "other", ignoreNullValues: "false" },
+          },
         ],
       }),
     );
+    assert.deepEqual(r.hpa.spec.metrics, [
+      external("s0-prometheus", { averageValue: "5" }),
+      external("s1-prometheus", { averageValue: "7" }),
+      external("s2-prometheus", { value: "250m" }),
+      external("s3-prometheus", { averageValue: "7" }),
+    ]);
   });
 
-  it("activationThreshold and useCachedMetrics are accepted; an authenticationRef with bearer is recorded", () => {
+  it("activationThreshold, useCachedMetrics and an authenticationRef with bearer go to the ScaledObject as given", () => {
     const annotations = {
       [K.metric]: "cpu",
       [K.extraPrometheusTriggers]: JSON.stringify([
@@ -923,25 +1124,30 @@ describe("knativeHpaFor: extra prometheus triggers", () => {
         }),
       ]),
     };
-    const r = mapped(pa(annotations));
-    assert.deepEqual(
-      r.hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("t", "sum(q)", { server: meta.serverAddress, namespace: null }),
-          "metric-config.external.t.prometheus/bearer-token-from":
-            "ClusterTriggerAuthentication/ta",
-        },
-        metrics: [external("t", { averageValue: "7" }), cpu(70)],
+    const params = [undefined, {
+      metadata: { ...meta, activationThreshold: "2", authModes: "bearer" },
+      authParams: { bearerToken: "t" },
+    }];
+    const r = mapped(pa(annotations), undefined, { params });
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        min: 1,
+        triggers: [cpuTrigger("70"), {
+          type: "prometheus",
+          name: "t",
+          useCachedMetrics: true,
+          metadata: { ...meta, activationThreshold: "2", authModes: "bearer" },
+          authenticationRef: { name: "ta", kind: "ClusterTriggerAuthentication" },
+        }],
       }),
+      params,
     );
-    assert.deepEqual(r.auth, [{
-      metric: "t",
-      kind: "ClusterTriggerAuthentication",
-      name: "ta",
-      mode: "bearer",
-    }]);
+    assert.deepEqual(r.hpa.spec.metrics, [
+      external("s1-prometheus", { averageValue: "7" }),
+      cpu(70),
+    ]);
   });
 
   it("a trigger of another type is an error naming the type", () => {
@@ -1045,7 +1251,7 @@ describe("knativeHpaFor: extra prometheus triggers", () => {
     }
   });
 
-  it("a trigger name used twice, or a metric name taken twice, is an error", () => {
+  it("a trigger name used twice is an error; a name like a metric's is no clash (KEDA's metrics are s<index>-prometheus)", () => {
     const dup = JSON.stringify([extra("default-trigger-custom", meta)]);
     assert.deepEqual(errorOf(pa({ ...CUSTOM, [K.extraPrometheusTriggers]: dup })), {
       error:
@@ -1054,14 +1260,12 @@ describe("knativeHpaFor: extra prometheus triggers", () => {
       value: dup,
     });
     const taken = JSON.stringify([extra(undefined, meta), extra("s0-prometheus", meta)]);
-    assert.equal(
-      failed(pa({ [K.metric]: "m", [K.extraPrometheusTriggers]: taken })).error,
-      'trigger "s0-prometheus" would be served as metric "s0-prometheus" (annotation autoscaling.knative.dev/extra-prometheus-triggers): that is trigger [0]\'s: rename one',
-    );
-    const underscore = JSON.stringify([extra("a_b", meta), extra("a-b", meta)]);
-    assert.equal(
-      failed(pa({ [K.metric]: "m", [K.extraPrometheusTriggers]: underscore })).error,
-      'trigger "a-b" would be served as metric "a-b" (annotation autoscaling.knative.dev/extra-prometheus-triggers): that is trigger "a_b"\'s: rename one',
+    assert.deepEqual(
+      mapped(pa({ [K.metric]: "m", [K.extraPrometheusTriggers]: taken })).hpa.spec.metrics,
+      [
+        external("s0-prometheus", { averageValue: "7" }),
+        external("s1-prometheus", { averageValue: "7" }),
+      ],
     );
   });
 });
@@ -1184,50 +1388,58 @@ describe("knativeHpaFor: scaling modifiers", () => {
       [K.extraPrometheusTriggers]: extras,
       [K.scalingModifiers]: '{"formula": "trigger2 * 2", "target": "2.5", "metricType": "Value"}',
     };
-    assert.deepEqual(
-      mapped(pa(annotations)).hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          "metric-config.external.composite-metric.formula/expression": "trigger2 * 2",
-          ...promConfig("trigger2", "sum(rate(http_requests_total{}[1m]))"),
-        },
-        metrics: [external("composite-metric", { value: "2500m" }, "formula"), cpu(60)],
+    const r = mapped(pa(annotations));
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        min: 1,
+        modifiers: { formula: "trigger2 * 2", target: "2.5", metricType: "Value" },
+        triggers: [cpuTrigger("60"), TRIGGER2],
       }),
     );
+    // KEDA: the Resource metrics, then the composite metric
+    assert.deepEqual(r.hpa.spec.metrics, [
+      cpu(60),
+      external("composite-metric", { value: "2500m" }),
+    ]);
   });
 
-  it("a trigger the formula does not use is left out, with a warning", () => {
+  it("a trigger the formula does not use stays in the ScaledObject (KEDA collects it too)", () => {
     const annotations = {
       ...CUSTOM,
       [K.extraPrometheusTriggers]: extras,
       [K.scalingModifiers]: '{"formula": "trigger2", "target": "5"}',
     };
     const r = mapped(pa(annotations));
-    assert.deepEqual(
-      r.hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          "metric-config.external.composite-metric.formula/expression": "trigger2",
-          ...promConfig("trigger2", "sum(rate(http_requests_total{}[1m]))"),
-        },
-        metrics: [external("composite-metric", { averageValue: "5" }, "formula")],
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        modifiers: { formula: "trigger2", target: "5" },
+        triggers: [customTrigger("5"), TRIGGER2],
       }),
     );
-    assert.deepEqual(r.warnings, [
-      'trigger "default-trigger-custom" is not in the formula "trigger2": it is not collected',
-    ]);
+    assert.deepEqual(r.hpa.spec.metrics, [external("composite-metric", { averageValue: "5" })]);
+    assert.deepEqual(r.warnings, []);
   });
 
-  it("the formula reads a dashed trigger name with underscores", () => {
+  it("the formula reads a trigger by its name, as KEDA does: underscores, not dashes", () => {
     const annotations = {
       ...CUSTOM,
-      [K.scalingModifiers]: '{"formula": "default_trigger_custom / 2", "target": "1"}',
+      [K.triggerPrometheusName]: "my_rps",
+      [K.scalingModifiers]: '{"formula": "my_rps / 2", "target": "1"}',
     };
     assert.deepEqual(
       mapped(pa(annotations)).hpa.spec.metrics,
-      [external("composite-metric", { averageValue: "1" }, "formula")],
+      [external("composite-metric", { averageValue: "1" })],
+    );
+    assert.equal(
+      failed(pa({
+        ...CUSTOM,
+        [K.scalingModifiers]: '{"formula": "default_trigger_custom / 2", "target": "1"}',
+      })).error,
+      'invalid formula "default_trigger_custom / 2" in the scaling modifiers (annotation autoscaling.knative.dev/scaling-modifiers): unknown identifier default_trigger_custom: the named prometheus triggers are default-trigger-custom',
     );
   });
 
@@ -1259,7 +1471,7 @@ describe("knativeHpaFor: scaling modifiers", () => {
       ],
       [
         '{"formula": "a + b", "target": "5"}',
-        'invalid formula "a + b" in the scaling modifiers (annotation autoscaling.knative.dev/scaling-modifiers): unknown identifier a: the prometheus triggers are default_trigger_custom',
+        'invalid formula "a + b" in the scaling modifiers (annotation autoscaling.knative.dev/scaling-modifiers): unknown identifier a: the named prometheus triggers are default_trigger_custom',
       ],
       [
         '{"formula": "5", "target": "5"}',
@@ -1279,7 +1491,8 @@ describe("knativeHpaFor: scaling modifiers", () => {
       ],
     ];
     for (const [value, error] of cases) {
-      assert.deepEqual(errorOf(pa({ ...CUSTOM, [K.scalingModifiers]: value })), {
+      const named = { ...CUSTOM, [K.triggerPrometheusName]: "default_trigger_custom" };
+      assert.deepEqual(errorOf(pa({ ...named, [K.scalingModifiers]: value })), {
         error,
         annotation: K.scalingModifiers,
         value,
@@ -1292,31 +1505,43 @@ describe("knativeHpaFor: scaling modifiers", () => {
       failed(pa({
         [K.metric]: "cpu",
         [K.extraPrometheusTriggers]: extras,
-        [K.scalingModifiers]: '{"formula": "default_trigger_cpu + trigger2", "target": "5"}',
+        [K.scalingModifiers]: '{"formula": "default-trigger-cpu + trigger2", "target": "5"}',
       })).error,
-      'invalid formula "default_trigger_cpu + trigger2" in the scaling modifiers (annotation autoscaling.knative.dev/scaling-modifiers): default_trigger_cpu is the cpu trigger "default-trigger-cpu": a formula reads prometheus triggers only (cpu and memory stay Resource metrics of the HPA)',
+      'invalid formula "default-trigger-cpu + trigger2" in the scaling modifiers (annotation autoscaling.knative.dev/scaling-modifiers): unknown identifier default: the named prometheus triggers are trigger2',
+    );
+    const cpuNamed = JSON.stringify({
+      spec: {
+        advanced: { scalingModifiers: { formula: "c + trigger2", target: "5" } },
+        triggers: [
+          { type: "cpu", name: "c", metricType: "Utilization", metadata: { value: "50" } },
+          TRIGGER2,
+        ],
+      },
+    });
+    assert.equal(
+      failed(pa({ [K.scaledObjectOverride]: cpuNamed })).error,
+      'invalid formula "c + trigger2" in spec.advanced.scalingModifiers of the scaled object override (annotation autoscaling.knative.dev/scaled-object-override): c is the cpu trigger "c": a formula reads prometheus triggers only (cpu and memory stay Resource metrics of the HPA)',
     );
   });
 
   it("empty scaling modifiers make no formula (KEDA), with a warning", () => {
     const annotations = { ...CUSTOM, [K.scalingModifiers]: "{}" };
     const r = mapped(pa(annotations));
-    assert.deepEqual(r.hpa.spec.metrics, [
-      external("default-trigger-custom", { averageValue: "5" }),
-    ]);
+    assertLayers(r, soOfPa({ annotations, modifiers: {}, triggers: [customTrigger("5")] }));
+    assert.deepEqual(r.hpa.spec.metrics, [external("s0-prometheus", { averageValue: "5" })]);
     assert.deepEqual(r.warnings, [
       "the scaling modifiers (annotation autoscaling.knative.dev/scaling-modifiers) set nothing: no formula is made",
     ]);
   });
 
-  it("a trigger named composite-metric clashes with the formula", () => {
-    assert.equal(
-      failed(pa({
+  it("a trigger named composite_metric does not clash with KEDA's composite-metric", () => {
+    assert.deepEqual(
+      mapped(pa({
         ...CUSTOM,
-        [K.triggerPrometheusName]: "composite-metric",
+        [K.triggerPrometheusName]: "composite_metric",
         [K.scalingModifiers]: '{"formula": "composite_metric", "target": "5"}',
-      })).error,
-      'trigger "composite-metric" would be served as metric "composite-metric" (annotation autoscaling.knative.dev/trigger-prometheus-name): that is the formula\'s: rename one',
+      })).hpa.spec.metrics,
+      [external("composite-metric", { averageValue: "5" })],
     );
   });
 });
@@ -1328,7 +1553,7 @@ describe("knativeHpaFor: scaled-object-override", () => {
     metadata: { serverAddress: PROM, query: "sum(r)", threshold: "100", namespace: NS },
   };
 
-  it("the HPA-mappable subset, with name, owner, annotations and max-scale forced", () => {
+  it("the ScaledObject it holds, with name, labels, annotations, scale target, max-scale and the HPA's name forced", () => {
     const override = {
       apiVersion: "keda.sh/v1alpha1",
       kind: "ScaledObject",
@@ -1362,24 +1587,26 @@ describe("knativeHpaFor: scaled-object-override", () => {
       [K.scaledObjectOverride]: JSON.stringify(override),
     };
     const r = mapped(pa(annotations));
+    const behavior = { scaleDown: { stabilizationWindowSeconds: 120 } };
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        min: 2,
+        max: 10,
+        behavior,
+        triggers: override.spec.triggers as ScaledObjectTrigger[],
+        fallback: { failureThreshold: 3, replicas: 6 },
+      }),
+    );
     assert.deepEqual(
       r.hpa,
       hpaOfPa({
-        annotations: {
-          ...annotations,
-          ...promConfig("requests", "sum(r)"),
-          "metric-config.external.requests.prometheus/fallback-failure-threshold": "3",
-          "metric-config.external.requests.prometheus/fallback-replicas": "6",
-        },
+        annotations,
         min: 2,
         max: 10,
+        // KEDA sorts them by type
         metrics: [
-          external("requests", { averageValue: "100" }),
-          cpu(80),
-          {
-            type: "Resource",
-            resource: { name: "memory", target: { type: "AverageValue", averageValue: "1Gi" } },
-          },
           {
             type: "ContainerResource",
             containerResource: {
@@ -1388,8 +1615,14 @@ describe("knativeHpaFor: scaled-object-override", () => {
               target: { type: "AverageValue", averageValue: "500m" },
             },
           },
+          external("s0-prometheus", { averageValue: "100" }),
+          cpu(80),
+          {
+            type: "Resource",
+            resource: { name: "memory", target: { type: "AverageValue", averageValue: "1Gi" } },
+          },
         ],
-        behavior: { scaleDown: { stabilizationWindowSeconds: 120 } },
+        behavior,
       }),
     );
     assert.deepEqual(r.warnings, []);
@@ -1402,12 +1635,10 @@ describe("knativeHpaFor: scaled-object-override", () => {
       [K.scaledObjectOverride]: JSON.stringify({ spec: { triggers: [promTrigger] } }),
     };
     const r = mapped(pa(annotations));
+    assertLayers(r, soOfPa({ annotations, triggers: [promTrigger] }));
     assert.deepEqual(
       r.hpa,
-      hpaOfPa({
-        annotations: { ...annotations, ...promConfig("requests", "sum(r)") },
-        metrics: [external("requests", { averageValue: "100" })],
-      }),
+      hpaOfPa({ annotations, metrics: [external("s0-prometheus", { averageValue: "100" })] }),
     );
     assert.deepEqual(r.warnings, [
       "annotation autoscaling.knative.dev/min-scale is ignored: autoscaling.knative.dev/scaled-object-override sets the whole ScaledObject",
@@ -1429,22 +1660,25 @@ describe("knativeHpaFor: scaled-object-override", () => {
     };
     const annotations = { [K.scaledObjectOverride]: JSON.stringify(override) };
     const r = mapped(pa(annotations));
-    assert.deepEqual(
-      r.hpa,
-      hpaOfPa({
-        annotations: {
-          ...annotations,
-          "metric-config.external.composite-metric.formula/expression": "requests ?? 0",
-          "metric-config.external.composite-metric.formula/activation-target": "0.5",
-          "metric-config.external.composite-metric.formula/fallback-failure-threshold": "2",
-          "metric-config.external.composite-metric.formula/fallback-replicas": "4",
-          "metric-config.external.composite-metric.formula/fallback-behavior": "scalingModifiers",
-          ...promConfig("requests", "sum(r)"),
-        },
-        metrics: [external("composite-metric", { averageValue: "50" }, "formula")],
+    assertLayers(
+      r,
+      soOfPa({
+        annotations,
+        modifiers: override.spec.advanced.scalingModifiers,
+        triggers: [promTrigger],
+        fallback: override.spec.fallback as ScaledObject["spec"]["fallback"],
       }),
     );
-    const formula = planHpa(r.hpa)[0];
+    assert.deepEqual(
+      r.hpa,
+      hpaOfPa({ annotations, metrics: [external("composite-metric", { averageValue: "50" })] }),
+    );
+    const formula = kedaPlans(r.scaledObject, {
+      hpaName: NAME,
+      hpaMetrics: r.hpa.spec.metrics,
+      metrics: r.metrics,
+      paramsDigest: ["d"],
+    })[0];
     assert.deepEqual(formula.fallback, {
       failureThreshold: 2,
       replicas: 4,
@@ -1473,6 +1707,10 @@ describe("knativeHpaFor: scaled-object-override", () => {
       [
         { spec: { triggers: [{ type: "cpu", metadata: { value: "50" } }] } },
         "missing metricType of trigger spec.triggers[0] of the scaled object override (annotation autoscaling.knative.dev/scaled-object-override): a cpu trigger takes Utilization or AverageValue",
+      ],
+      [
+        { spec: { triggers: [{ type: "cpu", metadata: { type: "Utilization", value: "50" } }] } },
+        "missing metricType of trigger spec.triggers[0] of the scaled object override (annotation autoscaling.knative.dev/scaled-object-override): a cpu trigger takes Utilization or AverageValue (metadata.type was removed in KEDA 2.18)",
       ],
       [
         {
@@ -1594,36 +1832,53 @@ describe("knativeHpaFor: annotated workloads", () => {
   it("a Deployment: the HPA is named after it, owned by it and scales it", () => {
     const annotations = { ...CUSTOM, [K.minScale]: "2", [K.window]: "30s" };
     const r = mapped(workload("Deployment", annotations));
+    const behavior = {
+      scaleUp: { stabilizationWindowSeconds: 30 },
+      scaleDown: { stabilizationWindowSeconds: 30 },
+    };
+    const so: ScaledObject = {
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      metadata: {
+        name: "web",
+        namespace: "shop",
+        labels: { app: "web" },
+        annotations: { ...CLASS, ...annotations },
+      },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+        minReplicaCount: 2,
+        maxReplicaCount: MAX,
+        advanced: { horizontalPodAutoscalerConfig: { name: "web", behavior } },
+        triggers: [customTrigger("5", { namespace: "shop" })],
+      },
+    };
+    const owner = { apiVersion: "apps/v1", kind: "Deployment", name: "web", uid: "w-uid" };
+    assert.deepEqual(r.scaledObject, so);
+    assert.deepEqual(r.hpa, kedaHpaOf(so, owner));
     assert.deepEqual(r.hpa, {
       apiVersion: "autoscaling/v2",
       kind: "HorizontalPodAutoscaler",
       metadata: {
         name: "web",
         namespace: "shop",
-        labels: { app: "web" },
-        annotations: {
-          ...CLASS,
-          ...annotations,
-          ...promConfig("default-trigger-custom", QUERY, { namespace: "shop" }),
+        labels: {
+          "app.kubernetes.io/name": "web",
+          "app.kubernetes.io/version": VERSION,
+          "app.kubernetes.io/part-of": "web",
+          "app.kubernetes.io/managed-by": "hpa-metrics-adapter",
+          app: "web",
+          "scaledobject.keda.sh/name": "web",
         },
-        ownerReferences: [{
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          name: "web",
-          uid: "w-uid",
-          controller: true,
-          blockOwnerDeletion: true,
-        }],
+        annotations: { ...CLASS, ...annotations },
+        ownerReferences: [{ ...owner, controller: true, blockOwnerDeletion: true }],
       },
       spec: {
         scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
         minReplicas: 2,
         maxReplicas: MAX,
-        metrics: [external("default-trigger-custom", { averageValue: "5" }, "prometheus", "web")],
-        behavior: {
-          scaleUp: { stabilizationWindowSeconds: 30 },
-          scaleDown: { stabilizationWindowSeconds: 30 },
-        },
+        metrics: [external("s0-prometheus", { averageValue: "5" }, "web")],
+        behavior,
       },
     });
   });
@@ -1638,11 +1893,7 @@ describe("knativeHpaFor: annotated workloads", () => {
       kind: "StatefulSet",
       name: "web",
     });
-    assert.equal(
-      r.hpa.metadata.annotations
-        ?.["metric-config.external.default-trigger-custom.prometheus/query"],
-      'sum(x{pod=~"web-.*"})',
-    );
+    assert.equal(r.scaledObject.spec.triggers[0].metadata?.query, 'sum(x{pod=~"web-.*"})');
   });
 
   it("Knative's webhook checks: window 6s to 1h in whole seconds, target >= 0.01, min <= max, integers", () => {
@@ -1731,7 +1982,8 @@ describe("knativeHpaFor: annotated workloads", () => {
       hpaOfPa({ annotations: {}, metrics: [cpu(70)] }),
     );
     assert.equal(
-      (knativeHpaFor(workload("StatefulSet", {}), {}, {
+      (knativeHpaFor(workload("StatefulSet", {}), {
+        version: VERSION,
         kind: "Deployment",
       }) as KnativeMappingError).error,
       'want a Deployment, got "StatefulSet"',
@@ -1773,7 +2025,7 @@ describe("knativeHpaFor: the source", () => {
       failed(long).error,
       `name of PodAutoscaler test-namespace/${
         "r".repeat(64)
-      } is longer than 63 characters: label hpa-metrics-adapter/hpa of the generated metric selectors cannot hold it`,
+      } is longer than 63 characters: label scaledobject.keda.sh/name of KEDA's metric selectors cannot hold it`,
     );
     assert.equal(
       failed(null).error,
@@ -1781,13 +2033,13 @@ describe("knativeHpaFor: the source", () => {
     );
   });
 
-  it("a manifest without namespace or uid: namespace default, an empty uid", () => {
+  it("a manifest without namespace or uid: namespace default, no uid in the owner reference", () => {
     const o = pa({}) as { metadata: Record<string, unknown> };
     delete o.metadata.namespace;
     delete o.metadata.uid;
     const r = mapped(o);
     assert.equal(r.hpa.metadata.namespace, "default");
-    assert.equal(r.hpa.metadata.ownerReferences[0].uid, "");
+    assert.equal(r.hpa.metadata.ownerReferences[0].uid, undefined);
   });
 });
 

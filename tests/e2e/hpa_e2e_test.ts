@@ -14,6 +14,7 @@ import { request as httpsRequest } from "node:https";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createCertificate } from "../../src/api/cert_issue.ts";
+import { VERSION } from "../../src/cli/version.ts";
 import { computeDesiredReplicas } from "../../src/core/kubernetes/hpa_algorithm.ts";
 import { parseQuantity } from "../../src/core/kubernetes/quantity.ts";
 import type {
@@ -1699,8 +1700,16 @@ describe("e2e: the real HPA controller through the aggregator", {
     const K = "autoscaling.knative.dev";
     const CLASS = `${K}/class`;
     const HPA_CLASS = "hpa.autoscaling.knative.dev";
-    const HPA_LABEL = "hpa-metrics-adapter/hpa";
-    const MANAGED_BY = { "app.kubernetes.io/managed-by": "hpa-metrics-adapter" };
+    const SO_LABEL = "scaledobject.keda.sh/name";
+    /** KEDA's labels of the HPA of ScaledObject `name` (before and after its own labels). */
+    const kedaLabels = (name: string, own: Record<string, string> = {}) => ({
+      "app.kubernetes.io/name": name,
+      "app.kubernetes.io/version": VERSION,
+      "app.kubernetes.io/part-of": name,
+      "app.kubernetes.io/managed-by": "hpa-metrics-adapter",
+      ...own,
+      [SO_LABEL]: name,
+    });
     const PA_API = "autoscaling.internal.knative.dev/v1alpha1";
     const SKS_API = "networking.internal.knative.dev/v1alpha1";
     const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
@@ -1757,28 +1766,15 @@ describe("e2e: the real HPA controller through the aggregator", {
       });
     }
 
-    /** The `metric-config.*` annotations of one generated Prometheus metric. */
-    function prometheusKeys(
-      metric: string,
-      query: string,
-      namespace?: string,
-    ): Record<string, string> {
-      const p = `metric-config.external.${metric}.prometheus/`;
-      return {
-        [`${p}query`]: query,
-        [`${p}prometheus-server`]: promUrl,
-        ...(namespace !== undefined ? { [`${p}namespace`]: namespace } : {}),
-        [`${p}ignore-null-values`]: "true",
-        [`${p}multiple-series`]: "error",
-      };
-    }
-
-    /** One External metric of a generated HPA, as the API server stores it. */
-    function externalMetric(metric: string, type: string, hpa: string, averageValue: string): Obj {
+    /**
+     * One External metric of the HPA KEDA makes of the in-memory ScaledObject `so`, as the API
+     * server stores it: `s<index>-prometheus` or `composite-metric`, selected by KEDA's label.
+     */
+    function externalMetric(metric: string, so: string, averageValue: string): Obj {
       return {
         type: "External",
         external: {
-          metric: { name: metric, selector: { matchLabels: { type, [HPA_LABEL]: hpa } } },
+          metric: { name: metric, selector: { matchLabels: { [SO_LABEL]: so } } },
           target: { type: "AverageValue", averageValue },
         },
       };
@@ -1908,7 +1904,6 @@ describe("e2e: the real HPA controller through the aggregator", {
         await createDeployment(ns, target, { replicas: 1 });
         // a constant series whose label carries the revision: the template is rendered
         const template = `label_replace(vector(23), "revision", "{{ .revisionName }}", "", "")`;
-        const rendered = `label_replace(vector(23), "revision", "${name}", "", "")`;
         const annotations = {
           [`${K}/metric`]: "rps",
           [`${K}/target`]: "5",
@@ -1919,25 +1914,29 @@ describe("e2e: the real HPA controller through the aggregator", {
         const started = Date.now();
         const pa = await createPa(name, annotations);
 
-        // 1. the HPA: named after the PA, owned by it, exactly the mapping
+        // 1. the HPA: KEDA's HPA of the ScaledObject autoscaler-keda would create (in memory),
+        // named after the PA, owned by it
         const hpa = await waitObject(hpaPath(name), `HPA ${ns}/${name}`);
         t.diagnostic(`HPA created ${Date.now() - started} ms after the PA`);
         assert.deepEqual(
           hpa.metadata.ownerReferences,
           ownerRefOf(pa, PA_API, "PodAutoscaler"),
         );
-        assert.deepEqual(hpa.metadata.labels, { ...revisionLabels(name), ...MANAGED_BY });
-        assert.deepEqual(hpa.metadata.annotations, {
-          [CLASS]: HPA_CLASS,
-          ...annotations,
-          ...prometheusKeys("default-trigger-custom", rendered, ns),
-        });
+        assert.deepEqual(hpa.metadata.labels, kedaLabels(name, revisionLabels(name)));
+        assert.deepEqual(hpa.metadata.annotations, { [CLASS]: HPA_CLASS, ...annotations });
         assert.deepEqual(hpa.spec, {
           scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: target },
           minReplicas: 1,
           maxReplicas: 10,
-          metrics: [externalMetric("default-trigger-custom", "prometheus", name, "5")],
+          metrics: [externalMetric("s0-prometheus", name, "5")],
         });
+        // no ScaledObject is written
+        assert.equal(
+          await kube.get(`/apis/keda.sh/v1alpha1/namespaces/${ns}/scaledobjects/${name}`).catch(
+            () => null,
+          ),
+          null,
+        );
 
         // 2. the SKS in Serve mode, owned by the PA
         const sks = await waitObject(sksPath(name), `SKS ${ns}/${name}`);
@@ -1995,25 +1994,20 @@ describe("e2e: the real HPA controller through the aggregator", {
         // 5. a new query on the PA: the same HPA (merge update), ceil(8 / 25 * 5) = 2, and the
         // PA's desiredScale / actualScale follow
         const lower = `label_replace(vector(8), "revision", "{{ .revisionName }}", "", "")`;
-        const lowerRendered = `label_replace(vector(8), "revision", "${name}", "", "")`;
         await kube.request("PATCH", paPath(name), {
           body: { metadata: { annotations: { [`${K}/prometheus-query`]: lower } } },
           contentType: "application/merge-patch+json",
         });
         const updated = await waitObject(
           hpaPath(name),
-          "the HPA's query updated",
-          (h) =>
-            h.metadata.annotations
-              ?.["metric-config.external.default-trigger-custom.prometheus/query"] ===
-              lowerRendered,
+          "the HPA's annotations updated",
+          (h) => h.metadata.annotations?.[`${K}/prometheus-query`] === lower,
         );
         assert.equal(updated.metadata.uid, hpa.metadata.uid, "patched, not recreated");
         assert.deepEqual(updated.metadata.annotations, {
           [CLASS]: HPA_CLASS,
           ...annotations,
           [`${K}/prometheus-query`]: lower,
-          ...prometheusKeys("default-trigger-custom", lowerRendered, ns),
         });
         assert.deepEqual(updated.spec.metrics, hpa.spec.metrics);
         assert.equal(
@@ -2063,21 +2057,14 @@ describe("e2e: the real HPA controller through the aggregator", {
         const pa = await createPa(name, annotations);
         const hpa = await waitObject(hpaPath(name), `HPA ${ns}/${name}`);
         assert.deepEqual(hpa.metadata.ownerReferences, ownerRefOf(pa, PA_API, "PodAutoscaler"));
-        // the triggers are the formula's hidden inputs: configured, not in spec.metrics; the
-        // default trigger has the PA's namespace, an extra one none (upstream injects none)
-        assert.deepEqual(hpa.metadata.annotations, {
-          [CLASS]: HPA_CLASS,
-          ...annotations,
-          "metric-config.external.composite-metric.formula/expression": modifiers.formula,
-          "metric-config.external.composite-metric.formula/activation-target": "1",
-          ...prometheusKeys("trigger1", "vector(40)", ns),
-          ...prometheusKeys("trigger2", "vector(16)"),
-        });
+        // KEDA's composite-metric: the triggers are its hidden inputs, named by trigger name
+        assert.deepEqual(hpa.metadata.labels, kedaLabels(name, revisionLabels(name)));
+        assert.deepEqual(hpa.metadata.annotations, { [CLASS]: HPA_CLASS, ...annotations });
         assert.deepEqual(hpa.spec, {
           scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: target },
           minReplicas: 1,
           maxReplicas: 10,
-          metrics: [externalMetric("composite-metric", "formula", name, "5")],
+          metrics: [externalMetric("composite-metric", name, "5")],
           behavior: FAST_BEHAVIOR,
         });
         assert.equal(
@@ -2116,9 +2103,7 @@ describe("e2e: the real HPA controller through the aggregator", {
         }
         for (const r of revisions) {
           const hpa = await waitObject(hpaPath(r.name), `HPA ${ns}/${r.name}`);
-          assert.deepEqual(hpa.spec.metrics, [
-            externalMetric("default-trigger-custom", "prometheus", r.name, "5"),
-          ]);
+          assert.deepEqual(hpa.spec.metrics, [externalMetric("s0-prometheus", r.name, "5")]);
           assert.equal(
             await predict(ns, r.name, {
               currentReplicas: 1,
@@ -2259,17 +2244,14 @@ describe("e2e: the real HPA controller through the aggregator", {
           hpa.metadata.ownerReferences,
           ownerRefOf(deployment, "apps/v1", "Deployment"),
         );
-        assert.deepEqual(hpa.metadata.labels, MANAGED_BY);
+        assert.deepEqual(hpa.metadata.labels, kedaLabels(name));
         // the Deployment's own annotations (the deployment controller's revision included)
-        assert.deepEqual(hpa.metadata.annotations, {
-          ...deployment.metadata.annotations,
-          ...prometheusKeys("default-trigger-custom", "vector(14)", ns),
-        });
+        assert.deepEqual(hpa.metadata.annotations, deployment.metadata.annotations);
         assert.deepEqual(hpa.spec, {
           scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name },
           minReplicas: 1,
           maxReplicas: 10,
-          metrics: [externalMetric("default-trigger-custom", "prometheus", name, "5")],
+          metrics: [externalMetric("s0-prometheus", name, "5")],
         });
         assert.equal(
           await predict(ns, name, { currentReplicas: 1, servedWhen: servedItems("14") }),

@@ -99,6 +99,21 @@ export interface KedaHpaOptions {
   params?: readonly (TriggerParams | undefined)[];
   /** Each trigger's TriggerAuthentication `podIdentity.provider` (by trigger index). */
   podIdentities?: readonly (string | undefined)[];
+  /**
+   * The HPA's controller instead of the ScaledObject: for a ScaledObject that exists only in
+   * memory (Knative's, core/knative/mapping.ts), the object that owns it (its PodAutoscaler or
+   * workload), so that the garbage collector removes the HPA with it.
+   */
+  owner?: KedaHpaOwner;
+}
+
+/** The controller of an HPA given by {@linkcode KedaHpaOptions.owner}. */
+export interface KedaHpaOwner {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  /** Absent (or empty) for an object read from a file. */
+  uid?: string;
 }
 
 /** The HPA and status of a ScaledObject, or the `Ready=False` message KEDA sets. */
@@ -242,6 +257,22 @@ function pausedBehavior(so: ScaledObject): HpaBehavior | undefined {
   if (pauseIn) behavior.scaleDown = { ...behavior.scaleDown, selectPolicy: "Disabled" };
   if (pauseOut) behavior.scaleUp = { ...behavior.scaleUp, selectPolicy: "Disabled" };
   return behavior;
+}
+
+/** The HPA's controller reference: `owner` (without an empty uid), else the ScaledObject. */
+function ownerReference(
+  so: ScaledObject,
+  owner: KedaHpaOwner | undefined,
+): KedaHpa["metadata"]["ownerReferences"][number] {
+  const uid = owner !== undefined ? owner.uid || undefined : so.metadata.uid;
+  return {
+    apiVersion: owner?.apiVersion ?? KEDA_API_VERSION,
+    kind: owner?.kind ?? "ScaledObject",
+    name: owner?.name ?? so.metadata.name,
+    ...(uid !== undefined ? { uid } : {}),
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** Comma-joined, each once, in order. */
@@ -406,14 +437,7 @@ export function kedaHpaFor(so: ScaledObject, options: KedaHpaOptions): KedaHpaRe
       ...(so.metadata.annotations !== undefined
         ? { annotations: { ...so.metadata.annotations } }
         : {}),
-      ownerReferences: [{
-        apiVersion: KEDA_API_VERSION,
-        kind: "ScaledObject",
-        name: so.metadata.name,
-        ...(so.metadata.uid !== undefined ? { uid: so.metadata.uid } : {}),
-        controller: true,
-        blockOwnerDeletion: true,
-      }],
+      ownerReferences: [ownerReference(so, options.owner)],
     },
     spec: {
       scaleTargetRef: {

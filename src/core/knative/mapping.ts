@@ -1,53 +1,66 @@
 /**
- * Knative's autoscaler-keda annotation API, mapped straight onto an autoscaling/v2
- * HorizontalPodAutoscaler that this adapter serves (issue 23): no ScaledObject, no KEDA. The
- * source is a PodAutoscaler of class `hpa.autoscaling.knative.dev` (the annotations Serving
- * copies from the revision) or a Deployment or StatefulSet carrying the class annotation in its
- * own metadata. cpu and memory become Resource metrics; the custom metric and each extra
- * Prometheus trigger become External metrics with our `metric-config.*` annotations and KEDA's
- * Prometheus semantics (`namespace`, `ignore-null-values`, `multiple-series: error`);
- * `scaling-modifiers` becomes one formula metric over them.
+ * Knative's autoscaler-keda annotation API, read as autoscaler-keda reads it (issue 23) and
+ * turned into the `keda.sh/v1alpha1` ScaledObject its `DesiredScaledObject` builds, in memory:
+ * it is never written to the API. What KEDA makes of that ScaledObject (the HPA, the metrics and
+ * how they are served) is the KEDA code of core/keda/ (issue 47, point 6): one translation, not
+ * two. The source is a PodAutoscaler of class `hpa.autoscaling.knative.dev` (the annotations
+ * Serving copies from the revision) or a Deployment or StatefulSet carrying the class annotation
+ * in its own metadata.
  *
- * Upstream's rules are followed in upstream's order (autoscaler-keda `DesiredScaledObject`, then
- * what KEDA makes of the ScaledObject), except where upstream has a bug:
- * - a custom target is exact (`0.5` is `500m`, `1000` is `1k`), never truncated;
- * - memory with `Utilization` works (`averageUtilization = ceil(target)`);
+ * The ScaledObject is upstream's: named after the source, in its namespace, with its labels and
+ * annotations, the scale target of the PA (or the workload itself),
+ * `advanced.horizontalPodAutoscalerConfig.name` the source's name (so the HPA is too),
+ * `maxReplicaCount` max-scale (else 2147483647), `minReplicaCount` min-scale when > 0 (1 for the
+ * cpu and memory triggers), the triggers in upstream's order (`default-trigger-cpu`,
+ * `default-trigger-memory` or the custom prometheus trigger, then the extra ones),
+ * `scalingModifiers`, the window and the scale-up and scale-down rules as the HPA's behavior, or
+ * the whole `scaled-object-override` with those fields forced. Its HPA is owned by the source,
+ * not by the ScaledObject (which does not exist in the API).
+ *
+ * Upstream's rules are followed in upstream's order, except where upstream has a bug:
+ * - a custom target is exact (`threshold: "0.5"`, not `0`; `1000`, not `1k`, which KEDA cannot
+ *   read);
+ * - memory with `Utilization` works (`value` is `ceil(target)`, not a quantity KEDA refuses);
  * - `Utilization` for a custom metric, a `Value` for cpu or memory, a trigger type other than
  *   prometheus and a metric type outside the three are errors here, not later inside KEDA;
  * - `invalid metric type:` prints the value, and a missing query says which annotation to set;
  * - a path-only or opaque `prometheus-address` (which upstream lets through) is an error;
  * - a scaled-object-override without `horizontalPodAutoscalerConfig` does not crash.
  *
- * Where upstream says nothing, or where an HPA needs more than a ScaledObject:
- * - every generated External metric selects `hpa-metrics-adapter/hpa: <HPA name>` (KEDA's
- *   `scaledobject.keda.sh/name`), so the HPA's name must fit in a label value (63 characters);
- * - a trigger's metric is its name with `_` written `-` (annotation keys take no `_`), which a
- *   formula reads back as the trigger's name; an unnamed one is KEDA's `s<index>-prometheus`;
+ * Where upstream says nothing:
+ * - the source's name must fit in a label value (63 characters): KEDA selects its metrics with
+ *   `scaledobject.keda.sh/name: <name>`;
  * - unknown JSON fields and trigger metadata keys (`customHeaders`, `pollingInterval` ...) are
  *   errors, not silently dropped as Go's decoder drops them;
- * - quantities are written as the API server stores them (`1024` Mi is `1Gi`), so an HPA read
- *   back equals the one made.
+ * - a formula names prometheus triggers only, each by its name (what KEDA computes it from);
+ * - the adapter's endpoint policy (`--allowed-metric-endpoints`, `--endpoints-in-own-namespace`)
+ *   and PromQL scoping (`--prometheus-enforce-namespace-label`) apply to the prometheus triggers
+ *   as to an HPA's own annotations: a refused server is an error, a scoped query replaces the
+ *   trigger's query;
+ * - quantities are written as the API server stores them (`1024` Mi is `1Gi`).
  *
  * @module
  */
 import { quote } from "../quote.ts";
-import {
-  binaryQuantity,
-  formatQuantity,
-  parseQuantity,
-  storedQuantity,
-} from "../kubernetes/quantity.ts";
+import { binaryQuantity, parseQuantity, storedQuantity } from "../kubernetes/quantity.ts";
 import { parseDuration } from "../duration.ts";
-import { checkFormula, compileFormula, formulaIdentifier } from "../formula.ts";
+import { checkFormula, compileFormula } from "../formula.ts";
 import { parseGoFloat } from "../estafette/guard.ts";
+import { checkEndpoint, type EndpointPolicy } from "../endpoint_policy.ts";
+import type { PromQLScoper } from "../kube_metrics_adapter/collector_config.ts";
 import { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS } from "./defaults.ts";
+import type { FallbackBehavior } from "../fallback.ts";
 import {
-  FALLBACK_BEHAVIOR_KEY,
-  FALLBACK_FAILURE_THRESHOLD_KEY,
-  FALLBACK_REPLICAS_KEY,
-  type FallbackBehavior,
-} from "../fallback.ts";
-import type { LabelSelector, MetricTarget } from "../types.ts";
+  type KedaHpa,
+  kedaHpaFor,
+  type KedaHpaOwner,
+  type KedaHpaStatus,
+  kedaMilliQuantity,
+  type KedaTriggerMetric,
+} from "../keda/hpa.ts";
+import { KEDA_API_VERSION, KEDA_SCALED_OBJECT_LABEL } from "../keda/names.ts";
+import type { ScaledObject, ScaledObjectTrigger } from "../keda/scaled_object.ts";
+import type { TriggerParams } from "../keda/typed_config.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Names
@@ -94,20 +107,11 @@ export { DEFAULT_KNATIVE_PROMETHEUS_ADDRESS };
 export const DEFAULT_KNATIVE_TRIGGER_NAME = "default-trigger-custom";
 /** The cpu target when none is given (autoscaler-keda's `defaultCPUTarget`). */
 export const DEFAULT_KNATIVE_CPU_TARGET = 70;
-/** The External metric a formula (`scaling-modifiers`) is served as, KEDA's name. */
-export const KNATIVE_COMPOSITE_METRIC = "composite-metric";
-/**
- * The label every generated External metric selects on, valued with the HPA's name (KEDA's
- * `scaledobject.keda.sh/name`): two HPAs of one namespace (two revisions of a service) never
- * share a metric key.
- */
-export const KNATIVE_HPA_LABEL = "hpa-metrics-adapter/hpa";
 
 const MAX_INT32 = 2_147_483_647;
 /** The largest memory target in Mi whose bytes fit in an int64. */
 const MAX_MEMORY_MI = 2 ** 43 - 1;
 const PROMETHEUS = "prometheus";
-const FORMULA = "formula";
 
 // ---------------------------------------------------------------------------------------------
 // Types
@@ -127,29 +131,6 @@ export interface KnativeConfig {
   /** `autoscaler.keda.scaledobject-autocreate` (true). */
   scaledObjectAutoCreate?: boolean;
 }
-
-/** An ownerReference of the generated HPA: the PodAutoscaler or the workload, as controller. */
-export interface KnativeOwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  /** Empty when the source has none (a manifest read from a file). */
-  uid: string;
-  controller: true;
-  blockOwnerDeletion: true;
-}
-
-/** One generated `spec.metrics[]` entry. */
-export type KnativeMetricSpec =
-  | {
-    type: "External";
-    external: { metric: { name: string; selector: LabelSelector }; target: MetricTarget };
-  }
-  | { type: "Resource"; resource: { name: string; target: MetricTarget } }
-  | {
-    type: "ContainerResource";
-    containerResource: { name: string; container: string; target: MetricTarget };
-  };
 
 /** autoscaling/v2 HPAScalingPolicy. */
 export interface KnativeScalingPolicy {
@@ -172,56 +153,24 @@ export interface KnativeHpaBehavior {
   scaleDown?: KnativeScalingRules;
 }
 
-/** The generated HorizontalPodAutoscaler, complete, as it is created. */
-export interface KnativeGeneratedHpa {
-  apiVersion: "autoscaling/v2";
-  kind: "HorizontalPodAutoscaler";
-  metadata: {
-    name: string;
-    namespace: string;
-    /** The source's labels; absent when it has none. */
-    labels?: Record<string, string>;
-    /** The source's annotations with the generated `metric-config.*` ones; absent when none. */
-    annotations?: Record<string, string>;
-    ownerReferences: KnativeOwnerReference[];
-  };
-  spec: {
-    scaleTargetRef: { apiVersion: string; kind: string; name: string };
-    minReplicas: number;
-    maxReplicas: number;
-    metrics: KnativeMetricSpec[];
-    behavior?: KnativeHpaBehavior;
-  };
-}
-
-/**
- * The trigger authentication one generated metric needs: the reconciler resolves its
- * `secretTargetRef` parameter `bearerToken` and the collector sends it as a bearer token.
- */
-export interface KnativeTriggerAuth {
-  /** The External metric (a formula input when `scaling-modifiers` is set). */
-  metric: string;
-  kind: "TriggerAuthentication" | "ClusterTriggerAuthentication";
-  name: string;
-  /** The source's namespace for a TriggerAuthentication; absent for a cluster-wide one. */
-  namespace?: string;
-  mode: "bearer";
-}
-
-/** The kinds {@linkcode knativeHpaFor} maps. */
+/** The kinds {@linkcode knativeScaledObjectFor} maps. */
 export type KnativeSourceKind = "PodAutoscaler" | "Deployment" | "StatefulSet";
 
-/** Options of {@linkcode knativeHpaFor}. */
-export interface KnativeHpaForOptions {
+/** Options of {@linkcode knativeScaledObjectFor}. */
+export interface KnativeScaledObjectOptions {
   /**
    * The kind of the source, for objects read without `apiVersion` and `kind` (list items of
    * some clients); its `apiVersion` is then the kind's (`apps/v1` for workloads). An object
    * that names another kind is an error.
    */
   kind?: KnativeSourceKind;
+  /** Where a prometheus trigger's `serverAddress` may point (the serve and plan flags). */
+  endpointPolicy?: EndpointPolicy;
+  /** Scopes a prometheus trigger's query to the source's namespace (the serve flag). */
+  scopePromQL?: PromQLScoper;
 }
 
-/** What both outcomes of {@linkcode knativeHpaFor} carry. */
+/** What every outcome of the mapping carries. */
 export interface KnativeMappingCommon {
   /**
    * Whether the HPA is created and kept up to date (`scaled-object-auto-create`, else the
@@ -239,11 +188,29 @@ export interface KnativeMappingCommon {
   warnings: string[];
 }
 
-/** A successful mapping. */
-export interface KnativeHpa extends KnativeMappingCommon {
-  hpa: KnativeGeneratedHpa;
-  /** One entry per generated metric that authenticates; empty when none does. */
-  auth: KnativeTriggerAuth[];
+/** Where one trigger of the ScaledObject comes from: the annotation and its value. */
+export interface KnativeTriggerSource {
+  annotation: string;
+  value?: string;
+}
+
+/** The ScaledObject autoscaler-keda would create for the source (in memory only). */
+export interface KnativeScaledObject extends KnativeMappingCommon {
+  scaledObject: ScaledObject;
+  /** The source as the controller of the HPA (the ScaledObject does not exist in the API). */
+  owner: KedaHpaOwner;
+  /** Where each trigger comes from, by trigger index (for errors of KEDA's step). */
+  triggerSources: KnativeTriggerSource[];
+}
+
+/** The ScaledObject and what KEDA makes of it. */
+export interface KnativeHpa extends KnativeScaledObject {
+  /** KEDA's HPA, owned by the source. */
+  hpa: KedaHpa;
+  /** The triggers' metrics (the plans' input, core/keda/plan.ts). */
+  metrics: KedaTriggerMetric[];
+  /** The ScaledObject status fields KEDA would write. */
+  status: KedaHpaStatus;
 }
 
 /** A mapping that failed: shown as a PA condition or a Warning event on the workload. */
@@ -256,8 +223,27 @@ export interface KnativeMappingError extends KnativeMappingCommon {
   value?: string;
 }
 
+/** The outcome of {@linkcode knativeScaledObjectFor}: `"error" in result` tells them apart. */
+export type KnativeScaledObjectResult = KnativeScaledObject | KnativeMappingError;
+
 /** The outcome of {@linkcode knativeHpaFor}: `"error" in result` tells them apart. */
 export type KnativeHpaResult = KnativeHpa | KnativeMappingError;
+
+/** Options of {@linkcode knativeHpaOf}: what KEDA's step needs besides the ScaledObject. */
+export interface KnativeHpaOfOptions {
+  /** `app.kubernetes.io/version` of the HPA: this adapter's version. */
+  version: string;
+  /** Each trigger's resolved parameters (the bearer token of its TriggerAuthentication ...). */
+  params?: readonly (TriggerParams | undefined)[];
+  /** Each trigger's TriggerAuthentication `podIdentity.provider`. */
+  podIdentities?: readonly (string | undefined)[];
+}
+
+/** Options of {@linkcode knativeHpaFor}. */
+export interface KnativeHpaForOptions extends KnativeScaledObjectOptions, KnativeHpaOfOptions {
+  /** The `config-autoscaler` and `config-autoscaler-keda` values. */
+  config?: KnativeConfig;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Problems
@@ -660,7 +646,7 @@ function readSource(obj: unknown, declared: KnativeSourceKind | undefined): Sour
   } else scaleTargetRef = { apiVersion, kind, name };
   if (name.length > 63) {
     throw new MappingProblem(
-      `name of ${what} is longer than 63 characters: label ${KNATIVE_HPA_LABEL} of the generated metric selectors cannot hold it`,
+      `name of ${what} is longer than 63 characters: label ${KEDA_SCALED_OBJECT_LABEL} of KEDA's metric selectors cannot hold it`,
     );
   }
   return {
@@ -687,40 +673,42 @@ function firstPresent(
 }
 
 // ---------------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
 // The ScaledObject subset: what autoscaler-keda builds (or the override holds), before the HPA
 
 type ResourceName = "cpu" | "memory";
 
-interface ResourceTrigger {
-  type: ResourceName;
+/** What every trigger carries besides its own fields. */
+interface TriggerBase {
   /** The KEDA trigger name ("" for none). */
   name: string;
-  target: MetricTarget;
-  container?: string;
-}
-
-interface PrometheusTrigger {
-  type: "prometheus";
-  /** The KEDA trigger name ("" for none). */
-  name: string;
-  target: MetricTarget;
-  query: string;
-  serverAddress: string;
-  namespace?: string;
-  ignoreNullValues: boolean;
-  auth?: { kind: KnativeTriggerAuth["kind"]; name: string };
+  /** The trigger as it goes into the ScaledObject. */
+  keda: ScaledObjectTrigger;
   /** The annotation it comes from and its value, for messages. */
   annotation: string;
   value: string | undefined;
+}
+
+interface ResourceTrigger extends TriggerBase {
+  type: ResourceName;
+}
+
+interface PrometheusTrigger extends TriggerBase {
+  type: "prometheus";
+  query: string;
+  serverAddress: string;
+  /** Where the address comes from, for the endpoint policy's messages. */
+  addressAnnotation?: string;
+  /** Where the query comes from, for the PromQL scope's messages. */
+  queryAnnotation?: string;
 }
 
 type Trigger = ResourceTrigger | PrometheusTrigger;
 
 interface Modifiers {
   formula: string;
-  target: number;
-  activationTarget?: number;
-  metricType: "AverageValue" | "Value";
+  /** The object as it goes into the ScaledObject (the strings as given). */
+  keda: NonNullable<NonNullable<ScaledObject["spec"]["advanced"]>["scalingModifiers"]>;
   /** `the scaling modifiers` or where in the override, for messages. */
   where: string;
   annotation: string;
@@ -733,23 +721,23 @@ interface FallbackSpec {
   behavior?: FallbackBehavior;
 }
 
-/** What the HPA is made from. */
+/** What the ScaledObject's spec is made from. */
 interface Desired {
-  minReplicaCount: number;
+  /** Unset: KEDA's default (the HPA's minReplicas is then 1). */
+  minReplicaCount?: number;
   triggers: Trigger[];
-  modifiers?: Modifiers;
+  /** Set (possibly empty) when the annotation or the override has it. */
+  modifiers?: Modifiers | null;
   behavior?: KnativeHpaBehavior;
   fallback?: FallbackSpec;
 }
 
 const AUTH_KINDS: readonly string[] = ["TriggerAuthentication", "ClusterTriggerAuthentication"];
+type AuthKind = "TriggerAuthentication" | "ClusterTriggerAuthentication";
 
-/** A target of an External metric: the exact value, canonical, more than zero. */
-function externalTarget(n: number, type: "AverageValue" | "Value"): MetricTarget | undefined {
-  if (!(Number.isFinite(n) && n > 0)) return undefined;
-  const q = formatQuantity(n);
-  if (parseQuantity(q) <= 0) return undefined; // below a nano
-  return type === "Value" ? { type, value: q } : { type, averageValue: q };
+/** A number > 0 that KEDA's milli quantity does not make 0 (its HPA targets have 3 decimals). */
+function validTarget(n: number): boolean {
+  return Number.isFinite(n) && n > 0 && kedaMilliQuantity(n) !== "0";
 }
 
 /** A quantity > 0 as stored, or undefined. */
@@ -758,31 +746,6 @@ function positiveQuantity(s: string): string | undefined {
     return parseQuantity(s) > 0 ? storedQuantity(s) : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/**
- * The metric a trigger name gives: `_` becomes `-` (annotation keys take no `_`; the formula
- * identifier of the metric is the trigger name again).
- */
-function toMetricName(triggerName: string): string {
-  return triggerName.replaceAll("_", "-");
-}
-
-/** The metric a prometheus trigger is served as: its name, else KEDA's `s<index>-prometheus`. */
-function metricNameOf(t: PrometheusTrigger, index: number): string {
-  return t.name === "" ? `s${index}-prometheus` : toMetricName(t.name);
-}
-
-/** A trigger name must make a metric name that fits in an annotation key. */
-function checkTriggerName(name: string, annotation: string, value: string | undefined): void {
-  if (!/^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/.test(toMetricName(name))) {
-    throw problem(
-      `invalid trigger name ${quote(name)}`,
-      annotation,
-      value,
-      "want at most 63 letters, digits, '-' and '_', starting and ending with a letter or digit (it names the metric and its annotations)",
-    );
   }
 }
 
@@ -847,18 +810,30 @@ function readTrigger(raw: unknown, index: number, list: TriggerList): Trigger {
     }
   }
   const metricType = stringAt(o, "metricType", `${path}.`, src) ?? "";
+  const cached = o.useCachedMetrics;
+  if (present(cached) && typeof cached !== "boolean") {
+    throw unmarshal(src, `${path}.useCachedMetrics: want a boolean, got ${kindOf(cached)}`);
+  }
+  // the trigger as Go decodes it (empty strings and nulls are absent)
+  const keda: ScaledObjectTrigger = {
+    type,
+    ...(name !== "" ? { name } : {}),
+    ...(typeof cached === "boolean" ? { useCachedMetrics: cached } : {}),
+    metadata,
+    ...(metricType !== "" ? { metricType: metricType as ScaledObjectTrigger["metricType"] } : {}),
+  };
+  const base = { name, keda, annotation: src.annotation, value: src.value };
   if (type !== PROMETHEUS) {
-    return resourceTrigger(type as ResourceName, name, metricType, metadata, fail);
+    resourceTrigger(type as ResourceName, metricType, metadata, fail);
+    return { type: type as ResourceName, ...base };
   }
 
-  let targetType: "AverageValue" | "Value" = "AverageValue";
-  if (metricType === "Value") targetType = "Value";
-  else if (metricType === "Utilization") {
+  if (metricType === "Utilization") {
     throw fail(
       `invalid metricType "Utilization"`,
       "'Utilization' metric type is unsupported for external metrics, allowed values are 'Value' or 'AverageValue'",
     );
-  } else if (metricType !== "" && metricType !== "AverageValue") {
+  } else if (metricType !== "" && metricType !== "AverageValue" && metricType !== "Value") {
     throw fail(`invalid metricType ${quote(metricType)}`, "want AverageValue or Value");
   }
   const required = (k: string): string => {
@@ -877,8 +852,7 @@ function readTrigger(raw: unknown, index: number, list: TriggerList): Trigger {
   const query = required("query");
   const thresholdText = required("threshold");
   const threshold = parseJsonNumber(thresholdText);
-  const target = threshold === undefined ? undefined : externalTarget(threshold, targetType);
-  if (target === undefined) {
+  if (threshold === undefined || !validTarget(threshold)) {
     throw fail(`invalid metadata.threshold ${quote(thresholdText)}`, "want a number > 0");
   }
   // activationThreshold is KEDA's 0 <-> 1 switch: checked, but an HPA never scales to zero
@@ -893,26 +867,11 @@ function readTrigger(raw: unknown, index: number, list: TriggerList): Trigger {
       "want a Kubernetes namespace name",
     );
   }
-  let ignoreNullValues = true;
   const ignore = metadata.ignoreNullValues ?? "";
-  if (ignore !== "") {
-    const b = parseGoBool(ignore);
-    if (b === undefined) {
-      throw fail(`invalid metadata.ignoreNullValues ${quote(ignore)}`, "want true or false");
-    }
-    ignoreNullValues = b;
+  if (ignore !== "" && parseGoBool(ignore) === undefined) {
+    throw fail(`invalid metadata.ignoreNullValues ${quote(ignore)}`, "want true or false");
   }
-  const trigger: PrometheusTrigger = {
-    type: "prometheus",
-    name,
-    target,
-    query,
-    serverAddress,
-    ignoreNullValues,
-    annotation: src.annotation,
-    value: src.value,
-  };
-  if (namespace !== "") trigger.namespace = namespace;
+  const trigger: PrometheusTrigger = { type: "prometheus", ...base, query, serverAddress };
   const modes = metadata.authModes ?? "";
   if (present(o.authenticationRef)) {
     const refPath = `${path}.authenticationRef`;
@@ -933,8 +892,10 @@ function readTrigger(raw: unknown, index: number, list: TriggerList): Trigger {
     if (modes !== "bearer") {
       throw fail(`unsupported auth modes ${quote(modes)}`, "only bearer is supported");
     }
-    const kind = (refKind || "TriggerAuthentication") as KnativeTriggerAuth["kind"];
-    trigger.auth = { kind, name: refName };
+    keda.authenticationRef = {
+      name: refName,
+      ...(refKind !== "" ? { kind: refKind as AuthKind } : {}),
+    };
   } else if (modes !== "") {
     throw fail(
       "you need to specify the name as well for authentication: metadata.authModes without authenticationRef",
@@ -943,26 +904,26 @@ function readTrigger(raw: unknown, index: number, list: TriggerList): Trigger {
   return trigger;
 }
 
-/** A cpu or memory trigger (of the override). */
+/** Check a cpu or memory trigger (of the override) as KEDA 2.20 reads it. */
 function resourceTrigger(
   type: ResourceName,
-  name: string,
   metricType: string,
   metadata: Record<string, string>,
   fail: (subject: string, why?: string) => MappingProblem,
-): ResourceTrigger {
-  // KEDA before 2.18 read the type from metadata.type
-  const mt = metricType !== "" ? metricType : metadata.type ?? "";
-  if (mt !== "Utilization" && mt !== "AverageValue") {
+): void {
+  if (metricType !== "Utilization" && metricType !== "AverageValue") {
     throw fail(
-      mt === "" ? "missing metricType" : `invalid metricType ${quote(mt)}`,
-      `a ${type} trigger takes Utilization or AverageValue`,
+      metricType === "" ? "missing metricType" : `invalid metricType ${quote(metricType)}`,
+      `a ${type} trigger takes Utilization or AverageValue${
+        metricType === "" && metadata.type !== undefined
+          ? " (metadata.type was removed in KEDA 2.18)"
+          : ""
+      }`,
     );
   }
   const value = metadata.value ?? "";
   if (value === "") throw fail("missing metadata.value");
-  let target: MetricTarget;
-  if (mt === "Utilization") {
+  if (metricType === "Utilization") {
     const n = parseInt32(value);
     if (n === undefined || n <= 0) {
       throw fail(
@@ -970,21 +931,12 @@ function resourceTrigger(
         "Utilization takes a whole percentage > 0",
       );
     }
-    target = { type: "Utilization", averageUtilization: n };
-  } else {
-    const q = positiveQuantity(value);
-    if (q === undefined) {
-      throw fail(
-        `invalid metadata.value ${quote(value)}`,
-        "want a quantity > 0 such as 500m or 1Gi",
-      );
-    }
-    target = { type: "AverageValue", averageValue: q };
+  } else if (positiveQuantity(value) === undefined) {
+    throw fail(
+      `invalid metadata.value ${quote(value)}`,
+      "want a quantity > 0 such as 500m or 1Gi",
+    );
   }
-  const trigger: ResourceTrigger = { type, name, target };
-  const container = metadata.containerName ?? "";
-  if (container !== "") trigger.container = container;
-  return trigger;
 }
 
 /** KEDA's scalingModifiers `{formula, target, activationTarget, metricType}`. */
@@ -994,7 +946,7 @@ function readModifiers(
   src: JsonSource,
   where: string,
   warnings: string[],
-): Modifiers | undefined {
+): Modifiers | null {
   const o = objectAt(raw, path, src);
   const prefix = path === "" ? "" : `${path}.`;
   onlyFields(o, ["formula", "target", "activationTarget", "metricType"], prefix, src);
@@ -1007,18 +959,22 @@ function readModifiers(
   if (formula === "" && target === "" && activation === "" && metricType === "") {
     // KEDA: an empty scalingModifiers is no scalingModifiers
     warnings.push(`${where}${at(src.annotation)} set nothing: no formula is made`);
-    return undefined;
+    return null;
   }
   if (formula === "") throw fail("ScalingModifiers.Formula is mandatory");
   if (target === "") throw fail("formula is given but target is empty");
   const t = parseFloat64(target);
-  if (t === undefined || externalTarget(t, "AverageValue") === undefined) {
+  if (t === undefined || !validTarget(t)) {
     throw fail(`invalid target ${quote(target)}`, "want a number > 0");
   }
   const out: Modifiers = {
     formula,
-    target: t,
-    metricType: "AverageValue",
+    keda: {
+      formula,
+      target,
+      ...(activation !== "" ? { activationTarget: activation } : {}),
+      ...(metricType !== "" ? { metricType: metricType as "AverageValue" | "Value" } : {}),
+    },
     where,
     annotation: src.annotation,
     value: src.value,
@@ -1031,15 +987,13 @@ function readModifiers(
         "want a number",
       );
     }
-    out.activationTarget = a;
   }
-  if (metricType === "Value") out.metricType = "Value";
-  else if (metricType === "Utilization") {
+  if (metricType === "Utilization") {
     throw fail(
       `invalid metricType "Utilization"`,
       "trigger type is Utilization, but it needs to be AverageValue or Value for external metrics",
     );
-  } else if (metricType !== "" && metricType !== "AverageValue") {
+  } else if (metricType !== "" && metricType !== "AverageValue" && metricType !== "Value") {
     throw fail(`invalid metricType ${quote(metricType)}`, "want AverageValue or Value");
   }
   return out;
@@ -1194,7 +1148,8 @@ function fromAnnotations(
 ): Desired {
   const ann = source.annotations;
   const K = KNATIVE_ANNOTATIONS;
-  const desired: Desired = { minReplicaCount: minScale, triggers: [] };
+  const desired: Desired = { triggers: [] };
+  if (minScale > 0) desired.minReplicaCount = minScale;
 
   const modifiersText = ann[K.scalingModifiers];
   if (modifiersText !== undefined) {
@@ -1272,18 +1227,25 @@ function fromAnnotations(
       }
       return n;
     };
+    const resourceTrigger = (type: ResourceName, value: string): ResourceTrigger => ({
+      type,
+      name: `default-trigger-${type}`,
+      keda: {
+        type,
+        name: `default-trigger-${type}`,
+        metricType: metricType as "Utilization" | "AverageValue",
+        metadata: { value },
+      },
+      annotation: K.metric,
+      value: ann[K.metric],
+    });
     if (metric === "cpu") {
-      const n = percent();
-      desired.triggers.push({
-        type: "cpu",
-        name: "default-trigger-cpu",
-        target: metricType === "Utilization"
-          ? { type: "Utilization", averageUtilization: n }
-          : { type: "AverageValue", averageValue: String(n) },
-      });
+      desired.triggers.push(resourceTrigger("cpu", String(percent())));
+      desired.minReplicaCount ??= 1;
     } else if (metric === "memory") {
-      let t: MetricTarget;
-      if (metricType === "Utilization") t = { type: "Utilization", averageUtilization: percent() };
+      let value: string;
+      // upstream writes the Mi quantity for Utilization too, which KEDA cannot read
+      if (metricType === "Utilization") value = String(percent());
       else {
         const mi = Math.trunc(target);
         if (mi < 1 || mi > MAX_MEMORY_MI) {
@@ -1294,9 +1256,10 @@ function fromAnnotations(
             `a memory target counts whole Mi, want 1 to ${MAX_MEMORY_MI}`,
           );
         }
-        t = { type: "AverageValue", averageValue: binaryQuantity(BigInt(mi) << 20n) };
+        value = binaryQuantity(BigInt(mi) << 20n);
       }
-      desired.triggers.push({ type: "memory", name: "default-trigger-memory", target: t });
+      desired.triggers.push(resourceTrigger("memory", value));
+      desired.minReplicaCount ??= 1;
     } else {
       const type = metricType as "AverageValue" | "Value";
       desired.triggers.push(customTrigger(source, config, target, metric, type));
@@ -1413,10 +1376,8 @@ function customTrigger(
     );
   }
   const nameText = ann[K.triggerPrometheusName];
-  if (nameText !== undefined) checkTriggerName(nameText, K.triggerPrometheusName, nameText);
   const name = nameText ?? DEFAULT_KNATIVE_TRIGGER_NAME;
-  const t = externalTarget(target, metricType);
-  if (t === undefined) {
+  if (!validTarget(target)) {
     throw problem(
       `invalid target ${quote(ann[K.target] ?? "")}`,
       K.target,
@@ -1424,16 +1385,24 @@ function customTrigger(
       "want a number > 0",
     );
   }
+  const metadata: Record<string, string> = {
+    serverAddress,
+    query,
+    // exact, as KEDA reads a float (upstream truncates to an integer and writes 1000 as 1k)
+    threshold: String(target),
+    namespace: source.namespace,
+  };
+  const keda: ScaledObjectTrigger = { type: PROMETHEUS, name, metricType, metadata };
   const trigger: PrometheusTrigger = {
     type: "prometheus",
     name,
-    target: t,
+    keda,
     query,
     serverAddress,
-    namespace: source.namespace,
-    ignoreNullValues: true,
-    annotation: K.triggerPrometheusName,
-    value: nameText,
+    annotation: K.metric,
+    value: ann[K.metric],
+    queryAnnotation: K.prometheusQuery,
+    ...(addressText !== undefined ? { addressAnnotation: K.prometheusAddress } : {}),
   };
   const authName = ann[K.triggerPrometheusAuthName];
   const authKind = ann[K.triggerPrometheusAuthKind];
@@ -1462,9 +1431,10 @@ function customTrigger(
         "only bearer is supported",
       );
     }
-    trigger.auth = {
-      kind: (kind || "TriggerAuthentication") as KnativeTriggerAuth["kind"],
+    metadata.authModes = authModes;
+    keda.authenticationRef = {
       name: authName,
+      ...(authKind !== undefined ? { kind: authKind as AuthKind } : {}),
     };
   } else if (authKind !== undefined || authModes !== undefined) {
     const key = authKind !== undefined ? K.triggerPrometheusAuthKind : K.triggerPrometheusAuthModes;
@@ -1504,9 +1474,10 @@ function fromOverride(text: string, warnings: string[]): Desired {
   ];
   onlyFields(spec, specFields, "spec.", src, OVERRIDE_HINT);
   const desired: Desired = {
-    minReplicaCount: int32At(spec, "minReplicaCount", "spec.", src) ?? 0,
     triggers: [],
   };
+  const min = int32At(spec, "minReplicaCount", "spec.", src);
+  if (min !== undefined) desired.minReplicaCount = min;
   // upstream crashes on an `advanced` without horizontalPodAutoscalerConfig; both are optional
   const advanced = objectAt(spec.advanced ?? {}, "spec.advanced", src);
   onlyFields(
@@ -1553,74 +1524,69 @@ function fromOverride(text: string, warnings: string[]): Desired {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The HPA (what KEDA makes of the ScaledObject)
+// The ScaledObject (autoscaler-keda's setScaledObjectDefaults and what it builds)
 
-/** The prefix of the generated annotations of one metric. */
-function configPrefix(metric: string, collector: string): string {
-  return `metric-config.external.${metric}.${collector}/`;
-}
-
-function buildHpa(
+function buildScaledObject(
   source: Source,
   desired: Desired,
   maxReplicas: number,
   override: string | undefined,
-  warnings: string[],
-): { hpa: KnativeGeneratedHpa; auth: KnativeTriggerAuth[] } {
+  options: KnativeScaledObjectOptions,
+): { scaledObject: ScaledObject; triggerSources: KnativeTriggerSource[] } {
   const K = KNATIVE_ANNOTATIONS;
-  const where = (t: Trigger): [string, string | undefined] =>
-    t.type === PROMETHEUS
-      ? [t.annotation, t.value]
-      : override !== undefined
-      ? [K.scaledObjectOverride, override]
-      : [K.metric, source.annotations[K.metric]];
-  // KEDA's ValidateTriggers: names are unique; ours: so are the metrics they are served as
+  // KEDA's ValidateTriggers: names are unique (said here with the annotation)
   const names = new Set<string>();
-  const metrics = new Map<string, string>();
-  const metricOf = new Map<PrometheusTrigger, string>();
-  desired.triggers.forEach((t, i) => {
-    const [annotation, value] = where(t);
-    if (t.name !== "") {
-      if (names.has(t.name)) {
-        throw problem(
-          `trigger name ${quote(t.name)} is defined multiple times`,
-          annotation,
-          value,
-          "trigger names must be unique",
-        );
-      }
-      names.add(t.name);
-    }
-    if (t.type !== PROMETHEUS) return;
-    if (t.name !== "" && annotation !== K.triggerPrometheusName) {
-      checkTriggerName(t.name, annotation, value);
-    }
-    const metric = metricNameOf(t, i);
-    const label = t.name === "" ? `[${i}]` : quote(t.name);
-    const other = metrics.get(metric);
-    if (other !== undefined || (desired.modifiers && metric === KNATIVE_COMPOSITE_METRIC)) {
-      const whose = other !== undefined ? `trigger ${other}'s` : "the formula's";
+  for (const t of desired.triggers) {
+    if (t.name === "") continue;
+    if (names.has(t.name)) {
       throw problem(
-        `trigger ${label} would be served as metric ${quote(metric)}`,
-        annotation,
-        value,
-        `that is ${whose}: rename one`,
+        `trigger name ${quote(t.name)} is defined multiple times`,
+        t.annotation,
+        t.value,
+        "trigger names must be unique",
       );
     }
-    metrics.set(metric, label);
-    metricOf.set(t, metric);
-  });
-
+    names.add(t.name);
+  }
   const prometheus = desired.triggers.filter((t): t is PrometheusTrigger => t.type === PROMETHEUS);
   const resources = desired.triggers.filter((t): t is ResourceTrigger => t.type !== PROMETHEUS);
-  const generated: Record<string, string> = {};
-  const selector = (type: string): LabelSelector => ({
-    matchLabels: { type, [KNATIVE_HPA_LABEL]: source.name },
-  });
-  const external: KnativeMetricSpec[] = [];
-  let used = prometheus;
 
-  const modifiers = desired.modifiers;
+  // the adapter's endpoint policy and PromQL scope, as for an HPA's own annotations
+  for (const t of prometheus) {
+    const [addressKey, addressValue] = t.addressAnnotation !== undefined
+      ? [t.addressAnnotation, source.annotations[t.addressAnnotation]]
+      : [t.annotation, t.value];
+    const refused = checkEndpoint(new URL(t.serverAddress), {
+      namespace: source.namespace,
+      policy: options.endpointPolicy,
+    });
+    if (refused !== undefined) {
+      throw problem(
+        `prometheus address ${quote(t.serverAddress)} of trigger ${quote(t.name)}`,
+        addressKey,
+        addressValue,
+        refused,
+      );
+    }
+    if (options.scopePromQL === undefined) continue;
+    const queryKey = t.queryAnnotation ?? t.annotation;
+    try {
+      t.keda.metadata = {
+        ...t.keda.metadata,
+        query: options.scopePromQL(t.query, source.namespace),
+      };
+    } catch (e) {
+      throw problem(
+        `invalid query ${quote(t.query)} of trigger ${quote(t.name)}`,
+        queryKey,
+        source.annotations[queryKey],
+        (e as Error).message,
+      );
+    }
+  }
+
+  // a formula reads the prometheus triggers, each by its name (what KEDA computes it from)
+  const modifiers = desired.modifiers ?? undefined;
   if (modifiers !== undefined) {
     const fail = (why: string) =>
       problem(
@@ -1629,7 +1595,7 @@ function buildHpa(
         modifiers.value,
         why,
       );
-    const known = prometheus.map((t) => formulaIdentifier(metricOf.get(t)!));
+    const known = prometheus.map((t) => t.name).filter((n) => n !== "");
     let identifiers: readonly string[];
     try {
       identifiers = compileFormula(modifiers.formula).identifiers;
@@ -1638,13 +1604,13 @@ function buildHpa(
     }
     for (const id of identifiers) {
       if (known.includes(id)) continue;
-      const r = resources.find((r) => r.name !== "" && formulaIdentifier(r.name) === id);
+      const r = resources.find((r) => r.name === id);
       throw fail(
         r !== undefined
           ? `${id} is the ${r.type} trigger ${
             quote(r.name)
           }: a formula reads prometheus triggers only (cpu and memory stay Resource metrics of the HPA)`
-          : `unknown identifier ${id}: the prometheus triggers are ${
+          : `unknown identifier ${id}: the named prometheus triggers are ${
             known.length > 0 ? known.join(", ") : "none"
           }`,
       );
@@ -1654,58 +1620,6 @@ function buildHpa(
       checkFormula(modifiers.formula, identifiers);
     } catch (e) {
       throw fail((e as Error).message);
-    }
-    used = prometheus.filter((t) => identifiers.includes(formulaIdentifier(metricOf.get(t)!)));
-    for (const t of prometheus) {
-      if (!used.includes(t)) {
-        warnings.push(
-          `trigger ${quote(metricOf.get(t)!)} is not in the formula ${
-            quote(modifiers.formula)
-          }: it is not collected`,
-        );
-      }
-    }
-    // the triggers become the formula's hidden inputs: configured, not listed in spec.metrics
-    const prefix = configPrefix(KNATIVE_COMPOSITE_METRIC, FORMULA);
-    generated[`${prefix}expression`] = modifiers.formula;
-    if (modifiers.activationTarget !== undefined) {
-      generated[`${prefix}activation-target`] = String(modifiers.activationTarget);
-    }
-    external.push({
-      type: "External",
-      external: {
-        metric: { name: KNATIVE_COMPOSITE_METRIC, selector: selector(FORMULA) },
-        target: externalTarget(modifiers.target, modifiers.metricType)!,
-      },
-    });
-  }
-
-  const auth: KnativeTriggerAuth[] = [];
-  for (const t of used) {
-    const metric = metricOf.get(t)!;
-    const prefix = configPrefix(metric, PROMETHEUS);
-    generated[`${prefix}query`] = t.query;
-    generated[`${prefix}prometheus-server`] = t.serverAddress;
-    if (t.namespace !== undefined) generated[`${prefix}namespace`] = t.namespace;
-    generated[`${prefix}ignore-null-values`] = String(t.ignoreNullValues);
-    generated[`${prefix}multiple-series`] = "error";
-    if (modifiers === undefined) {
-      external.push({
-        type: "External",
-        external: { metric: { name: metric, selector: selector(PROMETHEUS) }, target: t.target },
-      });
-    }
-    if (t.auth !== undefined) {
-      const a: KnativeTriggerAuth = {
-        metric,
-        kind: t.auth.kind,
-        name: t.auth.name,
-        mode: "bearer",
-      };
-      if (t.auth.kind === "TriggerAuthentication") a.namespace = source.namespace;
-      auth.push(a);
-      // which token to send (a reference, never the secret): the reconciler reads it
-      generated[`${prefix}bearer-token-from`] = `${t.auth.kind}/${t.auth.name}`;
     }
   }
 
@@ -1717,66 +1631,47 @@ function buildHpa(
         "scalingModifiers fallback behavior requires scalingModifiers.formula to be defined",
       );
     }
-    if (modifiers === undefined && used.length === 0) {
+    if (modifiers === undefined && prometheus.length === 0) {
       throw fail("spec.fallback needs at least one trigger that is not cpu or memory");
     }
-    const prefixes = modifiers !== undefined
-      ? [configPrefix(KNATIVE_COMPOSITE_METRIC, FORMULA)]
-      : used.map((t) => configPrefix(metricOf.get(t)!, PROMETHEUS));
-    for (const prefix of prefixes) {
-      generated[`${prefix}${FALLBACK_FAILURE_THRESHOLD_KEY}`] = String(fallback.failureThreshold);
-      generated[`${prefix}${FALLBACK_REPLICAS_KEY}`] = String(fallback.replicas);
-      if (fallback.behavior !== undefined) {
-        generated[`${prefix}${FALLBACK_BEHAVIOR_KEY}`] = fallback.behavior;
-      }
-    }
   }
 
-  const resourceMetrics = resources.map((r): KnativeMetricSpec =>
-    r.container !== undefined
-      ? {
-        type: "ContainerResource",
-        containerResource: { name: r.type, container: r.container, target: r.target },
-      }
-      : { type: "Resource", resource: { name: r.type, target: r.target } }
-  );
-
-  const annotations: Record<string, string> = { ...source.annotations };
-  for (const [k, v] of Object.entries(generated)) {
-    if (Object.hasOwn(annotations, k) && annotations[k] !== v) {
-      warnings.push(
-        `annotation ${k} of the ${source.kind} is replaced by the generated value ${quote(v)}`,
-      );
-    }
-    annotations[k] = v;
+  const advanced: NonNullable<ScaledObject["spec"]["advanced"]> = {
+    horizontalPodAutoscalerConfig: {
+      name: source.name,
+      ...(desired.behavior !== undefined ? { behavior: desired.behavior } : {}),
+    },
+  };
+  if (desired.modifiers !== undefined) {
+    advanced.scalingModifiers = desired.modifiers === null ? {} : desired.modifiers.keda;
   }
-  const hpa: KnativeGeneratedHpa = {
-    apiVersion: "autoscaling/v2",
-    kind: "HorizontalPodAutoscaler",
+  const scaledObject: ScaledObject = {
+    apiVersion: KEDA_API_VERSION,
+    kind: "ScaledObject",
     metadata: {
       name: source.name,
       namespace: source.namespace,
-      ownerReferences: [{
-        apiVersion: source.apiVersion,
-        kind: source.kind,
-        name: source.name,
-        uid: source.uid,
-        controller: true,
-        blockOwnerDeletion: true,
-      }],
+      ...(Object.keys(source.labels).length > 0 ? { labels: { ...source.labels } } : {}),
+      ...(Object.keys(source.annotations).length > 0
+        ? { annotations: { ...source.annotations } }
+        : {}),
     },
     spec: {
       scaleTargetRef: { ...source.scaleTargetRef },
-      minReplicas: desired.minReplicaCount > 0 ? desired.minReplicaCount : 1,
-      maxReplicas,
-      // KEDA sorts them by type: External before Resource
-      metrics: [...external, ...resourceMetrics],
+      ...(desired.minReplicaCount !== undefined
+        ? { minReplicaCount: desired.minReplicaCount }
+        : {}),
+      maxReplicaCount: maxReplicas,
+      advanced,
+      triggers: desired.triggers.map((t) => t.keda),
+      ...(fallback !== undefined ? { fallback: { ...fallback } } : {}),
     },
   };
-  if (Object.keys(source.labels).length > 0) hpa.metadata.labels = { ...source.labels };
-  if (Object.keys(annotations).length > 0) hpa.metadata.annotations = annotations;
-  if (desired.behavior !== undefined) hpa.spec.behavior = desired.behavior;
-  return { hpa, auth };
+  const triggerSources = desired.triggers.map((t): KnativeTriggerSource => ({
+    annotation: t.annotation,
+    ...(t.value !== undefined ? { value: t.value } : {}),
+  }));
+  return { scaledObject, triggerSources };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1851,32 +1746,32 @@ export function isKnativeHpaClass(obj: unknown): boolean {
 }
 
 /**
- * The HorizontalPodAutoscaler for a Knative PodAutoscaler of class
- * `hpa.autoscaling.knative.dev`, or for a Deployment or StatefulSet with that class annotation,
- * from autoscaler-keda's annotations (or a clear error naming the annotation and its value):
+ * The `keda.sh/v1alpha1` ScaledObject autoscaler-keda's `DesiredScaledObject` would create for a
+ * Knative PodAutoscaler of class `hpa.autoscaling.knative.dev`, or for a Deployment or
+ * StatefulSet with that class annotation, from autoscaler-keda's annotations (or a clear error
+ * naming the annotation and its value). It exists in memory only; {@linkcode knativeHpaOf} gives
+ * what KEDA makes of it.
  *
- * - named after the source, in its namespace, owned by it (controller), with its labels and its
- *   annotations plus the generated `metric-config.*` ones; the scale target is the PA's
- *   `spec.scaleTargetRef`, or the workload itself;
- * - `minReplicas` = min-scale (`min-scale`, else `minScale`; invalid: the configured default;
- *   ignored for an Unreachable PA) when > 0, else 1; `maxReplicas` = max-scale when > 0, else
- *   2147483647;
- * - cpu (target 70 by default): `Utilization` → `averageUtilization = ceil(target)`,
- *   `AverageValue` → `ceil(target)` cores; memory: `AverageValue` → whole Mi, `Utilization` →
- *   `ceil(target)` %; any other `metric` is custom: `prometheus-query` (a Go template with
- *   `{{ .revisionName }}`) against `prometheus-address` (else the configured one) as an External
- *   metric named by `trigger-prometheus-name` (`default-trigger-custom`) with the exact target;
- * - each `extra-prometheus-triggers` entry is one more External metric (its `name`, else
- *   `s<index>-prometheus`); every External metric selects `type` and
- *   `hpa-metrics-adapter/hpa: <name>`, and has KEDA's Prometheus semantics
- *   (`ignore-null-values`, `multiple-series: error`, `namespace` when known);
- * - `scaling-modifiers` serves one formula metric `composite-metric` over the triggers instead
- *   (they stay as hidden inputs), Resource metrics kept;
- * - `window` sets both stabilization windows; `hpa-scale-up-rules` / `hpa-scale-down-rules`
- *   replace a side wholesale;
- * - `scaled-object-override` replaces all of that with the ScaledObject it holds (the subset
- *   that maps onto an HPA, fallback included); name, owner, labels, annotations, scale target
- *   and max-scale stay forced from the source.
+ * - named after the source, in its namespace, with its labels and annotations; the scale target
+ *   is the PA's `spec.scaleTargetRef`, or the workload itself; `horizontalPodAutoscalerConfig.name`
+ *   is the source's name;
+ * - `minReplicaCount` = min-scale (`min-scale`, else `minScale`; invalid: the configured default;
+ *   ignored for an Unreachable PA) when > 0, else 1 for cpu and memory and unset for a custom
+ *   metric; `maxReplicaCount` = max-scale when > 0, else 2147483647;
+ * - cpu (target 70 by default): trigger `default-trigger-cpu`, `value` = `ceil(target)`, metric
+ *   type `Utilization` (or `AverageValue`); memory: `default-trigger-memory`, `value` = whole Mi
+ *   as a quantity (`AverageValue`) or `ceil(target)` (`Utilization`); any other `metric` is
+ *   custom: a prometheus trigger named by `trigger-prometheus-name` (`default-trigger-custom`)
+ *   with `prometheus-query` (a Go template with `{{ .revisionName }}`), `prometheus-address`
+ *   (else the configured one), the exact target as `threshold`, the source's namespace, and
+ *   `authenticationRef` / `authModes` from the trigger-prometheus-auth annotations;
+ * - then each `extra-prometheus-triggers` entry as given;
+ * - `scaling-modifiers` as `advanced.scalingModifiers`; `window` sets both stabilization windows
+ *   of `advanced.horizontalPodAutoscalerConfig.behavior`, `hpa-scale-up-rules` /
+ *   `hpa-scale-down-rules` replace a side wholesale;
+ * - `scaled-object-override` replaces all of that with the ScaledObject it holds (the fields
+ *   that make an HPA, fallback included); name, labels, annotations, scale target,
+ *   max-scale and the HPA's name stay forced from the source.
  *
  * A workload is first checked as Knative's webhook checks a revision (window 6s to 1h in whole
  * seconds, target >= 0.01, integer scales, min-scale <= max-scale). Pure: nothing is read but
@@ -1884,7 +1779,7 @@ export function isKnativeHpaClass(obj: unknown): boolean {
  *
  * @example
  * ```ts
- * const result = knativeHpaFor({
+ * const result = knativeScaledObjectFor({
  *   apiVersion: "autoscaling.internal.knative.dev/v1alpha1",
  *   kind: "PodAutoscaler",
  *   metadata: {
@@ -1897,15 +1792,15 @@ export function isKnativeHpaClass(obj: unknown): boolean {
  *   },
  *   spec: { scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "rev-1-deployment" } },
  * });
- * if (!("error" in result)) result.hpa.spec.metrics;
- * // [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 75 } } }]
+ * if (!("error" in result)) result.scaledObject.spec.triggers;
+ * // [{ type: "cpu", name: "default-trigger-cpu", metricType: "Utilization", metadata: { value: "75" } }]
  * ```
  */
-export function knativeHpaFor(
+export function knativeScaledObjectFor(
   source: unknown,
   config: KnativeConfig = {},
-  options: KnativeHpaForOptions = {},
-): KnativeHpaResult {
+  options: KnativeScaledObjectOptions = {},
+): KnativeScaledObjectResult {
   const K = KNATIVE_ANNOTATIONS;
   const warnings: string[] = [];
   const common: KnativeMappingCommon = {
@@ -2017,7 +1912,7 @@ export function knativeHpaFor(
       }
     } else desired = fromAnnotations(src, config, min, warnings);
 
-    const minReplicas = desired.minReplicaCount > 0 ? desired.minReplicaCount : 1;
+    const minReplicas = (desired.minReplicaCount ?? 0) > 0 ? desired.minReplicaCount! : 1;
     if (minReplicas > maxReplicas) {
       const minKey = firstPresent(ann, [K.minScale, K.minScaleAlias])?.[0];
       const minAt = override !== undefined
@@ -2032,9 +1927,70 @@ export function knativeHpaFor(
         key !== undefined ? ann[key] : undefined,
       );
     }
-    const { hpa, auth } = buildHpa(src, desired, maxReplicas, override, warnings);
-    return { ...common, hpa, auth };
+    const built = buildScaledObject(src, desired, maxReplicas, override, options);
+    const owner: KedaHpaOwner = {
+      apiVersion: src.apiVersion,
+      kind: src.kind,
+      name: src.name,
+      uid: src.uid,
+    };
+    return { ...common, ...built, owner };
   } catch (e) {
     return failed(e);
   }
+}
+
+/**
+ * What KEDA makes of a Knative ScaledObject (core/keda/hpa.ts, as for any ScaledObject): its
+ * HPA, owned by the Knative source, with KEDA's metric names, selector and targets; or KEDA's
+ * error, naming the annotation of the trigger at fault.
+ *
+ * @example
+ * ```ts
+ * const so = knativeScaledObjectFor(pa);
+ * if (!("error" in so)) knativeHpaOf(so, { version: "0.1.0" });
+ * ```
+ */
+export function knativeHpaOf(
+  mapped: KnativeScaledObject,
+  options: KnativeHpaOfOptions,
+): KnativeHpaResult {
+  const r = kedaHpaFor(mapped.scaledObject, {
+    version: options.version,
+    owner: mapped.owner,
+    ...(options.params !== undefined ? { params: options.params } : {}),
+    ...(options.podIdentities !== undefined ? { podIdentities: options.podIdentities } : {}),
+  });
+  const { autoCreate, minScale, initialScale, warnings } = mapped;
+  if ("error" in r) {
+    const from = r.trigger !== undefined ? mapped.triggerSources[r.trigger] : undefined;
+    return {
+      autoCreate,
+      minScale,
+      initialScale,
+      warnings,
+      error: from !== undefined
+        ? `trigger ${r.trigger} of the ScaledObject${at(from.annotation)}: ${r.error}`
+        : r.error,
+      ...(from !== undefined ? { annotation: from.annotation } : {}),
+      ...(from?.value !== undefined ? { value: from.value } : {}),
+    };
+  }
+  return { ...mapped, hpa: r.hpa, metrics: r.metrics, status: r.status };
+}
+
+/**
+ * {@linkcode knativeScaledObjectFor}, then {@linkcode knativeHpaOf}: the HPA the Knative
+ * reconciler writes for a source (with the triggers' parameters as given, else their metadata).
+ *
+ * @example
+ * ```ts
+ * const r = knativeHpaFor(pa, { version: "0.1.0" });
+ * if (!("error" in r)) r.hpa.spec.metrics;
+ * // [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 75 } } }]
+ * ```
+ */
+export function knativeHpaFor(source: unknown, options: KnativeHpaForOptions): KnativeHpaResult {
+  const mapped = knativeScaledObjectFor(source, options.config, options);
+  return "error" in mapped ? mapped : knativeHpaOf(mapped, options);
 }
