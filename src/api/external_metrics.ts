@@ -32,7 +32,7 @@ function externalItemText(item: ExternalItem): string {
 function externalItemJson(item: ExternalItem): Record<string, unknown> {
   return {
     metricName: item.metricName,
-    metricLabels: Object.fromEntries(
+    metricLabels: item.nullLabels ? null : Object.fromEntries(
       Object.keys(item.metricLabels).sort().map((k) => [k, item.metricLabels[k]]),
     ),
     timestamp: formatTimestamp(item.timestamp),

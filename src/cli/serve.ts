@@ -52,6 +52,7 @@ import {
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
+import { errorText } from "../engine/error_text.ts";
 import { startDemoEndpoint } from "./demo_endpoint.ts";
 import {
   boolFlag,
@@ -493,7 +494,14 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         flags,
         { fetch: collectorHttp.fetch, now: io.now, logger: log },
       );
-    if (prometheusAdapter) closers.push(() => prometheusAdapter.stop());
+    if (prometheusAdapter) {
+      closers.push(() => prometheusAdapter.stop());
+      // a rule's pods read lists the pods its label selector selects, as prometheus-adapter's
+      // lister does: the pods are watched from the start, not only once an HPA needs them
+      cluster.ensure("Pod").catch((e) =>
+        log.error("cannot watch pods for prometheus-adapter's rules", { error: errorText(e) })
+      );
+    }
 
     let ready = false;
     /** Requests answered so far (the memory release waits for a quiet moment). */

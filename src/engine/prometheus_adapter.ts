@@ -598,7 +598,11 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
     }
     const values = new Map<string, number>();
     for (const v of vectors) for (const [k, x] of valuesByName(v, label)) values.set(k, x);
-    const kind = describedKindFor(qualified(found.resource));
+    // custom-metrics-apiserver's ReferenceFor writes `group/version`: `/v1` for the core group
+    const known = describedKindFor(qualified(found.resource));
+    const kind = known && !known.apiVersion.includes("/")
+      ? { ...known, apiVersion: `/${known.apiVersion}` }
+      : known;
     const items = customItems(names, values).map((nv): CustomItem => ({
       namespace: read.namespace,
       groupResource: qualified(found.resource),
@@ -636,7 +640,8 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
         const result = await this.#o.client.query(q.query, this.#queryOptions(this.#o.now()));
         const items = externalItems(result).map((v): ExternalItem => ({
           metricName: read.metricName,
-          metricLabels: v.labels,
+          metricLabels: v.labels ?? {},
+          ...(v.labels === null ? { nullLabels: true } : {}),
           value: v.value,
           quantity: v.quantity,
           timestamp: v.timestamp,

@@ -150,6 +150,11 @@ export interface CustomItem {
 export interface ExternalItem {
   metricName: string;
   metricLabels: Record<string, string>;
+  /**
+   * `metricLabels` is written `null` (prometheus-adapter's answer for a scalar: no labels at
+   * all, where a vector sample without labels has `{}`).
+   */
+  nullLabels?: boolean;
   value: number;
   /** As {@linkcode CustomItem.quantity}. */
   quantity?: string;

@@ -1277,6 +1277,16 @@ async function main(argv: string[]): Promise<number> {
           ].join(" "),
           "1",
         ],
+        // and prometheus-adapter's config file, side by side with prometheus-adapter (issue 49)
+        [
+          "kustomize",
+          "tests/e2e/prometheus_adapter_e2e_test.ts",
+          [
+            `--prometheus-adapter-config=${join(ROOT, "tests/e2e/prometheus_adapter/config.yaml")}`,
+            "--metrics-relist-interval=5s",
+          ].join(" "),
+          "1",
+        ],
       ];
       const only = process.env.HPA_E2E_INSTALL ? installMode() : null;
       // HPA_E2E_SUITE=tests/e2e/shard_e2e_test.ts runs that phase only

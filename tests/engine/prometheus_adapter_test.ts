@@ -253,7 +253,7 @@ describe("prometheus-adapter config served against the real Prometheus", () => {
       apiVersion: "custom.metrics.k8s.io/v1beta2",
       metadata: {},
       items: [{
-        describedObject: { kind: "Pod", namespace: "web", name: "web-a", apiVersion: "v1" },
+        describedObject: { kind: "Pod", namespace: "web", name: "web-a", apiVersion: "/v1" },
         metric: { name: "http_requests_sum" },
         value: "10",
       }],
@@ -271,13 +271,13 @@ describe("prometheus-adapter config served against the real Prometheus", () => {
     assert.equal(status, 200);
     assert.deepEqual(withoutTimestamps(body).items, [
       {
-        describedObject: { kind: "Pod", namespace: "web", name: "web-a", apiVersion: "v1" },
+        describedObject: { kind: "Pod", namespace: "web", name: "web-a", apiVersion: "/v1" },
         metricName: "http_requests_sum",
         value: "10",
         selector: null,
       },
       {
-        describedObject: { kind: "Pod", namespace: "web", name: "web-b", apiVersion: "v1" },
+        describedObject: { kind: "Pod", namespace: "web", name: "web-b", apiVersion: "/v1" },
         metricName: "http_requests_sum",
         value: "20",
         selector: null,
@@ -295,7 +295,7 @@ describe("prometheus-adapter config served against the real Prometheus", () => {
       `${CUSTOM}/v1beta2/namespaces/web/pods/web-b/http_requests_sum?metricLabelSelector=job%3Dtest`,
     );
     assert.deepEqual(withoutTimestamps(body).items, [{
-      describedObject: { kind: "Pod", namespace: "web", name: "web-b", apiVersion: "v1" },
+      describedObject: { kind: "Pod", namespace: "web", name: "web-b", apiVersion: "/v1" },
       metric: { name: "http_requests_sum", selector: { matchLabels: { job: "test" } } },
       value: "20",
     }]);
@@ -309,14 +309,14 @@ describe("prometheus-adapter config served against the real Prometheus", () => {
     const ns = await get(app, `${CUSTOM}/v1beta2/namespaces/web/metrics/http_requests_sum`);
     assert.equal(ns.status, 200);
     assert.deepEqual(withoutTimestamps(ns.body).items, [{
-      describedObject: { kind: "Namespace", name: "web", apiVersion: "v1" },
+      describedObject: { kind: "Namespace", name: "web", apiVersion: "/v1" },
       metric: { name: "http_requests_sum" },
       value: "30",
     }]);
     const node = await get(app, `${CUSTOM}/v1beta2/nodes/n1/node_load`);
     assert.equal(node.status, 200);
     assert.deepEqual(withoutTimestamps(node.body).items, [{
-      describedObject: { kind: "Node", name: "n1", apiVersion: "v1" },
+      describedObject: { kind: "Node", name: "n1", apiVersion: "/v1" },
       metric: { name: "node_load" },
       value: "1500m",
     }]);
@@ -369,7 +369,7 @@ describe("prometheus-adapter config served against the real Prometheus", () => {
     assert.equal(queries(sent).at(-1), "sum(queue_depth{})");
     const scalar = await get(app, `${EXTERNAL}/namespaces/web/queue_depth_scalar`);
     assert.deepEqual(withoutTimestamps(scalar.body).items, [
-      { metricName: "queue_depth_scalar", metricLabels: {}, value: "10" },
+      { metricName: "queue_depth_scalar", metricLabels: null, value: "10" },
     ]);
     assert.equal(queries(sent).at(-1), 'scalar(sum(queue_depth{namespace="web"}))');
   });

@@ -86,7 +86,8 @@ export function customItems(
 
 /** One external item (upstream's ExternalMetricValue). */
 export interface ExternalValue {
-  labels: Record<string, string>;
+  /** The sample's labels; null for a scalar (upstream writes `metricLabels: null`). */
+  labels: Record<string, string> | null;
   value: number;
   quantity: string;
   /** The sample's time, ms since the epoch. */
@@ -115,7 +116,7 @@ export function externalItems(data: ExternalQueryData): ExternalValue[] {
   }
   if (data.resultType === "scalar" && "value" in data) {
     return [{
-      labels: {},
+      labels: null,
       value: data.value,
       quantity: externalQuantity(data.value),
       timestamp: data.timestamp,

@@ -79,9 +79,9 @@ describe("prometheus-adapter serving: external items", () => {
     );
   });
 
-  it("makes a scalar one item without labels, an empty vector no item", () => {
+  it("makes a scalar one item with null labels (upstream writes metricLabels: null), an empty vector no item", () => {
     assert.deepEqual(externalItems({ resultType: "scalar", value: 11, timestamp: 5 }), [
-      { labels: {}, value: 11, quantity: "11", timestamp: 5 },
+      { labels: null, value: 11, quantity: "11", timestamp: 5 },
     ]);
     assert.deepEqual(externalItems({ resultType: "vector", series: [] }), []);
   });

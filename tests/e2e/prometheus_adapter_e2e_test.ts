@@ -1,0 +1,349 @@
+/**
+ * prometheus-adapter's config file, side by side with prometheus-adapter v0.12.0 itself (issue
+ * 49), on the real control plane and the harness's real Prometheus. The harness starts this
+ * adapter with `--prometheus-adapter-config=tests/e2e/prometheus_adapter/config.yaml` (its own
+ * default config from `cmd/config-gen`, then rules that use every template field, both series
+ * filters, overrides and templates, and external rules with and without the namespace);
+ * prometheus-adapter, built from its Go module (tests/e2e/prometheus_adapter_tool.ts), runs on
+ * the same file in the harness's network namespace. Exporter pods serve the same series to
+ * Prometheus (file_sd, labelled with their namespace and pod). Then both must answer alike:
+ *
+ * - the discovery documents of custom.metrics.k8s.io (v1beta1, v1beta2) and
+ *   external.metrics.k8s.io: the same metrics, kinds and verbs;
+ * - every custom metric discovered, read for all pods (with and without a label selector), for
+ *   one pod, for the namespace and for an object of each other resource it names; and every
+ *   external metric, with and without a label selector: the same status, and the same items
+ *   (names, labels, values) but for the timestamps.
+ *
+ * Ours is read as the HPA controller reads it (through the aggregator); prometheus-adapter
+ * directly on its port with the harness's admin certificate.
+ *
+ *   HPA_E2E_SUITE=tests/e2e/prometheus_adapter_e2e_test.ts node --import tsx tests/e2e/harness.ts test
+ */
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpsRequest } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { E2E, readState, ROOT, STATE_DIR, waitFor } from "./harness.ts";
+import { ANNOTATIONS } from "./kubelet.ts";
+import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
+import type { KubeClient } from "./kube_client.ts";
+import { ensurePrometheusAdapter } from "./prometheus_adapter_tool.ts";
+
+// deno-lint-ignore no-explicit-any
+type Obj = any;
+
+const state = readState();
+const WAIT_MS = 90_000;
+/** The config both serve (the harness gives it to this adapter). */
+export const PROMETHEUS_ADAPTER_CONFIG = join(ROOT, "tests/e2e/prometheus_adapter/config.yaml");
+const PEER_PORT = 6443;
+
+/** Whether our adapter was started with the config (it then answers its discovery). */
+function servesConfig(): boolean {
+  return (process.env.HPA_E2E_ADAPTER_ARGS ?? "").includes("--prometheus-adapter-config=");
+}
+
+const SKIP: string | false = !state
+  ? "the e2e harness is not up"
+  : !state.prometheus
+  ? "no Prometheus server (Debian package prometheus)"
+  : !servesConfig()
+  ? "the adapter runs without --prometheus-adapter-config (see this file)"
+  : false;
+
+const kube: KubeClient | null = state ? createKubeClient(loadKubeconfig(state.kubeconfig)) : null;
+
+/** Each exporter pod: its labels and the series it serves. */
+const PODS: Record<string, { labels: Record<string, string>; series: string }> = {
+  "web-0": {
+    labels: { app: "web", parity: "even" },
+    series: exposition(3, 5, 120, 7.5, 2_000_000),
+  },
+  "web-1": {
+    labels: { app: "web", parity: "odd" },
+    series: exposition(4, 0.25, 80, 2.5, 3_500_000),
+  },
+  "web-2": {
+    labels: { app: "web", parity: "even" },
+    series: exposition(10, 1, 40, 0, 1_048_576),
+  },
+};
+
+/** A pod's series in Prometheus' text format (gauges, counters, container series). */
+function exposition(a: number, b: number, requests: number, busy: number, memory: number): string {
+  return [
+    "# TYPE e2e_queue_depth gauge",
+    `e2e_queue_depth{queue="a"} ${a}`,
+    `e2e_queue_depth{queue="b"} ${b}`,
+    "# TYPE e2e_requests_total counter",
+    `e2e_requests_total ${requests}`,
+    "# TYPE e2e_busy_seconds_total counter",
+    `e2e_busy_seconds_total ${busy}`,
+    "# TYPE container_memory_working_set_bytes gauge",
+    `container_memory_working_set_bytes{container="app"} ${memory}`,
+    `container_memory_working_set_bytes{container="POD"} 999`,
+    "# TYPE container_cpu_usage_seconds_total counter",
+    `container_cpu_usage_seconds_total{container="app"} ${requests / 10}`,
+    "",
+  ].join("\n");
+}
+
+describe("e2e: side by side with prometheus-adapter v0.12.0", {
+  skip: SKIP,
+  timeout: 10 * 60_000,
+}, () => {
+  const ns = `e2e-padapter-${Math.random().toString(36).slice(2, 7)}`;
+  let dir = "";
+  let child: ChildProcess | null = null;
+  let exited: Promise<void> = Promise.resolve();
+
+  /** A GET of prometheus-adapter's API (the harness's admin certificate). */
+  const fromPeer = (path: string): Promise<{ status: number; body: Obj }> =>
+    new Promise((resolve, reject) => {
+      const req = httpsRequest({
+        host: E2E.prometheusIp,
+        port: PEER_PORT,
+        path,
+        rejectUnauthorized: false,
+        cert: readFileSync(join(STATE_DIR, "pki", "admin.crt")),
+        key: readFileSync(join(STATE_DIR, "pki", "admin.key")),
+      }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => (text += d));
+        res.on("end", () => {
+          let body: Obj = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // not JSON: kept as text
+          }
+          resolve({ status: res.statusCode ?? 0, body });
+        });
+      });
+      req.on("error", reject);
+      req.end();
+    });
+
+  /** A GET of ours through the aggregator, as the HPA controller reads. */
+  const fromOurs = async (path: string): Promise<{ status: number; body: Obj }> => {
+    try {
+      return { status: 200, body: await kube!.request("GET", path) };
+    } catch (e) {
+      if (!(e instanceof KubeApiError)) throw e;
+      let body: Obj = e.body;
+      try {
+        body = JSON.parse(e.body);
+      } catch {
+        // not a Status
+      }
+      return { status: e.status, body };
+    }
+  };
+
+  before(async () => {
+    const bin = ensurePrometheusAdapter();
+    dir = mkdtempSync(join(tmpdir(), "e2e-padapter-"));
+    const admin = join(STATE_DIR, "kubeconfig");
+    const log = openSync(join(STATE_DIR, "logs", "prometheus-adapter.log"), "a");
+    child = spawn("ip", [
+      "netns",
+      "exec",
+      E2E.netns,
+      bin,
+      `--bind-address=${E2E.prometheusIp}`,
+      `--secure-port=${PEER_PORT}`,
+      `--cert-dir=${join(dir, "certs")}`,
+      `--lister-kubeconfig=${admin}`,
+      `--authentication-kubeconfig=${admin}`,
+      `--authorization-kubeconfig=${admin}`,
+      `--prometheus-url=${state!.prometheus!.url}`,
+      "--metrics-relist-interval=5s",
+      `--config=${PROMETHEUS_ADAPTER_CONFIG}`,
+      "--v=2",
+    ], { stdio: ["ignore", log, log] });
+    exited = new Promise((resolve) => child!.once("exit", () => resolve()));
+
+    await kube!.request("POST", "/api/v1/namespaces", {
+      body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },
+    });
+    await waitFor(() => kube!.get(`/api/v1/namespaces/${ns}/serviceaccounts/default`), {
+      what: `service account default in ${ns}`,
+      timeoutMs: WAIT_MS,
+    });
+    // the exporters, scraped by the harness's Prometheus with their namespace and pod
+    for (const [name, p] of Object.entries(PODS)) {
+      await kube!.request("POST", `/api/v1/namespaces/${ns}/pods`, {
+        body: {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: {
+            name,
+            namespace: ns,
+            labels: p.labels,
+            annotations: {
+              [ANNOTATIONS.metrics]: p.series,
+              [ANNOTATIONS.contentType]: "text/plain; version=0.0.4",
+            },
+          },
+          spec: {
+            containers: [{
+              name: "app",
+              image: "e2e.invalid/exporter:1",
+              ports: [{ containerPort: 9100 }],
+            }],
+          },
+        },
+      });
+    }
+    const targets = [];
+    for (const name of Object.keys(PODS)) {
+      const ip = await waitFor(async () => {
+        const p = await kube!.request("GET", `/api/v1/namespaces/${ns}/pods/${name}`);
+        return (p.status?.conditions ?? []).some((c: Obj) =>
+            c.type === "Ready" && c.status === "True"
+          )
+          ? p.status.podIP as string
+          : undefined;
+      }, { what: `pod ${name} ready`, timeoutMs: WAIT_MS });
+      targets.push({ targets: [`${ip}:9100`], labels: { namespace: ns, pod: name } });
+    }
+    writeFileSync(join(state!.prometheus!.targetsDir, `${ns}.json`), JSON.stringify(targets));
+    // every series scraped, and a few samples of each counter (rates over two or more)
+    await waitFor(async () => {
+      const q = `count(count_over_time(e2e_requests_total{namespace="${ns}"}[5m]) >= 3)`;
+      const r = await fetch(
+        `${state!.prometheus!.url}/api/v1/query?query=${encodeURIComponent(q)}`,
+      );
+      return (await r.json()).data?.result?.[0]?.value?.[1] === "3" || undefined;
+    }, { what: "Prometheus with three samples of each pod's series", timeoutMs: WAIT_MS });
+    await waitFor(
+      async () =>
+        (await fromPeer("/apis/custom.metrics.k8s.io/v1beta1").catch(() => null))
+            ?.status === 200 || undefined,
+      { what: `prometheus-adapter at ${E2E.prometheusIp}:${PEER_PORT}`, timeoutMs: WAIT_MS },
+    );
+  });
+
+  after(async () => {
+    if (child !== null && child.exitCode === null) {
+      child.kill("SIGTERM");
+      const kill = setTimeout(() => child?.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(kill);
+    }
+    if (state?.prometheus) rmSync(join(state.prometheus.targetsDir, `${ns}.json`), { force: true });
+    if (!process.env.HPA_E2E_KEEP) {
+      await kube!.request("DELETE", `/api/v1/namespaces/${ns}`).catch(() => {});
+    }
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * A discovery document's resources, by name (the order is each server's own), without the
+   * fixed entry this adapter always lists (`custommetrics`, `externalmetrics`: a group is never
+   * empty, and `kubectl api-resources` has a line for it; README).
+   */
+  const resources = (doc: Obj): Obj[] =>
+    [...(doc?.resources ?? [])]
+      .filter((r: Obj) => r.name !== "custommetrics" && r.name !== "externalmetrics")
+      .sort((a: Obj, b: Obj) => a.name < b.name ? -1 : 1);
+
+  /** Both discovery documents once both list every metric of the exporters' series. */
+  async function discovered(path: string, wants: string[]): Promise<[Obj[], Obj[]]> {
+    let last: [Obj[], Obj[]] = [[], []];
+    await waitFor(async () => {
+      const [p, o] = await Promise.all([fromPeer(path), fromOurs(path)]);
+      last = [resources(p.body), resources(o.body)];
+      return last.every((list) => wants.every((w) => list.some((r) => r.name === w))) ||
+        undefined;
+    }, { what: `${wants.join(", ")} in ${path} of both`, timeoutMs: WAIT_MS }).catch(() => {});
+    return last;
+  }
+
+  it("lists the same metrics in every discovery document", async () => {
+    for (const version of ["v1beta1", "v1beta2"]) {
+      const [peer, ours] = await discovered(`/apis/custom.metrics.k8s.io/${version}`, [
+        "pods/max_queue_depth",
+        "namespaces/ns_e2e_queue_depth",
+        "pods/memory_working_set_bytes",
+      ]);
+      assert.ok(peer.length > 0, `prometheus-adapter's ${version} discovery is empty`);
+      assert.deepEqual(ours, peer, `custom.metrics.k8s.io/${version}`);
+    }
+    const [peer, ours] = await discovered("/apis/external.metrics.k8s.io/v1beta1", [
+      "e2e_queue_depth",
+      "cluster_requests",
+      "busy_scalar",
+    ]);
+    assert.deepEqual(ours, peer, "external.metrics.k8s.io/v1beta1");
+  });
+
+  it("answers every custom and external read alike", async () => {
+    const [custom] = await discovered("/apis/custom.metrics.k8s.io/v1beta1", [
+      "pods/max_queue_depth",
+    ]);
+    const [external] = await discovered("/apis/external.metrics.k8s.io/v1beta1", [
+      "busy_scalar",
+    ]);
+    const base = "/apis/custom.metrics.k8s.io/v1beta1";
+    const paths: string[] = [];
+    for (const r of custom) {
+      const [resource, metric] = [
+        r.name.slice(0, r.name.indexOf("/")),
+        r.name.slice(r.name.indexOf("/") + 1),
+      ];
+      if (resource === "pods") {
+        paths.push(
+          `${base}/namespaces/${ns}/pods/*/${metric}`,
+          `${base}/namespaces/${ns}/pods/*/${metric}?labelSelector=${
+            encodeURIComponent("parity=even")
+          }`,
+          `${base}/namespaces/${ns}/pods/web-1/${metric}`,
+        );
+      } else if (resource === "namespaces") {
+        paths.push(`${base}/namespaces/${ns}/metrics/${metric}`);
+      } else if (r.namespaced) {
+        paths.push(`${base}/namespaces/${ns}/${resource}/e2e/${metric}`);
+      } else {
+        paths.push(`${base}/${resource}/e2e/${metric}`);
+      }
+    }
+    for (const r of external) {
+      const path = `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${r.name}`;
+      paths.push(path, `${path}?labelSelector=${encodeURIComponent("queue=b")}`);
+    }
+    assert.ok(paths.length >= 20, `only ${paths.length} reads: ${paths.join(" ")}`);
+    /** An answer as compared: the items but their timestamps, or the error's code. */
+    const comparable = (a: { status: number; body: Obj }) =>
+      a.status === 200
+        ? {
+          status: 200,
+          kind: a.body.kind,
+          items: (a.body.items ?? []).map((i: Obj) => ({ ...i, timestamp: "-" })),
+        }
+        : { status: a.status, reason: a.body?.reason ?? null };
+    const differ: string[] = [];
+    for (const path of paths) {
+      // read at the same moment until both agree (ours collects on its schedule), at most 8 s
+      let last: [Obj, Obj] = [null, null];
+      await waitFor(async () => {
+        const [p, o] = await Promise.all([fromPeer(path), fromOurs(path)]);
+        last = [comparable(p), comparable(o)];
+        return JSON.stringify(last[0]) === JSON.stringify(last[1]) || undefined;
+      }, { what: path, timeoutMs: 8_000 }).catch(() => {});
+      if (JSON.stringify(last[0]) !== JSON.stringify(last[1])) {
+        differ.push(
+          `${path}\n  prometheus-adapter: ${JSON.stringify(last[0])}\n  ours:               ${
+            JSON.stringify(last[1])
+          }`,
+        );
+      }
+    }
+    assert.deepEqual(differ, [], `${differ.length} of ${paths.length} reads differ`);
+  });
+});
