@@ -25,6 +25,7 @@ import {
   couldNameMetric,
   customItems,
   type CustomMetricRegistry,
+  describedKindOf,
   discoverCustomMetrics,
   discoverExternalMetrics,
   distinctSeriesQueries,
@@ -43,7 +44,6 @@ import {
   valuesByName,
 } from "../core/prometheus_adapter/mod.ts";
 import type { PrometheusClient } from "../collectors/prometheus_client.ts";
-import { describedKindFor } from "../store/store.ts";
 import type { CustomItem, ExternalItem, ServedMetric } from "../store/types.ts";
 import type {
   AdapterAnswer,
@@ -599,10 +599,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
     const values = new Map<string, number>();
     for (const v of vectors) for (const [k, x] of valuesByName(v, label)) values.set(k, x);
     // custom-metrics-apiserver's ReferenceFor writes `group/version`: `/v1` for the core group
-    const known = describedKindFor(qualified(found.resource));
-    const kind = known && !known.apiVersion.includes("/")
-      ? { ...known, apiVersion: `/${known.apiVersion}` }
-      : known;
+    const kind = describedKindOf(COMMON_KINDS, found.resource);
     const items = customItems(names, values).map((nv): CustomItem => ({
       namespace: read.namespace,
       groupResource: qualified(found.resource),

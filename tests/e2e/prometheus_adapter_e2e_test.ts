@@ -317,6 +317,12 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       const path = `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${r.name}`;
       paths.push(path, `${path}?labelSelector=${encodeURIComponent("queue=b")}`);
     }
+    // and what neither has: a pod without series, a metric no rule names, an external one
+    paths.push(
+      `${base}/namespaces/${ns}/pods/nope/max_queue_depth`,
+      `${base}/namespaces/${ns}/pods/*/no_such_metric`,
+      `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/no_such_metric`,
+    );
     assert.ok(paths.length >= 20, `only ${paths.length} reads: ${paths.join(" ")}`);
     /** An answer as compared: the items but their timestamps, or the error's code. */
     const comparable = (a: { status: number; body: Obj }) =>

@@ -31,6 +31,8 @@ export interface KindInfo {
   /** Resource names when the guess from the kind is wrong (CRDs may choose their own). */
   plural?: string;
   singular?: string;
+  /** The version the cluster prefers (the RESTMapper's first): `describedObject.apiVersion`. */
+  version?: string;
 }
 
 function groupResourceString(gr: GroupResource): string {

@@ -10,7 +10,7 @@
  */
 
 import type { DiscoveryRule } from "./config.ts";
-import type { KindInfo } from "./naming.ts";
+import { type KindInfo, staticResourceMapper } from "./naming.ts";
 import { decimalMilli, goMilli } from "./resource.ts";
 
 /** A sample of an instant vector, as the Prometheus client reads it. */
@@ -187,27 +187,57 @@ export function couldNameMetric(rule: DiscoveryRule, metric: string): boolean {
  * `resources` naming anything else is refused as an unknown resource.
  */
 export const COMMON_KINDS: readonly KindInfo[] = [
-  { group: "", kind: "Pod" },
-  { group: "", kind: "Service" },
-  { group: "", kind: "Namespace" },
-  { group: "", kind: "Node" },
-  { group: "", kind: "PersistentVolume" },
-  { group: "", kind: "PersistentVolumeClaim" },
-  { group: "", kind: "ConfigMap" },
-  { group: "", kind: "Secret" },
-  { group: "", kind: "Endpoints" },
-  { group: "", kind: "ServiceAccount" },
-  { group: "", kind: "ReplicationController" },
-  { group: "apps", kind: "Deployment" },
-  { group: "apps", kind: "StatefulSet" },
-  { group: "apps", kind: "ReplicaSet" },
-  { group: "apps", kind: "DaemonSet" },
-  { group: "batch", kind: "Job" },
-  { group: "batch", kind: "CronJob" },
-  { group: "networking.k8s.io", kind: "Ingress" },
-  { group: "autoscaling", kind: "HorizontalPodAutoscaler" },
-  { group: "zalando.org", kind: "RouteGroup" },
-  { group: "zalando.org", kind: "ScalingSchedule" },
-  { group: "argoproj.io", kind: "Rollout" },
-  { group: "keda.sh", kind: "ScaledObject" },
+  { group: "", kind: "Pod", version: "v1" },
+  { group: "", kind: "Service", version: "v1" },
+  { group: "", kind: "Namespace", version: "v1" },
+  { group: "", kind: "Node", version: "v1" },
+  { group: "", kind: "PersistentVolume", version: "v1" },
+  { group: "", kind: "PersistentVolumeClaim", version: "v1" },
+  { group: "", kind: "ConfigMap", version: "v1" },
+  { group: "", kind: "Secret", version: "v1" },
+  { group: "", kind: "Endpoints", version: "v1" },
+  { group: "", kind: "ServiceAccount", version: "v1" },
+  { group: "", kind: "ReplicationController", version: "v1" },
+  { group: "apps", kind: "Deployment", version: "v1" },
+  { group: "apps", kind: "StatefulSet", version: "v1" },
+  { group: "apps", kind: "ReplicaSet", version: "v1" },
+  { group: "apps", kind: "DaemonSet", version: "v1" },
+  { group: "batch", kind: "Job", version: "v1" },
+  { group: "batch", kind: "CronJob", version: "v1" },
+  { group: "networking.k8s.io", kind: "Ingress", version: "v1" },
+  { group: "autoscaling", kind: "HorizontalPodAutoscaler", version: "v2" },
+  { group: "zalando.org", kind: "RouteGroup", version: "v1" },
+  { group: "zalando.org", kind: "ScalingSchedule", version: "v1" },
+  { group: "argoproj.io", kind: "Rollout", version: "v1alpha1" },
+  { group: "keda.sh", kind: "ScaledObject", version: "v1alpha1" },
 ];
+
+/**
+ * The `describedObject` kind and apiVersion of a resource as prometheus-adapter writes them
+ * (custom-metrics-apiserver's `ReferenceFor`: `group + "/" + version`, so `/v1` for the core
+ * group), from `kinds`; null when the resource is not among them.
+ *
+ * @example
+ * ```ts
+ * describedKindOf(COMMON_KINDS, { group: "batch", resource: "jobs" }); // { kind: "Job", apiVersion: "batch/v1" }
+ * describedKindOf(COMMON_KINDS, { group: "", resource: "pods" }); // { kind: "Pod", apiVersion: "/v1" }
+ * ```
+ */
+export function describedKindOf(
+  kinds: readonly KindInfo[],
+  gr: { group: string; resource: string },
+): { kind: string; apiVersion: string } | null {
+  const mapper = staticResourceMapper(kinds);
+  for (const k of kinds) {
+    if (k.group !== gr.group || k.version === undefined) continue;
+    let plural: string;
+    try {
+      plural = mapper.resourceFor({ group: k.group, resource: k.singular ?? k.kind.toLowerCase() })
+        .resource;
+    } catch {
+      continue;
+    }
+    if (plural === gr.resource) return { kind: k.kind, apiVersion: `${k.group}/${k.version}` };
+  }
+  return null;
+}

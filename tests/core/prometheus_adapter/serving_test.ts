@@ -8,9 +8,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import {
+  COMMON_KINDS,
   couldNameMetric,
   customItems,
   customQuantity,
+  describedKindOf,
   externalItems,
   externalQuantity,
   parsePrometheusAdapterConfig,
@@ -138,5 +140,27 @@ describe("prometheus-adapter serving: which rules could name a metric", () => {
   it("any name for a rule whose name.as uses a group, only its own name otherwise", () => {
     assert.deepEqual(config.rules.map((r) => couldNameMetric(r, "anything")), [true, false, true]);
     assert.equal(couldNameMetric(config.rules[1], "fixed_name"), true);
+  });
+});
+
+describe("describedKindOf", () => {
+  it("writes group/version as custom-metrics-apiserver's ReferenceFor does, /v1 for the core group", () => {
+    const of = (group: string, resource: string) =>
+      describedKindOf(COMMON_KINDS, { group, resource });
+    assert.deepEqual(of("", "pods"), { kind: "Pod", apiVersion: "/v1" });
+    assert.deepEqual(of("", "namespaces"), { kind: "Namespace", apiVersion: "/v1" });
+    assert.deepEqual(of("", "endpoints"), { kind: "Endpoints", apiVersion: "/v1" });
+    assert.deepEqual(of("batch", "jobs"), { kind: "Job", apiVersion: "batch/v1" });
+    assert.deepEqual(of("apps", "deployments"), { kind: "Deployment", apiVersion: "apps/v1" });
+    assert.deepEqual(of("networking.k8s.io", "ingresses"), {
+      kind: "Ingress",
+      apiVersion: "networking.k8s.io/v1",
+    });
+    assert.deepEqual(of("autoscaling", "horizontalpodautoscalers"), {
+      kind: "HorizontalPodAutoscaler",
+      apiVersion: "autoscaling/v2",
+    });
+    assert.equal(of("", "jobs"), null);
+    assert.equal(of("example.com", "widgets"), null);
   });
 });
