@@ -49,7 +49,6 @@ import { kedaPlans } from "../core/keda/plan.ts";
 import {
   InvalidScaledObjectError,
   kedaBoolAnnotation,
-  kedaUsesModifiers,
   parseScaledObject,
   type ScaledObject,
 } from "../core/keda/scaled_object.ts";
@@ -69,7 +68,6 @@ import {
   kedaPausedByAnnotation,
   kedaScaleDecision,
 } from "../core/keda/executor.ts";
-import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
 import {
   matchesSelector,
   parseSelector,
@@ -80,7 +78,7 @@ import type { ScaledObjectStatus } from "../api/status_model.ts";
 import { errorText } from "../engine/error_text.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
-import { resolveKedaParams } from "./keda_resolver.ts";
+import { resolveKedaParams, typedTriggers } from "./keda_resolver.ts";
 
 /** KEDA's finalizer of the ScaledObjects it serves. */
 export const KEDA_FINALIZER = "finalizer.keda.sh";
@@ -585,22 +583,9 @@ export class KedaController implements KedaTriggerSource {
         metrics: result.metrics,
       };
     }
-    const triggers = so.spec.triggers.map((t, i): KedaResolvedTrigger | undefined => {
-      if ("error" in result) return undefined;
-      try {
-        const { values } = readTrigger(t.type, resolved.params[i], {
-          modifiers: kedaUsesModifiers(so),
-          ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
-          ...(resolved.podIdentities[i] !== undefined
-            ? { podIdentity: resolved.podIdentities[i] }
-            : {}),
-        });
-        return { type: t.type, values, digest: this.#digest([t.type, resolved.params[i]]) };
-      } catch (e) {
-        if (e instanceof TriggerError) return undefined;
-        throw e;
-      }
-    });
+    const triggers: (KedaResolvedTrigger | undefined)[] = "error" in result
+      ? so.spec.triggers.map(() => undefined)
+      : typedTriggers(so, resolved, (v) => this.#digest(v));
     const hpaName = "error" in result ? null : result.hpa.metadata.name;
     // the HPA of that name: KEDA's operator's, or another's, is left alone
     if (hpaName !== null) {

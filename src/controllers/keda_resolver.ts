@@ -14,7 +14,9 @@
  * @module
  */
 import type { Kind, KubeObject } from "../cluster/types.ts";
-import type { ScaledObject } from "../core/keda/scaled_object.ts";
+import type { KedaResolvedTrigger } from "../collectors/keda.ts";
+import { kedaUsesModifiers, type ScaledObject } from "../core/keda/scaled_object.ts";
+import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
 import type { TriggerParams } from "../core/keda/typed_config.ts";
 
 /** Reads one object (null when it does not exist); throws on other errors. */
@@ -270,4 +272,31 @@ export async function resolveKedaParams(
     out.errors.push(error);
   }
   return out;
+}
+
+/**
+ * Each trigger's values as KEDA's typed config reads its resolved parameters, with the digest
+ * its plan carries (`digest` of the type and parameters: a keyed hash, never the values);
+ * undefined for a trigger whose metadata KEDA would refuse (its plan says why).
+ */
+export function typedTriggers(
+  so: ScaledObject,
+  resolved: ResolvedTriggers,
+  digest: (value: unknown) => string,
+): (KedaResolvedTrigger | undefined)[] {
+  return so.spec.triggers.map((t, i): KedaResolvedTrigger | undefined => {
+    try {
+      const { values } = readTrigger(t.type, resolved.params[i], {
+        modifiers: kedaUsesModifiers(so),
+        ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
+        ...(resolved.podIdentities[i] !== undefined
+          ? { podIdentity: resolved.podIdentities[i] }
+          : {}),
+      });
+      return { type: t.type, values, digest: digest([t.type, resolved.params[i]]) };
+    } catch (e) {
+      if (e instanceof TriggerError) return undefined;
+      throw e;
+    }
+  });
 }

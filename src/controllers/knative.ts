@@ -50,15 +50,13 @@ import {
 import { HPA_FAILED } from "../core/keda/hpa.ts";
 import { KEDA_COMPOSITE_METRIC } from "../core/keda/names.ts";
 import { kedaPlans } from "../core/keda/plan.ts";
-import { kedaUsesModifiers } from "../core/keda/scaled_object.ts";
-import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
 import type { EndpointPolicy } from "../core/endpoint_policy.ts";
 import type { PromQLScoper } from "../core/kube_metrics_adapter/collector_config.ts";
 import type { MetricPlan } from "../core/types.ts";
 import type { KedaServingSource } from "../api/metric_read.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
-import { resolveKedaParams } from "./keda_resolver.ts";
+import { resolveKedaParams, typedTriggers } from "./keda_resolver.ts";
 
 /** The label that marks the HPAs this reconciler made (only those are ever deleted). */
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
@@ -447,21 +445,7 @@ export class KnativeReconciler implements KedaTriggerSource, KedaServingSource {
       this.#forget(key);
       return result;
     }
-    const triggers = so.spec.triggers.map((t, i): KedaResolvedTrigger | undefined => {
-      try {
-        const { values } = readTrigger(t.type, resolved.params[i], {
-          modifiers: kedaUsesModifiers(so),
-          ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
-          ...(resolved.podIdentities[i] !== undefined
-            ? { podIdentity: resolved.podIdentities[i] }
-            : {}),
-        });
-        return { type: t.type, values, digest: this.#digest([t.type, resolved.params[i]]) };
-      } catch (e) {
-        if (e instanceof TriggerError) return undefined;
-        throw e;
-      }
-    });
+    const triggers = typedTriggers(so, resolved, (v) => this.#digest(v));
     const digest = this.#digest([result.scaledObject, result.hpa, triggers.map((t) => t?.digest)]);
     const before = this.#entries.get(key);
     this.#entries.set(key, { kind, result, triggers, digest });
