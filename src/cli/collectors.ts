@@ -4,7 +4,6 @@
  * factory here, its descriptor in src/core/kube_metrics_adapter/collectors.ts, and nothing else outside its files.
  */
 import { kedaCollectorFactories, type KedaTriggerSource } from "../collectors/keda.ts";
-import type { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { createCollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import type { CollectorFactory } from "../collectors/types.ts";
@@ -33,8 +32,6 @@ import {
 
 /** What the collectors share with the writers of `serve` besides the flags. */
 export interface CollectorShared {
-  /** Tokens of `bearer-token-from`, which the Knative reconciler fills. */
-  bearerTokens?: BearerTokens;
   /** The triggers of the owned ScaledObjects (`--keda-scaled-objects`): the KEDA controller. */
   kedaTriggers?: KedaTriggerSource;
 }
@@ -59,9 +56,7 @@ export function collectorFactories(
     createScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     createClusterScalingScheduleFactory(scheduleEvaluatorFor(flags)),
     // Prometheus family
-    createPrometheusFactory(
-      shared.bearerTokens ? { ...prometheus, bearerTokens: shared.bearerTokens } : prometheus,
-    ),
+    createPrometheusFactory(prometheus),
     createSkipperFactory(skipperOptionsFromFlags(flags)),
     createExternalRpsFactory(externalRpsOptionsFromFlags(flags)),
     // InfluxDB, SQS, ZMON, Nakadi

@@ -3,7 +3,6 @@
  * store, the engine and the API, serves HTTPS until stopped, and tears everything down in
  * reverse order. This file only wires; every part lives in its own folder.
  */
-import { BearerTokens } from "../collectors/bearer_tokens.ts";
 import { hostname as osHostname } from "node:os";
 import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
@@ -316,8 +315,6 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     });
     closers.push(() => delegation.close());
     const { delegates } = delegation;
-    // trigger authentication tokens: the Knative reconciler reads them, Prometheus sends them
-    const bearerTokens = new BearerTokens();
     // --keda-scaled-objects: the owned ScaledObjects' HPAs, statuses, triggers and plans
     let replan: (namespace: string, name: string) => void = () => {};
     let planReading: (
@@ -377,10 +374,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         plansFor: (hpa: KubeObject) => knative?.plansFor(hpa) ?? keda?.plansFor(hpa),
       }
       : null;
-    const registry = collectorRegistry(flags, {
-      bearerTokens,
-      ...(kedaSources ? { kedaTriggers: kedaSources } : {}),
-    });
+    const registry = collectorRegistry(flags, kedaSources ? { kedaTriggers: kedaSources } : {});
     // one runtime timer for all the engine's timers due in the same 250 ms (see timer_wheel.ts)
     const timers = new TimerWheel();
     closers.push(() => timers.clear());

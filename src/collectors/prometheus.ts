@@ -23,10 +23,8 @@
  *   resolving to one) unless `allowLinkLocalTargets`, and is never quoted in errors.
  * - Every query has a timeout (`queryTimeoutSeconds`) and a response size cap.
  */
-import { BearerTokens } from "./bearer_tokens.ts";
 import type { ClusterView, Kind } from "../cluster/types.ts";
 import {
-  bearerTokenKey,
   type MultipleSeries,
   type PrometheusConfig,
   prometheusDescriptor,
@@ -71,8 +69,6 @@ export interface PrometheusOptions {
   maxResponseBytes?: number;
   /** A `prometheus-server` an HPA names may be a link-local address (default false). */
   allowLinkLocalTargets?: boolean;
-  /** Tokens of `bearer-token-from` (filled by the Knative reconciler); none without it. */
-  bearerTokens?: BearerTokens;
 }
 
 /** The defaults of {@linkcode PrometheusOptions}. */
@@ -98,8 +94,6 @@ export interface PrometheusBackends {
   maxBytes: number;
   /** A server an HPA names may be link-local. */
   allowLinkLocal: boolean;
-  /** Tokens of `bearer-token-from`; an empty store when none was given. */
-  bearerTokens: BearerTokens;
 }
 
 function positive(v: number | undefined, dflt: number): number {
@@ -133,7 +127,6 @@ export function prometheusBackends(options: PrometheusOptions): PrometheusBacken
     timeoutSeconds: positive(options.queryTimeoutSeconds, PROMETHEUS_DEFAULTS.queryTimeoutSeconds),
     maxBytes: positive(options.maxResponseBytes, PROMETHEUS_DEFAULTS.maxResponseBytes),
     allowLinkLocal: options.allowLinkLocalTargets ?? PROMETHEUS_DEFAULTS.allowLinkLocalTargets,
-    bearerTokens: options.bearerTokens ?? new BearerTokens(),
   };
   backendsCache.set(options, backends);
   return backends;
@@ -406,38 +399,25 @@ interface PrometheusPlanConfig {
   client: PrometheusClient;
   /** Said once per collection when both overrides are set. */
   warning: string | null;
-  /** The key of the `bearer-token-from` token sent, or null. */
-  tokenKey: string | null;
 }
 
 function resolveServer(
   metric: string,
   config: PrometheusConfig,
   backends: PrometheusBackends,
-  namespace: string,
-): { client: PrometheusClient; warning: string | null; tokenKey: string | null } {
+): { client: PrometheusClient; warning: string | null } {
   const alias = config.serverAlias;
-  const ref = config.bearerTokenFrom;
-  if (ref !== undefined && config.server === undefined) {
-    throw new Error(
-      `metric ${metric} sets bearer-token-from without prometheus-server: the token is sent only to the server the metric names`,
-    );
-  }
   if (config.server !== undefined) {
     // The HPA's choice of server (its schema checked the URL): never the operator's token,
-    // never quoted in errors; a trigger authentication's token of its own namespace (or a
-    // cluster one) when it names one.
-    const tokenKey = ref === undefined ? null : bearerTokenKey(namespace, ref);
-    const tokens = backends.bearerTokens;
+    // never quoted in errors.
     const client = new PrometheusClient({
       url: config.server,
       chosenByHpa: { allowLinkLocal: backends.allowLinkLocal },
-      ...(tokenKey === null ? {} : { bearerToken: () => tokens.get(tokenKey) }),
     });
     const warning = alias !== undefined
       ? `metric ${metric} sets both prometheus-server and prometheus-server-alias "${alias}"; the URL is used`
       : null;
-    return { client, warning, tokenKey };
+    return { client, warning };
   }
   if (alias !== undefined) {
     const client = backends.aliases.get(alias);
@@ -449,14 +429,14 @@ function resolveServer(
         })`,
       );
     }
-    return { client, warning: null, tokenKey: null };
+    return { client, warning: null };
   }
   if (!backends.default) {
     throw new BackendNotConfiguredError(
       `no Prometheus server for metric ${metric}: start with --prometheus-server or set prometheus-server-alias`,
     );
   }
-  return { client: backends.default, warning: null, tokenKey: null };
+  return { client: backends.default, warning: null };
 }
 
 /** What a plan must be for the collector besides its config. */
@@ -504,7 +484,6 @@ class PrometheusCollector implements Collector {
         config.namespace ?? null,
         config.ignoreNullValues,
         config.multipleSeries,
-        config.tokenKey,
         plan.metricType,
         plan.metricType === "Object" && d ? [ns, d.kind, d.name] : null,
         plan.perReplica ? [ns, target.kind, target.name] : null,
@@ -564,7 +543,7 @@ export function createPrometheusFactory(prometheus: PrometheusOptions = {}): Col
       const config = planConfig(prometheusDescriptor, plan, {
         allowLinkLocalTargets: backends.allowLinkLocal,
       });
-      const server = resolveServer(plan.metricName, config, backends, plan.hpa.namespace);
+      const server = resolveServer(plan.metricName, config, backends);
       return new PrometheusCollector(plan, {
         query: config.query,
         namespace: config.namespace,

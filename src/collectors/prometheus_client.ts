@@ -105,12 +105,6 @@ export interface PrometheusClientOptions {
    * that never quote the server.
    */
   chosenByHpa?: { allowLinkLocal: boolean };
-  /**
-   * A bearer token read on each request (a KEDA trigger authentication's secret, which the HPA's
-   * own namespace or the cluster admin provides): allowed with `chosenByHpa`, unlike a token
-   * file. Throws when there is none; the request is not sent then.
-   */
-  bearerToken?: () => string;
 }
 
 /** Prometheus' own `errorType` values: words of the API, safe to repeat whoever the server is. */
@@ -490,20 +484,10 @@ export class PrometheusClient {
       );
     }
     this.#token = this.tokenFile ? new TokenFile(this.tokenFile) : null;
-    this.#bearer = options.bearerToken ?? null;
   }
-
-  readonly #bearer: (() => string) | null;
 
   async #authorization(): Promise<string | undefined> {
     if (this.#token) return `Bearer ${await this.#token.read()}`;
-    if (this.#bearer) {
-      try {
-        return `Bearer ${this.#bearer()}`;
-      } catch (e) {
-        throw new PrometheusQueryError((e as Error).message);
-      }
-    }
     return undefined;
   }
 

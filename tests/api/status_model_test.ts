@@ -384,6 +384,7 @@ describe("redactConfig", () => {
     assert.deepEqual(
       redactConfig({
         "bearer-token": "s3cr3t",
+        // (a reference: refused by the planner now, still shown as the HPA sets it)
         "bearer-token-from": "TriggerAuthentication/keda-auth",
         password: "hunter2",
         endpoint: "https://user:pass@metrics.example:8443/q?x=1",

@@ -246,6 +246,15 @@ describe("plan command", () => {
         'unknown prometheus-server-alias "nope" for metric alias (no --additional-prometheus-server given)',
       ],
       [
+        "bearer",
+        "prometheus",
+        {
+          "prometheus-server": "http://prom.shop:9090",
+          "bearer-token-from": "TriggerAuthentication/prom-auth",
+        },
+        'invalid bearer-token-from "TriggerAuthentication/prom-auth" for External metric `bearer` of HPA faults/h-bearer (annotation metric-config.external.bearer.prometheus/bearer-token-from): no longer read: it was filled by the Knative reconciler, which now resolves a TriggerAuthentication as KEDA does; set the token with --prometheus-server-token-file (the operator\'s server) or move the metric to a KEDA ScaledObject with a TriggerAuthentication',
+      ],
+      [
         "syntax",
         "json-path",
         { "json-key": "$[" },

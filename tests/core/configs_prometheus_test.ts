@@ -128,6 +128,8 @@ const NAMESPACE =
   "want a Kubernetes namespace name (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)";
 const BOOL = 'want "true" or "false"';
 const SERIES = 'want "sum", "error" or "first"';
+const BEARER_REFUSED =
+  "no longer read: it was filled by the Knative reconciler, which now resolves a TriggerAuthentication as KEDA does; set the token with --prometheus-server-token-file (the operator's server) or move the metric to a KEDA ScaledObject with a TriggerAuthentication";
 
 /** [name, metric, config (annotations), the message of plan and factory]. */
 const INVALID: [string, Metric, Record<string, string>, string][] = [
@@ -269,6 +271,38 @@ const INVALID: [string, Metric, Record<string, string>, string][] = [
     { query: "up", namespace: "NS" },
     invalid(OBJECT_PROMETHEUS, "namespace", "NS", NAMESPACE),
   ],
+  [
+    "bearer-token-from with the server the metric names (no longer read)",
+    EXTERNAL_PROMETHEUS,
+    {
+      query: "up",
+      "prometheus-server": "http://p.test",
+      "bearer-token-from": "TriggerAuthentication/prom-auth",
+    },
+    invalid(
+      EXTERNAL_PROMETHEUS,
+      "bearer-token-from",
+      "TriggerAuthentication/prom-auth",
+      BEARER_REFUSED,
+    ),
+  ],
+  [
+    "bearer-token-from whatever its value (no longer read)",
+    EXTERNAL_PROMETHEUS,
+    { query: "up", "bearer-token-from": "Secret/x" },
+    invalid(EXTERNAL_PROMETHEUS, "bearer-token-from", "Secret/x", BEARER_REFUSED),
+  ],
+  [
+    "Object prometheus with a ClusterTriggerAuthentication (no longer read)",
+    OBJECT_PROMETHEUS,
+    { query: "up", "bearer-token-from": "ClusterTriggerAuthentication/cluster-auth" },
+    invalid(
+      OBJECT_PROMETHEUS,
+      "bearer-token-from",
+      "ClusterTriggerAuthentication/cluster-auth",
+      BEARER_REFUSED,
+    ),
+  ],
   // prometheus, Object
   ["Object prometheus without a query (the annotation of its server chose it)", OBJECT_PROMETHEUS, {
     "prometheus-server-alias": "other",
@@ -360,6 +394,10 @@ const VALID: [string, Metric, Record<string, string>, boolean][] = [
     false,
   ],
   ["multiple-series sum", EXTERNAL_PROMETHEUS, { query: "up", "multiple-series": "sum" }, false],
+  ["an empty bearer-token-from (not set)", EXTERNAL_PROMETHEUS, {
+    query: "up",
+    "bearer-token-from": "",
+  }, false],
   ["requests-per-second", RPS, { hostnames: "a.org,www.a.org", weight: "12.5" }, false],
   ["skipper without a backend", SKIPPER, {}, false],
   ["skipper with a backend", SKIPPER, { backend: "b1" }, false],

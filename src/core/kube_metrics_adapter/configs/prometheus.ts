@@ -15,6 +15,10 @@
  * - `multiple-series`: what several series of an instant vector give: `sum` (the default),
  *   `error` (KEDA: at most one series) or `first` (the first series of the answer, as
  *   kube-metrics-adapter kept it).
+ *
+ * `bearer-token-from` is refused ({@linkcode BEARER_TOKEN_FROM_REFUSED}): its tokens came from
+ * the Knative reconciler, which no longer provides them, and a metric must not lose its token
+ * silently.
  */
 import { z } from "zod";
 import {
@@ -50,36 +54,15 @@ export interface PrometheusConfig {
   ignoreNullValues: boolean;
   /** `multiple-series` (default `sum`). */
   multipleSeries: MultipleSeries;
-  /**
-   * `bearer-token-from`: the KEDA trigger authentication whose `bearerToken` secret the query
-   * sends (read by the Knative reconciler); undefined when not set.
-   */
-  bearerTokenFrom?: BearerTokenRef;
 }
-
-/** A KEDA trigger authentication named by `bearer-token-from`. */
-export interface BearerTokenRef {
-  kind: "TriggerAuthentication" | "ClusterTriggerAuthentication";
-  name: string;
-}
-
-/** A Kubernetes object name (DNS-1123 subdomain). */
-const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 /**
- * The key of a trigger authentication's token for an HPA of `namespace`: a
- * TriggerAuthentication is the HPA's namespace's, a ClusterTriggerAuthentication everyone's.
- *
- * @example
- * ```ts
- * bearerTokenKey("shop", { kind: "TriggerAuthentication", name: "prom" }); // "shop/TriggerAuthentication/prom"
- * ```
+ * Why a `bearer-token-from` value is refused, whatever it is: the Knative reconciler filled its
+ * token store and now resolves a TriggerAuthentication as KEDA does, so nothing would send the
+ * token.
  */
-export function bearerTokenKey(namespace: string, ref: BearerTokenRef): string {
-  return ref.kind === "TriggerAuthentication"
-    ? `${namespace}/${ref.kind}/${ref.name}`
-    : `/${ref.kind}/${ref.name}`;
-}
+export const BEARER_TOKEN_FROM_REFUSED =
+  "no longer read: it was filled by the Knative reconciler, which now resolves a TriggerAuthentication as KEDA does; set the token with --prometheus-server-token-file (the operator's server) or move the metric to a KEDA ScaledObject with a TriggerAuthentication";
 
 /** A key whose empty value counts as absent. */
 function unlessEmpty<T>(
@@ -110,16 +93,9 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
       if (v === "false") return false;
       throw new Error(`want "true" or "false"`);
     })),
-    "bearer-token-from": unlessEmpty(configKey((v): BearerTokenRef => {
-      const [kind, name, ...rest] = v.split("/");
-      if (
-        rest.length > 0 ||
-        (kind !== "TriggerAuthentication" && kind !== "ClusterTriggerAuthentication") ||
-        name === undefined || !OBJECT_NAME.test(name)
-      ) {
-        throw new Error("want TriggerAuthentication/<name> or ClusterTriggerAuthentication/<name>");
-      }
-      return { kind, name };
+    // Known, so that an HPA still setting it is told why, not left without its token.
+    "bearer-token-from": unlessEmpty(configKey((): never => {
+      throw new Error(BEARER_TOKEN_FROM_REFUSED);
     })),
     "multiple-series": unlessEmpty(configKey((v) => {
       if (!(MULTIPLE_SERIES as readonly string[]).includes(v)) {
@@ -151,7 +127,6 @@ function schema(metricType: MetricType, context: ConfigContext): ConfigSchema<Pr
     if (c["prometheus-server"] !== undefined) out.server = c["prometheus-server"];
     if (c["prometheus-server-alias"] !== undefined) out.serverAlias = c["prometheus-server-alias"];
     if (c.namespace !== undefined) out.namespace = c.namespace;
-    if (c["bearer-token-from"] !== undefined) out.bearerTokenFrom = c["bearer-token-from"];
     return out;
   }) as unknown as ConfigSchema<PrometheusConfig>;
 }
