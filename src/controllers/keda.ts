@@ -80,7 +80,7 @@ import type { ScaledObjectStatus } from "../api/status_model.ts";
 import { errorText } from "../engine/error_text.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
-import { resolveKedaParams } from "./keda_resolver.ts";
+import { podIdentityContext, resolveKedaParams } from "./keda_resolver.ts";
 
 /** KEDA's finalizer of the ScaledObjects it serves. */
 export const KEDA_FINALIZER = "finalizer.keda.sh";
@@ -591,11 +591,13 @@ export class KedaController implements KedaTriggerSource {
         const { values } = readTrigger(t.type, resolved.params[i], {
           modifiers: kedaUsesModifiers(so),
           ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
-          ...(resolved.podIdentities[i] !== undefined
-            ? { podIdentity: resolved.podIdentities[i] }
-            : {}),
+          ...podIdentityContext(resolved, i),
         });
-        return { type: t.type, values, digest: this.#digest([t.type, resolved.params[i]]) };
+        return {
+          type: t.type,
+          values,
+          digest: this.#digest([t.type, resolved.params[i], resolved.podIdentityRoles[i] ?? null]),
+        };
       } catch (e) {
         if (e instanceof TriggerError) return undefined;
         throw e;

@@ -58,7 +58,7 @@ import type { MetricPlan } from "../core/types.ts";
 import type { KedaServingSource } from "../api/metric_read.ts";
 import type { Logger } from "../engine/logger.ts";
 import { silentLogger } from "../engine/logger.ts";
-import { resolveKedaParams } from "./keda_resolver.ts";
+import { podIdentityContext, resolveKedaParams } from "./keda_resolver.ts";
 
 /** The label that marks the HPAs this reconciler made (only those are ever deleted). */
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
@@ -452,11 +452,13 @@ export class KnativeReconciler implements KedaTriggerSource, KedaServingSource {
         const { values } = readTrigger(t.type, resolved.params[i], {
           modifiers: kedaUsesModifiers(so),
           ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
-          ...(resolved.podIdentities[i] !== undefined
-            ? { podIdentity: resolved.podIdentities[i] }
-            : {}),
+          ...podIdentityContext(resolved, i),
         });
-        return { type: t.type, values, digest: this.#digest([t.type, resolved.params[i]]) };
+        return {
+          type: t.type,
+          values,
+          digest: this.#digest([t.type, resolved.params[i], resolved.podIdentityRoles[i] ?? null]),
+        };
       } catch (e) {
         if (e instanceof TriggerError) return undefined;
         throw e;
