@@ -71,6 +71,9 @@ export function collectorFactories(
         linkLocal: { allow: boolFlag(flags, "allow-link-local-targets") },
         maxResponseBytes: numberFlag(flags, "max-response-bytes"),
         sqsEndpointUrl: stringFlag(flags, "aws-endpoint-url") ?? null,
+        stsEndpointUrl: stringFlag(flags, "aws-sts-endpoint-url") ?? null,
+        // KEDA reads it to try the operator's web identity on a pod identity's role first
+        webIdentityTokenFile: process.env.AWS_WEB_IDENTITY_TOKEN_FILE || null,
       })
       : []),
   ];

@@ -599,6 +599,13 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     null,
     "SQS endpoint URL (an emulator or a VPC endpoint); AWS_ENDPOINT_URL works too",
   ),
+  def(
+    BACKENDS,
+    "aws-sts-endpoint-url",
+    "string",
+    null,
+    "STS endpoint URL for the roles KEDA aws-sqs-queue triggers assume; AWS_ENDPOINT_URL_STS works too",
+  ),
   def(BACKENDS, "zmon-kariosdb-endpoint", "string", null, "URL of ZMON's KairosDB endpoint"),
   def(
     BACKENDS,

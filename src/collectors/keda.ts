@@ -33,6 +33,7 @@ import {
   kedaXmlValue,
 } from "../core/keda/values.ts";
 import type { MetricPlan } from "../core/types.ts";
+import { type AssumedRole, AwsRoles, type AwsTemporaryCredentials } from "./aws_role.ts";
 import { Http1Client, type Http1ClientTls } from "../runtime/http1_client.ts";
 import { proxyFromEnv } from "../runtime/http_proxy.ts";
 import { queryEscape } from "./prometheus_client.ts";
@@ -72,6 +73,12 @@ export interface KedaCollectorOptions {
   sqsEndpointUrl?: string | null;
   /** SQS: extra client configuration (tests: credentials, retries). */
   sqsClientConfig?: Record<string, unknown>;
+  /** STS (a trigger's role to assume): an endpoint for every request; else the region's. */
+  stsEndpointUrl?: string | null;
+  /** STS: extra client configuration (tests: the assuming identity's credentials, retries). */
+  stsClientConfig?: Record<string, unknown>;
+  /** KEDA's `AWS_WEB_IDENTITY_TOKEN_FILE`: a pod identity's role is first asked for with it. */
+  webIdentityTokenFile?: string | null;
 }
 
 const str = (v: ParsedValue | undefined): string => (typeof v === "string" ? v : "");
@@ -349,10 +356,19 @@ class SqsTrigger implements Collector {
   readonly queryKey: string;
   readonly #values: Record<string, ParsedValue>;
   readonly #options: KedaCollectorOptions;
+  readonly #roles: AwsRoles;
   #client: { sdk: SqsSdk; client: InstanceType<SqsSdk["SQSClient"]> } | null = null;
-  constructor(plan: MetricPlan, t: KedaResolvedTrigger, options: KedaCollectorOptions) {
+  #role: AssumedRole | null = null;
+  #credentials: AwsTemporaryCredentials | null = null;
+  constructor(
+    plan: MetricPlan,
+    t: KedaResolvedTrigger,
+    options: KedaCollectorOptions,
+    roles: AwsRoles,
+  ) {
     this.#values = t.values;
     this.#options = options;
+    this.#roles = roles;
     this.queryKey = `${plan.collector}|${plan.config[KEDA_PLAN_SCALED_OBJECT]}|${
       plan.config[KEDA_PLAN_TRIGGER]
     }|${t.digest}`;
@@ -362,15 +378,15 @@ class SqsTrigger implements Collector {
     const sdk = await (sqsSdk ??= import("@aws-sdk/client-sqs"));
     const v = this.#values;
     const endpoint = str(v.awsEndpoint) || this.#options.sqsEndpointUrl || undefined;
-    if (str(v.awsRoleArn) !== "") {
-      throw new Error(
-        `assuming awsRoleArn ${
-          str(v.awsRoleArn)
-        } is not supported by this adapter yet: use access keys, or the adapter's own identity (podIdentity aws, identityOwner operator)`,
-      );
+    const region = str(v.awsRegion);
+    const roleArn = str(v.awsRoleArn);
+    if (roleArn !== "") {
+      this.#role = v.awsPodIdentity === true
+        ? this.#roles.shared(roleArn, str(v.awsExternalId), region)
+        : this.#roles.own(roleArn, region);
     }
     const keyId = str(v.awsAccessKeyID);
-    const credentials = keyId !== ""
+    const credentials = this.#role !== null ? this.#assumedCredentials() : keyId !== ""
       ? {
         accessKeyId: keyId,
         secretAccessKey: str(v.awsSecretAccessKey),
@@ -379,17 +395,36 @@ class SqsTrigger implements Collector {
       : undefined;
     const client = new sdk.SQSClient({
       ...(this.#options.sqsClientConfig ?? {}),
-      region: str(v.awsRegion),
+      region,
       ...(endpoint ? { endpoint } : {}),
       ...(credentials ? { credentials } : {}),
     });
     this.#client = { sdk, client };
     return this.#client;
   }
+  /**
+   * The SDK's credential provider of an assumed role: the credentials {@linkcode collect} got for
+   * its own time. Marked memoized so that the SDK asks it on every request instead of keeping
+   * the answer by its own clock.
+   */
+  #assumedCredentials() {
+    const provider = () => {
+      const c = this.#credentials;
+      if (c === null) return Promise.reject(new Error("no assumed credentials yet"));
+      return Promise.resolve({
+        accessKeyId: c.accessKeyId,
+        secretAccessKey: c.secretAccessKey,
+        sessionToken: c.sessionToken,
+        expiration: new Date(c.expiration),
+      });
+    };
+    return Object.assign(provider, { memoized: true });
+  }
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const v = this.#values;
     const attributes = kedaSqsAttributes(v.scaleOnInFlight !== false, v.scaleOnDelayed === true);
     const { sdk, client } = await this.#connect();
+    if (this.#role !== null) this.#credentials = await this.#role.get(ctx.now());
     const out = await client.send(
       new sdk.GetQueueAttributesCommand({
         QueueUrl: str(v.queueURL),
@@ -433,6 +468,11 @@ class InfluxTrigger implements Collector {
 /** The factories of every KEDA trigger type collected here. */
 export function kedaCollectorFactories(options: KedaCollectorOptions): CollectorFactory[] {
   const tls = new TlsClients();
+  const roles = new AwsRoles({
+    ...(options.stsEndpointUrl ? { stsEndpointUrl: options.stsEndpointUrl } : {}),
+    ...(options.stsClientConfig ? { stsClientConfig: options.stsClientConfig } : {}),
+    ...(options.webIdentityTokenFile ? { webIdentityTokenFile: options.webIdentityTokenFile } : {}),
+  });
   const make = (
     type: string,
     build: (plan: MetricPlan, t: KedaResolvedTrigger) => Collector,
@@ -447,7 +487,7 @@ export function kedaCollectorFactories(options: KedaCollectorOptions): Collector
     make("prometheus", (p, t) => new PrometheusTrigger(p, t, options, tls)),
     make("metrics-api", (p, t) => new MetricsApiTrigger(p, t, options, tls)),
     make("cron", (p, t) => new CronTrigger(p, t)),
-    make("aws-sqs-queue", (p, t) => new SqsTrigger(p, t, options)),
+    make("aws-sqs-queue", (p, t) => new SqsTrigger(p, t, options, roles)),
     make("influxdb", (p, t) => new InfluxTrigger(p, t)),
   ];
 }

@@ -18,6 +18,7 @@ import type { KedaResolvedTrigger } from "../collectors/keda.ts";
 import { kedaUsesModifiers, type ScaledObject } from "../core/keda/scaled_object.ts";
 import { readTrigger, TriggerError } from "../core/keda/triggers.ts";
 import type { TriggerParams } from "../core/keda/typed_config.ts";
+import type { TriggerContext } from "../core/keda/triggers.ts";
 
 /** Reads one object (null when it does not exist); throws on other errors. */
 export type ObjectReader = (
@@ -32,6 +33,8 @@ export interface ResolvedTriggers {
   params: TriggerParams[];
   /** Each trigger's `podIdentity.provider` of its authentication, by index. */
   podIdentities: (string | undefined)[];
+  /** Each trigger's `podIdentity.roleArn` and `externalID` (provider `aws`), by index. */
+  podIdentityRoles: ({ roleArn?: string; externalId?: string } | undefined)[];
   /** A trigger whose env could not be resolved: KEDA's error (the scaler is not built). */
   errors: (string | undefined)[];
 }
@@ -217,7 +220,12 @@ export async function resolveKedaParams(
   clusterNamespace: string,
 ): Promise<ResolvedTriggers> {
   const ns = so.metadata.namespace ?? "default";
-  const out: ResolvedTriggers = { params: [], podIdentities: [], errors: [] };
+  const out: ResolvedTriggers = {
+    params: [],
+    podIdentities: [],
+    podIdentityRoles: [],
+    errors: [],
+  };
   const pod = await targetPodSpec(so, read);
   const envOf = async (container: string): Promise<Record<string, string>> => {
     if ("error" in pod || pod.spec === null) return {};
@@ -234,6 +242,7 @@ export async function resolveKedaParams(
     }
     const authParams: Record<string, string> = {};
     let podIdentity: string | undefined;
+    let role: { roleArn?: string; externalId?: string } | undefined;
     const ref = t.authenticationRef;
     if (ref !== undefined && ref.name !== "" && error === undefined) {
       const cluster = ref.kind === "ClusterTriggerAuthentication";
@@ -246,6 +255,15 @@ export async function resolveKedaParams(
       if (spec) {
         const secretNs = cluster ? clusterNamespace : ns;
         if (typeof spec.podIdentity?.provider === "string") podIdentity = spec.podIdentity.provider;
+        const { roleArn, externalID } = spec.podIdentity ?? {};
+        if (podIdentity === "aws" && typeof roleArn === "string" && roleArn !== "") {
+          role = {
+            roleArn,
+            ...(typeof externalID === "string" && externalID !== ""
+              ? { externalId: externalID }
+              : {}),
+          };
+        }
         for (const e of Array.isArray(spec.env) ? spec.env : []) {
           if (typeof e?.parameter !== "string") continue;
           try {
@@ -269,9 +287,24 @@ export async function resolveKedaParams(
     }
     out.params.push({ metadata, authParams, resolvedEnv });
     out.podIdentities.push(podIdentity);
+    out.podIdentityRoles.push(role);
     out.errors.push(error);
   }
   return out;
+}
+
+/** The `podIdentity` part of trigger `index`'s {@linkcode TriggerContext}. */
+export function podIdentityContext(
+  resolved: ResolvedTriggers,
+  index: number,
+): Pick<TriggerContext, "podIdentity" | "podIdentityRoleArn" | "podIdentityExternalId"> {
+  const provider = resolved.podIdentities[index];
+  const role = resolved.podIdentityRoles[index];
+  return {
+    ...(provider !== undefined ? { podIdentity: provider } : {}),
+    ...(role?.roleArn !== undefined ? { podIdentityRoleArn: role.roleArn } : {}),
+    ...(role?.externalId !== undefined ? { podIdentityExternalId: role.externalId } : {}),
+  };
 }
 
 /**
@@ -289,11 +322,14 @@ export function typedTriggers(
       const { values } = readTrigger(t.type, resolved.params[i], {
         modifiers: kedaUsesModifiers(so),
         ...(t.metricType !== undefined ? { metricType: t.metricType } : {}),
-        ...(resolved.podIdentities[i] !== undefined
-          ? { podIdentity: resolved.podIdentities[i] }
-          : {}),
+        ...podIdentityContext(resolved, i),
       });
-      return { type: t.type, values, digest: digest([t.type, resolved.params[i]]) };
+      return {
+        type: t.type,
+        values,
+        // a new role (or external id) makes a new collector
+        digest: digest([t.type, resolved.params[i], resolved.podIdentityRoles[i] ?? null]),
+      };
     } catch (e) {
       if (e instanceof TriggerError) return undefined;
       throw e;

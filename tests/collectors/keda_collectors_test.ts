@@ -19,7 +19,7 @@ import { startFauxqs } from "../fakes/fauxqs_server.ts";
 import type { FauxqsServer } from "../fakes/fauxqs_server.ts";
 import { startInfluxFake } from "../fakes/influxdb_v2.ts";
 import type { InfluxFake } from "../fakes/influxdb_v2.ts";
-import { context, NOW, rejection } from "./backend_support.ts";
+import { context, NOW } from "./backend_support.ts";
 
 function plan(type: string): MetricPlan {
   return {
@@ -81,18 +81,6 @@ describe("keda-aws-sqs-queue against fauxqs", () => {
     };
     const got = await collectorOf("aws-sqs-queue", values).collect(context());
     assert.deepEqual(got, { samples: [{ value: 3, timestamp: NOW }] });
-  });
-
-  it("says a role to assume is not supported, naming it", async () => {
-    const c = collectorOf("aws-sqs-queue", {
-      queueURL: "http://127.0.0.1:1/000000000000/jobs",
-      awsRegion: "eu-central-1",
-      awsRoleArn: "arn:aws:iam::111122223333:role/r",
-    });
-    assert.equal(
-      await rejection(c.collect(context())),
-      "assuming awsRoleArn arn:aws:iam::111122223333:role/r is not supported by this adapter yet: use access keys, or the adapter's own identity (podIdentity aws, identityOwner operator)",
-    );
   });
 });
 

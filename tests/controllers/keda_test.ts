@@ -463,6 +463,41 @@ describe("KedaController", () => {
       "s0-aws-sqs-jobs",
     ]);
   });
+
+  it("reads podIdentity aws roleArn and externalID, and a new role makes new trigger values", async () => {
+    const auth = (roleArn: string) => ({
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "TriggerAuthentication",
+      metadata: { name: "aws", namespace: "shop" },
+      spec: { podIdentity: { provider: "aws", roleArn, externalID: "ext-42" } },
+    });
+    const s = setup([
+      ["TriggerAuthentication", auth("arn:aws:iam::111122223333:role/a")],
+      ["Deployment", deployment([])],
+      [
+        "ScaledObject",
+        scaledObject({
+          triggers: [{
+            type: "aws-sqs-queue",
+            metadata: { queueURL: "http://sqs.local/000000000000/jobs", awsRegion: "eu-central-1" },
+            authenticationRef: { name: "aws" },
+          }],
+        }),
+      ],
+    ]);
+    await s.controller.start();
+    await s.run();
+    const t = s.controller.trigger("shop/web", 0)!;
+    assert.equal(t.values.awsRoleArn, "arn:aws:iam::111122223333:role/a");
+    assert.equal(t.values.awsExternalId, "ext-42");
+    assert.equal(t.values.awsPodIdentity, true);
+    s.cluster.set("TriggerAuthentication", auth("arn:aws:iam::111122223333:role/b"));
+    s.controller.resync();
+    await s.run();
+    const t2 = s.controller.trigger("shop/web", 0)!;
+    assert.equal(t2.values.awsRoleArn, "arn:aws:iam::111122223333:role/b");
+    assert.notEqual(t2.digest, t.digest);
+  });
 });
 
 describe("KedaController: the scale loop (issue 48)", () => {

@@ -180,6 +180,7 @@ const TriggerAuthenticationSchema = z.object({
     podIdentity: z.object({
       provider: z.string(),
       roleArn: z.string().optional(),
+      externalID: z.string().optional(),
       identityOwner: z.string().optional(),
     }).optional(),
   }),

@@ -96,6 +96,10 @@ export interface TriggerContext {
   metricType?: string;
   /** The TriggerAuthentication's `podIdentity.provider`, if any. */
   podIdentity?: string;
+  /** Its `podIdentity.roleArn` (provider `aws`). */
+  podIdentityRoleArn?: string;
+  /** Its `podIdentity.externalID` (provider `aws`, with a role). */
+  podIdentityExternalId?: string;
 }
 
 /** A trigger read: its values, and what its metric is named after. */
@@ -246,9 +250,9 @@ export function readTrigger(
       );
       const queueName = kedaSqsQueueName(values.queueURL as string);
       if (queueName === null) throw new TriggerError(`${p}cannot get queueName from queueURL`);
-      const problem = awsAuthProblem(params, values, ctx);
+      const problem = awsAuthProblem(params, ctx);
       if (problem !== null) throw new TriggerError(p + problem);
-      Object.assign(values, awsCredentialValues(params, values, ctx));
+      Object.assign(values, awsCredentialValues(kedaAwsAuthorization(params, ctx)));
       return { values, namePart: `aws-sqs-${queueName}` };
     }
     case "cron": {
@@ -372,67 +376,118 @@ export function readTrigger(
   }
 }
 
-/** KEDA's AWS credential check (`pkg/scalers/aws/aws_common.go`) for a pod-owned identity. */
 /**
- * The credentials KEDA's `GetAwsAuthorization` picks (after {@linkcode awsAuthProblem} accepted
- * them), as values: `awsRoleArn` to assume, or `awsAccessKeyID`, `awsSecretAccessKey` and
- * `awsSessionToken`; none when the identity is the pod's or the operator's (the default chain).
+ * Which identity an AWS trigger signs with, as KEDA's `GetAwsAuthorization` and `GetAwsConfig`
+ * (`pkg/scalers/aws/aws_common.go`) decide it:
+ * - `default`: the adapter's own default credential chain (environment, IRSA web identity,
+ *   container or instance role): `identityOwner: operator`, or `podIdentity.provider: aws`
+ *   without a role;
+ * - `keys`: the trigger's access keys (TriggerAuthentication, or metadata and container env);
+ * - `role`: a role assumed with STS AssumeRole by the adapter's default chain (never by access
+ *   keys: an `awsRoleArn` wins over keys given beside it).
  */
-function awsCredentialValues(
+export type KedaAwsAuthorization =
+  | { identity: "default" }
+  | { identity: "keys"; accessKeyId: string; secretAccessKey: string; sessionToken?: string }
+  | {
+    identity: "role";
+    roleArn: string;
+    /** Only `podIdentity.externalID` beside `podIdentity.roleArn`: KEDA reads no other. */
+    externalId?: string;
+    /**
+     * `podIdentity.provider: aws`: the temporary credentials are shared by every trigger of the
+     * same role, external id and region (KEDA's config cache) under the session name `KEDA`;
+     * otherwise (an `awsRoleArn` of a pod-owned identity, KEDA's deprecated path) each trigger
+     * assumes the role itself under the SDK's default session name.
+     */
+    podIdentity: boolean;
+  };
+
+/**
+ * KEDA's choice of AWS credentials for a trigger whose {@linkcode awsAuthProblem} is null.
+ *
+ * @example
+ * ```ts
+ * kedaAwsAuthorization({ metadata: {}, authParams: { awsRoleArn: "arn:aws:iam::1:role/r" } }, {
+ *   modifiers: false,
+ * });
+ * // { identity: "role", roleArn: "arn:aws:iam::1:role/r", podIdentity: false }
+ * ```
+ */
+export function kedaAwsAuthorization(
   params: TriggerParams,
-  values: Record<string, ParsedValue>,
   ctx: TriggerContext,
-): Record<string, string> {
-  if (ctx.podIdentity === "aws") return {};
-  const owner = values.identityOwner ?? "";
-  if (owner !== "" && owner !== "pod") return {};
+): KedaAwsAuthorization {
   const auth = params.authParams ?? {};
-  if (auth.awsRoleArn) return { awsRoleArn: auth.awsRoleArn };
-  const keyId = auth.awsAccessKeyID ?? auth.awsAccessKeyId;
-  if (keyId !== undefined) {
+  if (ctx.podIdentity === "aws") {
+    if (ctx.podIdentityRoleArn) {
+      return {
+        identity: "role",
+        roleArn: ctx.podIdentityRoleArn,
+        ...(ctx.podIdentityExternalId ? { externalId: ctx.podIdentityExternalId } : {}),
+        podIdentity: true,
+      };
+    }
+    return auth.awsRoleArn
+      ? { identity: "role", roleArn: auth.awsRoleArn, podIdentity: true }
+      : { identity: "default" };
+  }
+  const owner = params.metadata.identityOwner ?? "";
+  if (owner !== "" && owner !== "pod") return { identity: "default" };
+  if (auth.awsRoleArn) return { identity: "role", roleArn: auth.awsRoleArn, podIdentity: false };
+  const keyId = auth.awsAccessKeyID || auth.awsAccessKeyId;
+  if (keyId) {
     return {
-      awsAccessKeyID: keyId,
-      awsSecretAccessKey: auth.awsSecretAccessKey ?? "",
-      ...(auth.awsSessionToken ? { awsSessionToken: auth.awsSessionToken } : {}),
+      identity: "keys",
+      accessKeyId: keyId,
+      secretAccessKey: auth.awsSecretAccessKey ?? "",
+      ...(auth.awsSessionToken ? { sessionToken: auth.awsSessionToken } : {}),
     };
   }
   const md = params.metadata;
   const env = params.resolvedEnv ?? {};
-  return {
-    awsAccessKeyID: md.awsAccessKeyID ??
-      (md.awsAccessKeyIDFromEnv !== undefined ? env[md.awsAccessKeyIDFromEnv] ?? "" : ""),
-    awsSecretAccessKey: md.awsSecretAccessKeyFromEnv !== undefined
-      ? env[md.awsSecretAccessKeyFromEnv] ?? ""
-      : "",
-    ...(md.awsSessionTokenFromEnv !== undefined && env[md.awsSessionTokenFromEnv]
-      ? { awsSessionToken: env[md.awsSessionTokenFromEnv] }
-      : {}),
-  };
+  const mdKey = md.awsAccessKeyID ||
+    (md.awsAccessKeyIDFromEnv ? env[md.awsAccessKeyIDFromEnv] ?? "" : "");
+  const secret = md.awsSecretAccessKeyFromEnv ? env[md.awsSecretAccessKeyFromEnv] ?? "" : "";
+  return { identity: "keys", accessKeyId: mdKey, secretAccessKey: secret };
 }
 
-function awsAuthProblem(
-  params: TriggerParams,
-  values: Record<string, ParsedValue>,
-  ctx: TriggerContext,
-): string | null {
+/** The trigger values the SQS collector reads for {@linkcode kedaAwsAuthorization}'s choice. */
+function awsCredentialValues(a: KedaAwsAuthorization): Record<string, ParsedValue> {
+  switch (a.identity) {
+    case "default":
+      return {};
+    case "keys":
+      return {
+        awsAccessKeyID: a.accessKeyId,
+        awsSecretAccessKey: a.secretAccessKey,
+        ...(a.sessionToken ? { awsSessionToken: a.sessionToken } : {}),
+      };
+    case "role":
+      return {
+        awsRoleArn: a.roleArn,
+        ...(a.externalId ? { awsExternalId: a.externalId } : {}),
+        awsPodIdentity: a.podIdentity,
+      };
+  }
+}
+
+/** KEDA's AWS credential check (`pkg/scalers/aws/aws_common.go`): its error, or null. */
+function awsAuthProblem(params: TriggerParams, ctx: TriggerContext): string | null {
   if (ctx.podIdentity === "aws") return null;
-  const owner = values.identityOwner ?? "";
-  if (owner === "operator") return null;
+  // KEDA reads identityOwner untrimmed here (triggerMetadata, not the typed config)
+  const owner = params.metadata.identityOwner ?? "";
   if (owner !== "" && owner !== "pod") return null;
   const auth = params.authParams ?? {};
   if (auth.awsRoleArn) return null;
-  const keyId = auth.awsAccessKeyID ?? auth.awsAccessKeyId;
-  if (keyId !== undefined) {
-    if (keyId === "") return "awsAccessKeyID not found";
+  if (auth.awsAccessKeyID || auth.awsAccessKeyId) {
     return auth.awsSecretAccessKey ? null : "awsSecretAccessKey not found";
   }
   const md = params.metadata;
-  const mdKey = md.awsAccessKeyID ??
-    (md.awsAccessKeyIDFromEnv !== undefined
-      ? params.resolvedEnv?.[md.awsAccessKeyIDFromEnv]
-      : undefined);
-  if (mdKey === undefined || mdKey === "") return "awsAccessKeyID not found";
-  const secret = md.awsSecretAccessKeyFromEnv !== undefined
+  const mdKey = md.awsAccessKeyID ||
+    (md.awsAccessKeyIDFromEnv ? params.resolvedEnv?.[md.awsAccessKeyIDFromEnv] : undefined);
+  if (!mdKey) return "awsAccessKeyID not found";
+  const secret = md.awsSecretAccessKeyFromEnv
     ? params.resolvedEnv?.[md.awsSecretAccessKeyFromEnv]
     : undefined;
   return secret ? null : "awsSecretAccessKey not found";
