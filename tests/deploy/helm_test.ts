@@ -1180,6 +1180,15 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
       ],
     ];
     cases.push([
+      "admission-webhook",
+      { certManager: { enabled: true }, admissionWebhook: { enabled: true } },
+      "admission-webhook",
+      (o) =>
+        o.apiVersion === "cert-manager.io/v1"
+          ? { ...o, metadata: { ...o.metadata, labels: undefined } }
+          : o,
+    ]);
+    cases.push([
       "sharding",
       { replicas: 3, certManager: { enabled: true }, sharding: { enabled: true } },
       "sharding",
