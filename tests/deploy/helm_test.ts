@@ -1212,6 +1212,42 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
     });
   });
 
+  describe("the admission webhook", () => {
+    it("checks annotated workloads too with knative.enabled, and denies with denyInvalid", () => {
+      const objects = template({
+        certManager: { enabled: true },
+        knative: { enabled: true },
+        admissionWebhook: { enabled: true, denyInvalid: true },
+      });
+      const hook = objects.find((o) => o.kind === "ValidatingWebhookConfiguration") as Obj;
+      assert.deepEqual(
+        hook.webhooks.map((w: Obj) => [w.clientConfig.service.path, w.rules[0].resources]),
+        [
+          ["/validate/horizontalpodautoscalers", ["horizontalpodautoscalers"]],
+          ["/validate/scaledobjects", ["scaledobjects"]],
+          ["/validate/podautoscalers", ["podautoscalers"]],
+          ["/validate/workloads", ["deployments", "statefulsets"]],
+        ],
+      );
+      const args =
+        (objects.find((o) => o.kind === "Deployment") as Obj).spec.template.spec.containers[0]
+          .args;
+      assert.deepEqual(args.slice(-2), ["--admission-webhook", "--admission-deny-invalid"]);
+    });
+
+    it("writes tls.ca as every webhook's caBundle with tls.enable", () => {
+      const objects = template({
+        tls: { enable: true, secretName: "my-cert", ca: "-----BEGIN CERTIFICATE-----" },
+        admissionWebhook: { enabled: true },
+      });
+      const hook = objects.find((o) => o.kind === "ValidatingWebhookConfiguration") as Obj;
+      assert.equal(hook.metadata.annotations, undefined);
+      for (const w of hook.webhooks) {
+        assert.equal(w.clientConfig.caBundle, btoa("-----BEGIN CERTIFICATE-----"));
+      }
+    });
+  });
+
   describe("every feature on", () => {
     let objects: Obj[] = [];
     before(() => {
@@ -1546,6 +1582,11 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "sharding.enabled without a verified serving certificate",
         { sharding: { enabled: true } },
         "sharding.enabled needs certManager.enabled or tls.enable: the replicas verify each other's serving certificates with its ca.crt",
+      ],
+      [
+        "admissionWebhook.enabled without a verified serving certificate",
+        { admissionWebhook: { enabled: true } },
+        "admissionWebhook.enabled needs certManager.enabled or tls.enable: kube-apiserver verifies a webhook's certificate with its caBundle",
       ],
     ];
     for (const [name, values, message] of failures) {
