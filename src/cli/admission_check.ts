@@ -178,7 +178,7 @@ function admitted(request: AdmissionRequest, object: Record<string, unknown>): K
  *
  * @example
  * ```ts
- * const review = admissionReviewer({ setup: await planSetupFromFlags(flags, given, env),
+ * const review = admissionReviewer({ setup: await planSetupFromFlags(flags, { given, env }),
  *   cluster, keda: false, knative: false, replicaGuard: false });
  * ```
  */

@@ -74,7 +74,11 @@ export function kubeconfigPath(
 }
 
 /** What a status other than 200 from the service proxy means, after ` answered N`. */
-export function proxyHint(status: number, body: string, service: StatusService): string {
+export function proxyHint(
+  answer: { status: number; body: string },
+  service: StatusService,
+): string {
+  const { status, body } = answer;
   let message = "";
   try {
     const parsed = JSON.parse(body) as { kind?: unknown; message?: unknown };
@@ -133,5 +137,5 @@ export async function serviceProxySource(
       await http.close();
     }
   };
-  return { url, get, hint: (status, body) => proxyHint(status, body, service) };
+  return { url, get, hint: (status, body) => proxyHint({ status, body }, service) };
 }

@@ -343,9 +343,9 @@ export interface PlanSetup {
  */
 export async function planSetupFromFlags(
   values: FlagValues,
-  given: ReadonlySet<string>,
-  env: Record<string, string | undefined>,
+  setupOptions: PlanSetupOptions,
 ): Promise<PlanSetup> {
+  const { given, env } = setupOptions;
   const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => given.has(f)) ||
     given.has("additional-prometheus-server");
   const limits = collectionLimitsFromFlags(values);
@@ -373,6 +373,13 @@ export async function planSetupFromFlags(
       prometheusAddress: stringFlag(values, "knative-prometheus-address") ?? undefined,
     },
   };
+}
+
+/** Options of {@linkcode planSetupFromFlags}. */
+export interface PlanSetupOptions {
+  /** The flags given on the command line (collector flags decide what counts as enabled). */
+  given: ReadonlySet<string>;
+  env: Record<string, string | undefined>;
 }
 
 /** What {@linkcode planObjects} found. */
@@ -497,7 +504,7 @@ export const planCommand: Command = {
       throw new UsageError(`invalid value "${output}" for --output: want table, json or yaml`);
     }
     const strict = parsed.values.strict === true;
-    const setup = await planSetupFromFlags(parsed.values, parsed.given, io.env);
+    const setup = await planSetupFromFlags(parsed.values, { given: parsed.given, env: io.env });
     const { options } = setup;
 
     const read = await readManifests(files);

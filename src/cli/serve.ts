@@ -684,7 +684,7 @@ async function admissionFromFlags(
   return {
     review: admissionReviewer({
       // the collectors the flags enable, as the engine has them (none assumed)
-      setup: await planSetupFromFlags(flags, new Set(COLLECTOR_SWITCH_FLAGS), env),
+      setup: await planSetupFromFlags(flags, { given: new Set(COLLECTOR_SWITCH_FLAGS), env }),
       cluster,
       keda: boolFlag(flags, "keda-scaled-objects"),
       knative: boolFlag(flags, "knative-autoscaler"),

@@ -10,7 +10,7 @@ import type { KubeObject } from "../../src/cluster/types.ts";
 async function reviewer(args: string[], objects: KubeObject[] = []) {
   const { values } = parseArgs(args, SERVE_FLAGS);
   return admissionReviewer({
-    setup: await planSetupFromFlags(values, new Set(COLLECTOR_SWITCH_FLAGS), {}),
+    setup: await planSetupFromFlags(values, { given: new Set(COLLECTOR_SWITCH_FLAGS), env: {} }),
     cluster: {
       list: (kind, ns) => objects.filter((o) => o.kind === kind && o.metadata.namespace === ns),
     },

@@ -68,8 +68,13 @@ describe("explain through the service proxy: the path and flags", () => {
   it("says which RBAC a 403 needs", () => {
     assert.equal(
       proxyHint(
-        403,
-        JSON.stringify({ kind: "Status", message: 'services "hpa-metrics-adapter" is forbidden' }),
+        {
+          status: 403,
+          body: JSON.stringify({
+            kind: "Status",
+            message: 'services "hpa-metrics-adapter" is forbidden',
+          }),
+        },
         SERVICE,
       ),
       ': services "hpa-metrics-adapter" is forbidden (explain needs get on services/proxy in namespace hpa-metrics-adapter: kubectl create role hpa-metrics-adapter-explain -n hpa-metrics-adapter --verb=get --resource=services/proxy --resource-name=http:hpa-metrics-adapter:metrics, then a rolebinding; or pass --status-url)',
