@@ -12,7 +12,7 @@ applyHeapGrowth(
   process,
   (line) => process.stderr.write(`${new Date().toISOString()} WARN ${line}\n`),
 );
-const { runCommandLine } = await import("./cli/commands.ts");
+const { programName, runCommandLine } = await import("./cli/commands.ts");
 
 // Writes not yet handed to the OS, and the exit code once the command has returned. We leave
 // only when both streams are flushed: a write's callback is the one signal that means "flushed"
@@ -63,6 +63,8 @@ const code = await runCommandLine(process.argv.slice(2), {
   env: process.env,
   now: () => Date.now(),
   stopped,
+  // a kubectl plugin (kubectl-hpa_metrics_adapter) says so in its help
+  program: programName([process.argv0, process.argv[1], process.execPath]),
 });
 // Commands that serve return only after a stop; the others return at once. Either way we are
 // done: leave once every write is flushed (pipes are asynchronous), whatever timers remain.

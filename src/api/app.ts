@@ -55,6 +55,12 @@ import {
 } from "./responses.ts";
 import { selectorCache } from "./selectors.ts";
 import { MAX_SHARD_BATCH_BYTES } from "../core/shard.ts";
+import {
+  ADMISSION_PATH_PREFIX,
+  admissionAnswerText,
+  type AdmissionOptions,
+  MAX_ADMISSION_REVIEW_BYTES,
+} from "./admission.ts";
 import { plainNotFound, statusPlain, statusResponse } from "./status.ts";
 
 /** Options of {@linkcode createApp}. */
@@ -80,6 +86,12 @@ export interface ApiOptions extends MetricSource {
    * path is 404.
    */
   shardSamples?: (body: unknown) => string | null;
+  /**
+   * `--admission-webhook` (issue 50): answers AdmissionReviews on `POST /validate/...`. Those
+   * paths skip `authorize` (kube-apiserver calls webhooks without credentials unless told
+   * otherwise; see admission.ts). Without it the paths are 404.
+   */
+  admission?: AdmissionOptions;
 }
 
 /** Where peers push their values (`shardSamples`). */
@@ -90,10 +102,18 @@ export const SHARD_SAMPLES_PATH = "/shard/v1/samples";
  * before a byte of the body is: the peers' pushes when `--shard-collection` is on, and nothing
  * else (the metrics, discovery, OpenAPI and health routes take no body).
  */
-function bodyLimitOf(shard: boolean, method: string, target: string): number {
-  if (!shard || method !== "POST") return 0;
+function bodyLimitOf(
+  shard: boolean,
+  admission: boolean,
+  method: string,
+  target: string,
+): number {
+  if ((!shard && !admission) || method !== "POST") return 0;
   const q = target.indexOf("?");
-  return (q < 0 ? target : target.slice(0, q)) === SHARD_SAMPLES_PATH ? MAX_SHARD_BATCH_BYTES : 0;
+  const path = q < 0 ? target : target.slice(0, q);
+  if (shard && path === SHARD_SAMPLES_PATH) return MAX_SHARD_BATCH_BYTES;
+  if (admission && path.startsWith(ADMISSION_PATH_PREFIX)) return MAX_ADMISSION_REVIEW_BYTES;
+  return 0;
 }
 
 /** The body of `request` as text, or null once it grows past `max` bytes (read no further). */
@@ -181,6 +201,7 @@ function routeOf(path: string): string {
   if (path === "/version" || path === "/version/") return "version";
   if (path.startsWith("/openapi")) return "openapi";
   if (path === SHARD_SAMPLES_PATH) return "shard";
+  if (path.startsWith(ADMISSION_PATH_PREFIX)) return "admission";
   if (path === "/apis" || path.startsWith("/apis/")) return "discovery";
   return "other";
 }
@@ -246,11 +267,24 @@ export function createApp(options: ApiOptions): ApiApp {
     });
   }
 
+  const admission = options.admission;
   if (options.authorize) {
     const authorize = options.authorize;
     app.use("*", async (c, next) => {
-      if (routeOf(new URL(c.req.url).pathname) === "health") return await next();
+      const route = routeOf(new URL(c.req.url).pathname);
+      if (route === "health" || (route === "admission" && admission)) return await next();
       return await authorize(c, next);
+    });
+  }
+
+  if (admission) {
+    // never on the fast path (a POST): the metric reads do not pay for it
+    app.post(`${ADMISSION_PATH_PREFIX}*`, async (c) => {
+      const answer = admissionAnswerText(
+        await cappedText(c.req.raw, MAX_ADMISSION_REVIEW_BYTES),
+        admission,
+      );
+      return json(answer.body, answer.status);
     });
   }
 
@@ -442,6 +476,7 @@ export function createApp(options: ApiOptions): ApiApp {
     }
   };
   const shard = shardSamples !== undefined;
-  const bodyLimit = (method: string, target: string): number => bodyLimitOf(shard, method, target);
+  const bodyLimit = (method: string, target: string): number =>
+    bodyLimitOf(shard, admission !== undefined, method, target);
   return Object.assign(app, { fastFetch, bodyLimit });
 }

@@ -10,6 +10,11 @@ export interface CommandIO {
   now(): number;
   /** Resolves when the user asks the process to stop (Ctrl-C, SIGTERM); long-running commands await it. */
   stopped?: Promise<void>;
+  /**
+   * How the user called the binary, for help and usage texts: `hpa-metrics-adapter` (default),
+   * or `kubectl hpa_metrics_adapter` when it runs as a kubectl plugin (see programName).
+   */
+  program?: string;
 }
 
 /** A command: `run` returns the process exit code (0 ok, 1 failure, 2 usage error). */

@@ -19,7 +19,9 @@ export const PLAN_INFO: CommandInfo = {
 };
 
 const EXPLAIN_USAGE = [
-  "hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT",
+  "hpa-metrics-adapter explain NAMESPACE/NAME [--kubeconfig FILE] [--service-namespace NS]",
+  "       [--service-name NAME] [--service-port PORT] [--service-scheme http|https]",
+  "       hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT",
   "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]",
 ].join("\n");
 

@@ -21,6 +21,34 @@ export const COMMANDS: Command[] = [
   versionCommand,
 ];
 
+const PROGRAM = "hpa-metrics-adapter";
+
+/**
+ * The program name to show: `kubectl NAME` when one of the paths the process was started as
+ * (argv[0], the executable, the script) is a kubectl plugin's `kubectl-NAME` (kubectl runs
+ * `kubectl NAME ARGS...` as `kubectl-NAME ARGS...`, dashes in NAME written as underscores),
+ * else `hpa-metrics-adapter`.
+ *
+ * @example
+ * ```ts
+ * programName(["/usr/local/bin/kubectl-hpa_metrics_adapter"]); // "kubectl hpa_metrics_adapter"
+ * ```
+ */
+export function programName(paths: readonly (string | undefined)[]): string {
+  for (const path of paths) {
+    if (!path) continue;
+    const base = path.split(/[\\/]/).pop()!.replace(/\.(exe|[cm]?[jt]s)$/, "");
+    const m = /^kubectl-(.+)$/.exec(base);
+    if (m) return `kubectl ${m[1]}`;
+  }
+  return PROGRAM;
+}
+
+/** `text` with the program's name as the user called it. */
+function named(text: string, program: string): string {
+  return program === PROGRAM ? text : text.replaceAll(`${PROGRAM} `, `${program} `);
+}
+
 function usageText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length), 4);
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
@@ -36,6 +64,18 @@ function usageText(): string {
 
 /** Runs one command line; returns the exit code (0 ok, 1 failure, 2 usage error). */
 export async function runCommandLine(argv: string[], io: CommandIO): Promise<number> {
+  const program = io.program ?? PROGRAM;
+  const plain = io;
+  // help and usage texts name the program as called (a kubectl plugin)
+  io = program === PROGRAM ? io : {
+    ...io,
+    stdout: (text) => plain.stdout(named(text, program)),
+    stderr: (text) => plain.stderr(named(text, program)),
+  };
+  return await runNamed(argv, io, plain);
+}
+
+async function runNamed(argv: string[], io: CommandIO, plain: CommandIO): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? rest[0] : undefined;
@@ -65,7 +105,7 @@ export async function runCommandLine(argv: string[], io: CommandIO): Promise<num
     return 0;
   }
   try {
-    return await cmd.run(rest, io);
+    return await cmd.run(rest, plain);
   } catch (e) {
     if (e instanceof UsageError) {
       io.stderr(`error: ${e.message}\nusage: ${cmd.usage}\n`);

@@ -11,6 +11,9 @@
  * manifests is explained through the HPA the Knative reconciler would make for it, when no HPA
  * of that name is given.
  *
+ * With neither `--status-url` nor `-f`, the status document is read through kube-apiserver's
+ * service proxy with the kubeconfig's credentials (explain_proxy.ts): no port-forward.
+ *
  * Exit code 0 when the HPA gets all its metrics (online: every metric collected, hidden input or
  * fallback; offline: every metric planned without error), 1 otherwise, 2 for a usage error or
  * an HPA that is not there.
@@ -33,6 +36,7 @@ import type { KubeObject } from "../cluster/types.ts";
 import { collectorRegistry } from "./collectors.ts";
 import { scheduleOptionsFromFlags } from "./status_source.ts";
 import { collectorError } from "./plan.ts";
+import type { StatusGet } from "./explain_proxy.ts";
 import { endpointPolicyFromFlags } from "./endpoint_options.ts";
 import { promqlScoperFromFlags } from "./promql_options.ts";
 import { collectionLimitsFromFlags, limitMetricsPerNamespace } from "./collection_limits.ts";
@@ -75,6 +79,35 @@ export const EXPLAIN_FLAGS: readonly FlagDef[] = [
     type: "string",
     default: null,
     help: "a running adapter's --metrics-address as http://HOST:PORT (reads /status.json)",
+  },
+  {
+    group: EXPLAIN,
+    name: "service-namespace",
+    type: "string",
+    default: "hpa-metrics-adapter",
+    help:
+      "without --status-url and -f: the namespace of the adapter's Service, read through kube-apiserver's service proxy",
+  },
+  {
+    group: EXPLAIN,
+    name: "service-name",
+    type: "string",
+    default: "hpa-metrics-adapter",
+    help: "without --status-url and -f: the adapter's Service",
+  },
+  {
+    group: EXPLAIN,
+    name: "service-port",
+    type: "string",
+    default: "metrics",
+    help: "without --status-url and -f: the Service port (name or number) of --metrics-address",
+  },
+  {
+    group: EXPLAIN,
+    name: "service-scheme",
+    type: "string",
+    default: "http",
+    help: "without --status-url and -f: http, or https when the port is TLS",
   },
   {
     group: EXPLAIN,
@@ -235,7 +268,8 @@ function statusUrl(raw: string): string {
   return `${url.origin}${path}/status.json`;
 }
 
-async function fetchReport(url: string): Promise<StatusReport> {
+/** A GET with the runtime's fetch (`--status-url`). */
+const directGet: StatusGet = async (url) => {
   let res: Response;
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
@@ -243,16 +277,17 @@ async function fetchReport(url: string): Promise<StatusReport> {
     const cause = (e as { cause?: { message?: string } }).cause?.message;
     throw new Error(`cannot read ${url}: ${cause ?? (e as Error).message}`);
   }
-  const body = await res.text();
-  if (res.status !== 200) {
-    throw new Error(
-      `${url} answered ${res.status}${
-        res.status === 404
-          ? " (is this the adapter's --metrics-address, with --status-page on?)"
-          : ""
-      }`,
-    );
-  }
+  return { status: res.status, body: await res.text() };
+};
+
+async function fetchReport(
+  url: string,
+  get: StatusGet = directGet,
+  hint: (status: number, body: string) => string = (status) =>
+    status === 404 ? " (is this the adapter's --metrics-address, with --status-page on?)" : "",
+): Promise<StatusReport> {
+  const { status, body } = await get(url);
+  if (status !== 200) throw new Error(`${url} answered ${status}${hint(status, body)}`);
   let doc: StatusReport;
   try {
     doc = JSON.parse(body);
@@ -347,11 +382,11 @@ function onlineText(h: HpaStatus, doc: StatusReport, url: string): string {
 
 async function runOnline(
   target: { namespace: string; name: string },
-  raw: string,
+  source: { url: string; get?: StatusGet; hint?: (status: number, body: string) => string },
   io: CommandIO,
 ): Promise<number> {
-  const url = statusUrl(raw);
-  const doc = await fetchReport(url);
+  const url = source.url;
+  const doc = await fetchReport(url, source.get, source.hint);
   const id = `${target.namespace}/${target.name}`;
   const h = doc.hpas.find((x) => x.namespace === target.namespace && x.name === target.name);
   if (!h) {
@@ -643,8 +678,10 @@ export const explainCommand: Command = {
         "--status-url and -f exclude each other: ask a running adapter or read manifests",
       );
     }
-    if (url !== null) return await runOnline(target, url, io);
+    if (url !== null) return await runOnline(target, { url: statusUrl(url) }, io);
     if (files.length > 0) return await runOffline(target, files, parsed, io);
-    throw new UsageError("explain needs --status-url http://HOST:PORT or -f FILE|DIR");
+    // neither: the adapter's status through kube-apiserver's service proxy (issue 50)
+    const { serviceProxySource } = await import("./explain_proxy.ts");
+    return await runOnline(target, await serviceProxySource(parsed.values, io.env), io);
   },
 };

@@ -129,6 +129,20 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
   ),
   def(
     SERVING,
+    "admission-webhook",
+    "bool",
+    false,
+    "answer validating admission reviews on POST /validate/... of --secure-port: the problems plan finds in an HPA (ScaledObject, Knative PodAutoscaler or workload when those features are on) as warnings; register it with deploy/components/admission-webhook or the chart's admissionWebhook.enabled",
+  ),
+  def(
+    SERVING,
+    "admission-deny-invalid",
+    "bool",
+    false,
+    "with --admission-webhook: refuse an object with errors (a metric that cannot be collected) instead of warning; an update is refused only for errors its old object did not have",
+  ),
+  def(
+    SERVING,
     "enable-custom-metrics-api",
     "bool",
     true,

@@ -8,7 +8,7 @@
  */
 import { PLAN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
-import { delegateUrls, servedByDelegate } from "./delegate_options.ts";
+import { type DelegateCheck, delegateUrls, servedByDelegate } from "./delegate_options.ts";
 import {
   COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
@@ -26,7 +26,7 @@ import { collectorRegistry } from "./collectors.ts";
 import { BackendNotConfiguredError } from "../collectors/types.ts";
 import { formatDuration } from "../core/duration.ts";
 import { InvalidHpaError } from "../core/kubernetes/hpa.ts";
-import { planHpa } from "../core/kube_metrics_adapter/plan.ts";
+import { planHpa, type PlanOptions } from "../core/kube_metrics_adapter/plan.ts";
 import { shortenValues } from "../core/quote.ts";
 import type { MetricPlan } from "../core/types.ts";
 import { redactConfig } from "../api/status_model.ts";
@@ -320,6 +320,176 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
+/** What `plan` (and the admission webhook) plan with: the options serve's flags make. */
+export interface PlanSetup {
+  options: PlanOptions;
+  /** The factory check of each plan (collectorError). */
+  check: { registry: CollectorRegistry; flags: FlagValues; assumeBackends: boolean };
+  /** The delegates of the metrics no collector of ours takes. */
+  delegation: DelegateCheck;
+  /** `--max-metrics-per-namespace` (0: none). */
+  maxMetricsPerNamespace: number;
+  /** The replica guard's default Prometheus. */
+  guardPrometheusUrl: string;
+  knativeConfig: { prometheusAddress?: string };
+}
+
+/**
+ * The plan options of serve's flags, as `serve` plans: collectors enabled only as the flags say
+ * when any collector flag was given (`given`), else all assumed enabled.
+ */
+export async function planSetupFromFlags(
+  values: FlagValues,
+  setupOptions: PlanSetupOptions,
+): Promise<PlanSetup> {
+  const { given, env } = setupOptions;
+  const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => given.has(f)) ||
+    given.has("additional-prometheus-server");
+  const limits = collectionLimitsFromFlags(values);
+  const options = {
+    defaultIntervalSeconds: numberFlag(values, "default-collection-interval"),
+    minIntervalSeconds: limits.minIntervalSeconds,
+    metricsTtlSeconds: numberFlag(values, "metrics-ttl"),
+    allowLinkLocalTargets: values["allow-link-local-targets"] === true,
+    enabledCollectors: collectorFlagsGiven ? enabledCollectors(values) : undefined,
+    endpointPolicy: endpointPolicyFromFlags(values, env),
+    scopePromQL: await promqlScoperFromFlags(values),
+  };
+  const registry = collectorRegistry(values);
+  return {
+    options,
+    check: { registry, flags: values, assumeBackends: !collectorFlagsGiven },
+    delegation: {
+      urls: delegateUrls(values),
+      enabledCollectors: options.enabledCollectors,
+      registry,
+    },
+    maxMetricsPerNamespace: limits.maxMetricsPerNamespace,
+    guardPrometheusUrl: guardSettings(values, env).options.prometheus?.url ?? "",
+    knativeConfig: {
+      prometheusAddress: stringFlag(values, "knative-prometheus-address") ?? undefined,
+    },
+  };
+}
+
+/** Options of {@linkcode planSetupFromFlags}. */
+export interface PlanSetupOptions {
+  /** The flags given on the command line (collector flags decide what counts as enabled). */
+  given: ReadonlySet<string>;
+  env: Record<string, string | undefined>;
+}
+
+/** What {@linkcode planObjects} found. */
+export interface PlannedObjects {
+  /** One per metric of each HPA (those Knative and KEDA objects map to included). */
+  rows: PlanRow[];
+  guards: GuardRow[];
+  knative: KnativeRow[];
+  keda: KedaRow[];
+  /** The HPAs the Knative reconciler and KEDA would create. */
+  generated: KubeObject[];
+  /** HPAs that cannot be read at all, with where they came from. */
+  invalid: { source: string; message: string }[];
+  /** How many HPAs were planned. */
+  hpas: number;
+}
+
+/**
+ * Plan objects as `serve` would: HPAs, ScaledObjects (with the TriggerAuthentications among
+ * them) and Knative PodAutoscalers or annotated workloads; other kinds are skipped. With
+ * `countOnly`, the HPAs it names are planned for `--max-metrics-per-namespace` only: their rows
+ * are left out (the admission webhook passes the other HPAs of the namespace so).
+ */
+export function planObjects(
+  objects: readonly { object: KubeObject; source: string; countOnly?: boolean }[],
+  setup: PlanSetup,
+): PlannedObjects {
+  const { options, check, delegation, knativeConfig } = setup;
+  const rows: PlanRow[] = [];
+  const guards: GuardRow[] = [];
+  const invalid: { source: string; message: string }[] = [];
+  let hpas = 0;
+  // Knative PodAutoscalers and annotated workloads: the HPA the reconciler would make
+  const knative: KnativeRow[] = [];
+  const generated: KubeObject[] = [];
+  const targets: { object: KubeObject; source: string; countOnly?: boolean }[] = [];
+  // KEDA ScaledObjects: the HPA KEDA (and this adapter, --keda-scaled-objects) would write
+  const keda: KedaRow[] = [];
+  const authentications = objects.filter(({ object }) => isTriggerAuthentication(object))
+    .map(({ object }) => object);
+  for (const { object, source, countOnly } of objects) {
+    if (countOnly) {
+      if (object.kind === "HorizontalPodAutoscaler") targets.push({ object, source, countOnly });
+      continue;
+    }
+    if (isScaledObject(object)) {
+      const row = kedaScaledObjectRow(object, authentications);
+      keda.push(row.row);
+      if (row.hpa !== undefined) generated.push(row.hpa);
+      continue;
+    }
+    if (object.kind === "HorizontalPodAutoscaler") {
+      targets.push({ object, source });
+      continue;
+    }
+    if (!KNATIVE_SOURCE_KINDS.includes(object.kind ?? "") || !isKnativeHpaClass(object)) continue;
+    const from = `${object.kind} ${object.metadata.namespace ?? "default"}/${object.metadata.name}`;
+    // the ScaledObject autoscaler-keda would create, then what KEDA makes of it
+    const result = knativeScaledObjectFor(object, knativeConfig, {
+      ...(options.endpointPolicy ? { endpointPolicy: options.endpointPolicy } : {}),
+      ...(options.scopePromQL ? { scopePromQL: options.scopePromQL } : {}),
+    });
+    if ("error" in result) {
+      knative.push({ source: from, metrics: [], error: result.error, warnings: result.warnings });
+      continue;
+    }
+    const { row, hpa } = kedaScaledObjectRow(
+      result.scaledObject as unknown as KubeObject,
+      authentications,
+      { owner: result.owner, source: from },
+    );
+    knative.push({
+      ...row,
+      ...(row.error === undefined ? { autoCreate: result.autoCreate } : {}),
+      warnings: [...result.warnings, ...row.warnings],
+    });
+    if (hpa !== undefined) generated.push(hpa);
+  }
+  const planned: { hpa: KubeObject; plans: MetricPlan[]; countOnly?: boolean }[] = [];
+  for (const { object, source, countOnly } of targets) {
+    if (!countOnly) {
+      hpas++;
+      const guard = guardRow(
+        object,
+        setup.guardPrometheusUrl,
+        options.endpointPolicy,
+        options.scopePromQL,
+      );
+      if (guard) guards.push(guard);
+    }
+    try {
+      const plans = planHpa(object, options);
+      for (const plan of plans) plan.error ??= collectorError(plan, check);
+      planned.push({ hpa: object, plans, countOnly });
+    } catch (e) {
+      if (!(e instanceof InvalidHpaError)) throw e;
+      if (!countOnly) invalid.push({ source, message: e.message });
+    }
+  }
+  // the plans beyond --max-metrics-per-namespace, in the engine's order
+  limitMetricsPerNamespace(planned, setup.maxMetricsPerNamespace);
+  for (const { plans, countOnly } of planned) {
+    if (countOnly) continue;
+    for (const plan of plans) {
+      const row = planRow(plan);
+      const delegate = servedByDelegate(plan, delegation);
+      if (delegate !== null) Object.assign(row, { error: null, delegate });
+      rows.push(row);
+    }
+  }
+  return { rows, guards, knative, keda, generated, invalid, hpas };
+}
+
 /** The `plan` command. */
 export const planCommand: Command = {
   ...PLAN_INFO,
@@ -337,115 +507,20 @@ export const planCommand: Command = {
       throw new UsageError(`invalid value "${output}" for --output: want table, json or yaml`);
     }
     const strict = parsed.values.strict === true;
-    const collectorFlagsGiven = COLLECTOR_SWITCH_FLAGS.some((f) => parsed.given.has(f)) ||
-      parsed.given.has("additional-prometheus-server");
-    const limits = collectionLimitsFromFlags(parsed.values);
-    const options = {
-      defaultIntervalSeconds: numberFlag(parsed.values, "default-collection-interval"),
-      minIntervalSeconds: limits.minIntervalSeconds,
-      metricsTtlSeconds: numberFlag(parsed.values, "metrics-ttl"),
-      allowLinkLocalTargets: parsed.values["allow-link-local-targets"] === true,
-      enabledCollectors: collectorFlagsGiven ? enabledCollectors(parsed.values) : undefined,
-      endpointPolicy: endpointPolicyFromFlags(parsed.values, io.env),
-      scopePromQL: await promqlScoperFromFlags(parsed.values),
-    };
-
-    const check = {
-      registry: collectorRegistry(parsed.values),
-      flags: parsed.values,
-      assumeBackends: !collectorFlagsGiven,
-    };
-    // the metrics no collector of ours takes, of an API with a delegate: the delegate's
-    const delegation = {
-      urls: delegateUrls(parsed.values),
-      enabledCollectors: options.enabledCollectors,
-      registry: check.registry,
-    };
+    const setup = await planSetupFromFlags(parsed.values, { given: parsed.given, env: io.env });
+    const { options } = setup;
 
     const read = await readManifests(files);
     let failed = read.errors.length > 0;
     for (const e of read.errors) io.stderr(`error: ${e}\n`);
 
-    const rows: PlanRow[] = [];
-    const guards: GuardRow[] = [];
-    const guardSetup = guardSettings(parsed.values, io.env);
-    let hpas = 0;
-    // Knative PodAutoscalers and annotated workloads: the HPA the reconciler would make
-    const knative: KnativeRow[] = [];
-    const generated: KubeObject[] = [];
-    const knativeConfig = {
-      prometheusAddress: stringFlag(parsed.values, "knative-prometheus-address") ?? undefined,
-    };
-    const targets: { object: KubeObject; source: string }[] = [];
-    // KEDA ScaledObjects: the HPA KEDA (and this adapter, --keda-scaled-objects) would write
-    const keda: KedaRow[] = [];
-    const authentications = read.objects.filter(({ object }) => isTriggerAuthentication(object))
-      .map(({ object }) => object);
-    for (const { object, source } of read.objects) {
-      if (isScaledObject(object)) {
-        const row = kedaScaledObjectRow(object, authentications);
-        keda.push(row.row);
-        if (row.hpa !== undefined) generated.push(row.hpa);
-        continue;
-      }
-      if (object.kind === "HorizontalPodAutoscaler") {
-        targets.push({ object, source });
-        continue;
-      }
-      if (!KNATIVE_SOURCE_KINDS.includes(object.kind ?? "") || !isKnativeHpaClass(object)) continue;
-      const from = `${object.kind} ${
-        object.metadata.namespace ?? "default"
-      }/${object.metadata.name}`;
-      // the ScaledObject autoscaler-keda would create, then what KEDA makes of it
-      const result = knativeScaledObjectFor(object, knativeConfig, {
-        ...(options.endpointPolicy ? { endpointPolicy: options.endpointPolicy } : {}),
-        ...(options.scopePromQL ? { scopePromQL: options.scopePromQL } : {}),
-      });
-      if ("error" in result) {
-        knative.push({ source: from, metrics: [], error: result.error, warnings: result.warnings });
-        continue;
-      }
-      const { row, hpa } = kedaScaledObjectRow(
-        result.scaledObject as unknown as KubeObject,
-        authentications,
-        { owner: result.owner, source: from },
-      );
-      knative.push({
-        ...row,
-        ...(row.error === undefined ? { autoCreate: result.autoCreate } : {}),
-        warnings: [...result.warnings, ...row.warnings],
-      });
-      if (hpa !== undefined) generated.push(hpa);
-    }
-    const planned: { hpa: KubeObject; plans: MetricPlan[] }[] = [];
-    for (const { object, source } of targets) {
-      hpas++;
-      const guard = guardRow(
-        object,
-        guardSetup.options.prometheus?.url ?? "",
-        options.endpointPolicy,
-        options.scopePromQL,
-      );
-      if (guard) guards.push(guard);
-      try {
-        const plans = planHpa(object, options);
-        for (const plan of plans) plan.error ??= collectorError(plan, check);
-        planned.push({ hpa: object, plans });
-      } catch (e) {
-        if (!(e instanceof InvalidHpaError)) throw e;
-        failed = true;
-        io.stderr(`error: ${source}: ${e.message}\n`);
-      }
-    }
-    // the plans beyond --max-metrics-per-namespace, in the engine's order
-    limitMetricsPerNamespace(planned, limits.maxMetricsPerNamespace);
-    for (const { plans } of planned) {
-      for (const plan of plans) {
-        const row = planRow(plan);
-        const delegate = servedByDelegate(plan, delegation);
-        if (delegate !== null) Object.assign(row, { error: null, delegate });
-        rows.push(row);
-      }
+    const { rows, guards, knative, keda, generated, invalid, hpas } = planObjects(
+      read.objects,
+      setup,
+    );
+    for (const { source, message } of invalid) {
+      failed = true;
+      io.stderr(`error: ${source}: ${message}\n`);
     }
     if (hpas === 0 && knative.length === 0 && keda.length === 0 && read.errors.length === 0) {
       io.stderr(`no HorizontalPodAutoscaler found in ${files.join(", ")}\n`);

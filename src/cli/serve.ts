@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { AdmissionOptions } from "../api/admission.ts";
 import { createApp } from "../api/app.ts";
 import { createDelegatedAuth, type DelegatedAuthOptions } from "../api/auth.ts";
 import { createAuthMiddleware } from "../api/auth_middleware.ts";
@@ -55,6 +56,7 @@ import { errorText } from "../engine/error_text.ts";
 import { startDemoEndpoint } from "./demo_endpoint.ts";
 import {
   boolFlag,
+  COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
   type FlagValues,
   listFlag,
@@ -497,6 +499,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       );
     }
 
+    // --admission-webhook: plan's checks on the objects kube-apiserver admits (issue 50)
+    const admission = boolFlag(flags, "admission-webhook")
+      ? await admissionFromFlags(flags, io.env, cluster)
+      : null;
+
     let ready = false;
     /** Requests answered so far (the memory release waits for a quiet moment). */
     let served = 0;
@@ -518,6 +525,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         metrics.observeRequest(obs);
       },
       delegates,
+      ...(admission ? { admission } : {}),
       ...(kedaSources ? { keda: kedaSources } : {}),
       ...(prometheusAdapter ? { prometheusAdapter } : {}),
       // a peer's values go to the store as ours do, its failures to the leader's events
@@ -680,6 +688,27 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     await close();
     throw e;
   }
+}
+
+/** The admission webhook's options: plan's setup from the serve flags, on the informers' view. */
+async function admissionFromFlags(
+  flags: FlagValues,
+  env: Record<string, string | undefined>,
+  cluster: ClusterView,
+): Promise<AdmissionOptions> {
+  const { planSetupFromFlags } = await import("./plan.ts");
+  const { admissionReviewer } = await import("./admission_check.ts");
+  return {
+    review: admissionReviewer({
+      // the collectors the flags enable, as the engine has them (none assumed)
+      setup: await planSetupFromFlags(flags, { given: new Set(COLLECTOR_SWITCH_FLAGS), env }),
+      cluster,
+      keda: boolFlag(flags, "keda-scaled-objects"),
+      knative: boolFlag(flags, "knative-autoscaler"),
+      replicaGuard: boolFlag(flags, "estafette-hpa-scaler"),
+    }),
+    denyInvalid: boolFlag(flags, "admission-deny-invalid"),
+  };
 }
 
 /** A kubeconfig for kubectl against the demo (a token user: kubectl prompts for credentials without one). */

@@ -68,7 +68,10 @@ function jsonPath(url: string): Record<string, string> {
   };
 }
 
-const USAGE = "usage: hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT\n" +
+const USAGE =
+  "usage: hpa-metrics-adapter explain NAMESPACE/NAME [--kubeconfig FILE] [--service-namespace NS]\n" +
+  "       [--service-name NAME] [--service-port PORT] [--service-scheme http|https]\n" +
+  "       hpa-metrics-adapter explain NAMESPACE/NAME --status-url http://HOST:PORT\n" +
   "       hpa-metrics-adapter explain NAMESPACE/NAME -f FILE|DIR... [serve's flags]\n";
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -552,7 +555,10 @@ describe("explain's usage errors", () => {
     [[], "explain needs NAMESPACE/NAME"],
     [["shop"], 'invalid HPA "shop": want NAMESPACE/NAME'],
     [["shop/a", "shop/b", "-f", "x"], 'unexpected argument "shop/b"'],
-    [["shop/a"], "explain needs --status-url http://HOST:PORT or -f FILE|DIR"],
+    [
+      ["shop/a", "--service-port", "a b"],
+      'invalid value "a b" for --service-port: want a port name or number',
+    ],
     [
       ["shop/a", "-f", "x", "--status-url", "http://127.0.0.1:1"],
       "--status-url and -f exclude each other: ask a running adapter or read manifests",

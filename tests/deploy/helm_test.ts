@@ -1180,6 +1180,15 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
       ],
     ];
     cases.push([
+      "admission-webhook",
+      { certManager: { enabled: true }, admissionWebhook: { enabled: true } },
+      "admission-webhook",
+      (o) =>
+        o.apiVersion === "cert-manager.io/v1"
+          ? { ...o, metadata: { ...o.metadata, labels: undefined } }
+          : o,
+    ]);
+    cases.push([
       "sharding",
       { replicas: 3, certManager: { enabled: true }, sharding: { enabled: true } },
       "sharding",
@@ -1200,6 +1209,42 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
       const kustomized = kustomize(join(DEPLOY, "overlays", "no-scaling-schedules"))
         .filter((o) => o.kind !== "Namespace");
       assertSameObjects(template({ scalingSchedules: { enabled: false } }), kustomized);
+    });
+  });
+
+  describe("the admission webhook", () => {
+    it("checks annotated workloads too with knative.enabled, and denies with denyInvalid", () => {
+      const objects = template({
+        certManager: { enabled: true },
+        knative: { enabled: true },
+        admissionWebhook: { enabled: true, denyInvalid: true },
+      });
+      const hook = objects.find((o) => o.kind === "ValidatingWebhookConfiguration") as Obj;
+      assert.deepEqual(
+        hook.webhooks.map((w: Obj) => [w.clientConfig.service.path, w.rules[0].resources]),
+        [
+          ["/validate/horizontalpodautoscalers", ["horizontalpodautoscalers"]],
+          ["/validate/scaledobjects", ["scaledobjects"]],
+          ["/validate/podautoscalers", ["podautoscalers"]],
+          ["/validate/workloads", ["deployments", "statefulsets"]],
+        ],
+      );
+      const args =
+        (objects.find((o) => o.kind === "Deployment") as Obj).spec.template.spec.containers[0]
+          .args;
+      assert.deepEqual(args.slice(-2), ["--admission-webhook", "--admission-deny-invalid"]);
+    });
+
+    it("writes tls.ca as every webhook's caBundle with tls.enable", () => {
+      const objects = template({
+        tls: { enable: true, secretName: "my-cert", ca: "-----BEGIN CERTIFICATE-----" },
+        admissionWebhook: { enabled: true },
+      });
+      const hook = objects.find((o) => o.kind === "ValidatingWebhookConfiguration") as Obj;
+      assert.equal(hook.metadata.annotations, undefined);
+      for (const w of hook.webhooks) {
+        assert.equal(w.clientConfig.caBundle, btoa("-----BEGIN CERTIFICATE-----"));
+      }
     });
   });
 
@@ -1537,6 +1582,11 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         "sharding.enabled without a verified serving certificate",
         { sharding: { enabled: true } },
         "sharding.enabled needs certManager.enabled or tls.enable: the replicas verify each other's serving certificates with its ca.crt",
+      ],
+      [
+        "admissionWebhook.enabled without a verified serving certificate",
+        { admissionWebhook: { enabled: true } },
+        "admissionWebhook.enabled needs certManager.enabled or tls.enable: kube-apiserver verifies a webhook's certificate with its caBundle",
       ],
     ];
     for (const [name, values, message] of failures) {

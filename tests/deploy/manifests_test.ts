@@ -251,15 +251,14 @@ describe("kubectl kustomize deploy", () => {
     assert.ok(r.limits.memory);
   });
 
-  it("exposes 443 to the secure port and selects the pods", () => {
+  it("exposes 443 to the secure port, 7979 to the metrics port and selects the pods", () => {
     const svc = find(objects, "Service", "hpa-metrics-adapter");
     const d = find(objects, "Deployment", "hpa-metrics-adapter");
-    assert.deepEqual(svc.spec.ports, [{
-      name: "https",
-      port: 443,
-      targetPort: "https",
-      protocol: "TCP",
-    }]);
+    assert.deepEqual(svc.spec.ports, [
+      { name: "https", port: 443, targetPort: "https", protocol: "TCP" },
+      // explain reads /status.json through kube-apiserver's service proxy
+      { name: "metrics", port: 7979, targetPort: "metrics", protocol: "TCP" },
+    ]);
     for (const [k, v] of Object.entries(svc.spec.selector)) {
       assert.equal(d.spec.template.metadata.labels[k], v);
     }
@@ -379,6 +378,32 @@ describe("kubectl kustomize deploy", () => {
 });
 
 describe("overlays", () => {
+  it("admission-webhook: registers the webhook for HPAs, ScaledObjects and PodAutoscalers", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "admission-webhook"));
+    const d = find(objects, "Deployment", "hpa-metrics-adapter");
+    assert.ok(d.spec.template.spec.containers[0].args.includes("--admission-webhook"));
+    const hook = find(objects, "ValidatingWebhookConfiguration", "hpa-metrics-adapter");
+    assert.equal(
+      hook.metadata.annotations["cert-manager.io/inject-ca-from"],
+      "hpa-metrics-adapter/hpa-metrics-adapter-tls",
+    );
+    // deno-lint-ignore no-explicit-any
+    assert.deepEqual(hook.webhooks.map((w: any) => [w.name, w.clientConfig.service.path]), [
+      ["horizontalpodautoscalers.hpa-metrics-adapter.io", "/validate/horizontalpodautoscalers"],
+      ["scaledobjects.hpa-metrics-adapter.io", "/validate/scaledobjects"],
+      ["podautoscalers.hpa-metrics-adapter.io", "/validate/podautoscalers"],
+    ]);
+    for (const w of hook.webhooks) {
+      assert.equal(w.failurePolicy, "Ignore");
+      assert.equal(w.timeoutSeconds, 2);
+      assert.equal(w.sideEffects, "None");
+      assert.deepEqual(w.admissionReviewVersions, ["v1"]);
+      assert.equal(w.clientConfig.service.name, "hpa-metrics-adapter");
+      assert.equal(w.clientConfig.service.port, 443);
+    }
+    assert.deepEqual(hook.webhooks[0].rules[0].apiVersions, ["v1", "v2", "v2beta2"]);
+  });
+
   it("prometheus: passes --prometheus-server", () => {
     const objects = kustomize(join(DEPLOY, "overlays", "prometheus"));
     assert.equal(

@@ -19,7 +19,8 @@
  * module by tests/deploy/helm_tool.ts) and the chart's suite (helm_e2e_test.ts), then deploy/'s
  * files again with the adapter delegating external metrics to prometheus-adapter (built from
  * its Go module) and the delegation suite (delegation_e2e_test.ts), then three replicas sharing
- * the collection (shard_e2e_test.ts), then KEDA's ScaledObjects (keda_e2e_test.ts).
+ * the collection (shard_e2e_test.ts), then the admission webhook and explain through the service
+ * proxy (admission_e2e_test.ts), then KEDA's ScaledObjects (keda_e2e_test.ts).
  * KEDA's CRDs (deploy/crds/keda) and Knative's PodAutoscaler and ServerlessService CRDs
  * (tests/e2e/knative_crds.ts) are installed
  * before the controller manager starts; no Knative controller runs.
@@ -760,7 +761,11 @@ export function applyEndpoints(ips: string[] = adapterReplicas().map((r) => r.ip
       metadata: { name: E2E.adapterService, namespace: E2E.adapterNamespace },
       subsets: [{
         addresses: ips.map((ip) => ({ ip })),
-        ports: [{ name: "https", port: E2E.adapterPort, protocol: "TCP" }],
+        ports: [
+          { name: "https", port: E2E.adapterPort, protocol: "TCP" },
+          // the status page, for explain through the service proxy
+          { name: "metrics", port: E2E.adapterMetricsPort, protocol: "TCP" },
+        ],
       }],
     },
     {
@@ -773,7 +778,10 @@ export function applyEndpoints(ips: string[] = adapterReplicas().map((r) => r.ip
       },
       addressType: "IPv4",
       endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
-      ports: [{ name: "https", port: E2E.adapterPort, protocol: "TCP" }],
+      ports: [
+        { name: "https", port: E2E.adapterPort, protocol: "TCP" },
+        { name: "metrics", port: E2E.adapterMetricsPort, protocol: "TCP" },
+      ],
     },
   ];
   kubectl(
@@ -1262,6 +1270,8 @@ async function main(argv: string[]): Promise<number> {
         ["helm", "tests/e2e/helm_e2e_test.ts", "", "1"],
         ["kustomize", "tests/e2e/delegation_e2e_test.ts", delegateArgs, "1"],
         ["kustomize", "tests/e2e/shard_e2e_test.ts", "", "3"],
+        // the admission webhook and explain through the service proxy (issue 50)
+        ["kustomize", "tests/e2e/admission_e2e_test.ts", "--admission-webhook", "1"],
         // and KEDA's ScaledObjects served without KEDA (issue 47)
         // (KEDA's own operator takes the ScaledObjects labelled for it, side by side)
         // and KEDA's metrics server behind us as the delegate, so both HPAs get their metrics

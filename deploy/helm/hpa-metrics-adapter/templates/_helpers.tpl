@@ -128,6 +128,9 @@ Values that cannot be checked by values.schema.json alone: fail the render with 
 {{- if and $d.clientCertSecret $d.tokenSecret }}
 {{- fail (printf "delegation.clientCertSecret %q and delegation.tokenSecret %q are both set: the delegates get a client certificate or a token, not both" $d.clientCertSecret.name $d.tokenSecret.name) }}
 {{- end }}
+{{- if and .Values.admissionWebhook.enabled (not (include "hpa-metrics-adapter.verifiedTls" .)) }}
+{{- fail "admissionWebhook.enabled needs certManager.enabled or tls.enable: kube-apiserver verifies a webhook's certificate with its caBundle" }}
+{{- end }}
 {{- if and .Values.sharding.enabled (not (include "hpa-metrics-adapter.verifiedTls" .)) }}
 {{- fail "sharding.enabled needs certManager.enabled or tls.enable: the replicas verify each other's serving certificates with its ca.crt" }}
 {{- end }}
@@ -265,6 +268,12 @@ values.yaml, then extraArgs (the last value of a flag wins).
 {{- end }}
 {{- with .Values.sharding.retryPeriod }}
 - {{ printf "--shard-retry-period=%s" . | quote }}
+{{- end }}
+{{- end }}
+{{- if .Values.admissionWebhook.enabled }}
+- --admission-webhook
+{{- if .Values.admissionWebhook.denyInvalid }}
+- --admission-deny-invalid
 {{- end }}
 {{- end }}
 {{- range .Values.extraArgs }}
