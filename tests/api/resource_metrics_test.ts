@@ -4,8 +4,12 @@
  * while the source has rules, PodMetrics/NodeMetrics bodies, what a failed collection does,
  * `fieldSelector`, Go durations, and authorization attributes of its URLs.
  */
-import { describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createApp } from "../../src/api/app.ts";
 import type { AdapterResult } from "../../src/api/prometheus_adapter.ts";
 import { requestAttributes } from "../../src/api/request_attributes.ts";
@@ -18,6 +22,7 @@ import {
 import type { KubeObject } from "../../src/cluster/types.ts";
 import type { NodeUsage, PodUsage } from "../../src/core/prometheus_adapter/resource.ts";
 import { MetricStore } from "../../src/store/store.ts";
+import { serveForTest, type TestServer } from "./serve_helper.ts";
 
 const T = Date.parse("2026-01-02T03:04:05.678Z");
 const BASE = "/apis/metrics.k8s.io/v1beta1";
@@ -223,5 +228,76 @@ describe("authorization attributes of metrics.k8s.io URLs", () => {
     ]);
     assert.deepEqual(attrs(`${BASE}/pods`), ["list", "metrics.k8s.io", "", "pods", ""]);
     assert.deepEqual(attrs(`${BASE}/nodes/n1`), ["get", "metrics.k8s.io", "", "nodes", "n1"]);
+  });
+});
+
+describe("kubectl top against metrics.k8s.io", () => {
+  const KUBECTL = process.env.KUBECTL ?? "/usr/bin/kubectl";
+  let server: TestServer;
+  let dir: string;
+
+  before(async () => {
+    if (!existsSync(KUBECTL)) throw new Error(`kubectl is missing at ${KUBECTL}: set KUBECTL`);
+    const source = new FakeSource();
+    source.pods.set("default", {
+      items: [{
+        namespace: "default",
+        name: "web-1",
+        timestamp: T,
+        windowSeconds: 300,
+        containers: [
+          { name: "app", cpu: "250m", memory: "64Mi" },
+          { name: "sidecar", cpu: "5m", memory: "16Mi" },
+        ],
+      }],
+    });
+    source.nodes = {
+      items: [{ name: "n1", timestamp: T, windowSeconds: 300, cpu: "1500m", memory: "2Gi" }],
+    };
+    server = await serveForTest(
+      app(source, [pod("default", "web-1")], [{ metadata: { name: "n1" } }]),
+    );
+    dir = mkdtempSync(join(tmpdir(), "kubectl-top-"));
+    writeFileSync(
+      join(dir, "config"),
+      "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
+    );
+  });
+
+  after(async () => {
+    await server?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  function kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(
+        KUBECTL,
+        [
+          `--kubeconfig=${join(dir, "config")}`,
+          `--cache-dir=${join(dir, "cache")}`,
+          `--server=${server.url}`,
+          "--request-timeout=10s",
+          ...args,
+        ],
+        { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir }, timeout: 30_000 },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+          resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+        },
+      );
+    });
+  }
+
+  // (kubectl top node reads the core API's nodes too, which this app does not serve)
+  it("prints pods and their containers", async () => {
+    const r = await kubectl("top", "pod", "--namespace=default", "--containers");
+    assert.equal(r.stderr, "");
+    assert.equal(r.code, 0);
+    assert.deepEqual(r.stdout.trim().split("\n").map((l) => l.trim().split(/\s+/)), [
+      ["POD", "NAME", "CPU(cores)", "MEMORY(bytes)"],
+      ["web-1", "app", "250m", "64Mi"],
+      ["web-1", "sidecar", "5m", "16Mi"],
+    ]);
   });
 });

@@ -356,3 +356,46 @@ describe("metrics.k8s.io from resourceRules against the real Prometheus", () => 
     assert.equal(post.status, 405);
   });
 });
+
+describe("metrics.k8s.io follows the config file", () => {
+  it("stops serving the group once a reload drops resourceRules, and serves it again after", async () => {
+    const path = join(dir, "reload.yaml");
+    await writeFile(path, CONFIG);
+    const reloading = await PrometheusAdapterServing.start({
+      configPath: path,
+      readConfig: () => readFile(path, "utf8"),
+      client: new PrometheusClient({ url: prom.url }),
+      fetch,
+      relistIntervalSeconds: 600,
+      maxAgeSeconds: 600,
+      configPollSeconds: 600,
+      collectionIntervalSeconds: 60,
+      ttlSeconds: 900,
+      maxQueryLength: 8192,
+      queryTimeoutSeconds: 10,
+      maxBytes: 1 << 20,
+      now: () => Date.now(),
+      logger: memoryLogger(),
+    });
+    try {
+      const a = createApp({
+        store: new MetricStore(),
+        pods: { listPods: () => [] },
+        nodes: { listNodes: () => NODES },
+        now: () => Date.now(),
+        ready: () => true,
+        resourceMetrics: reloading,
+      });
+      assert.equal((await a.request(`${BASE}/nodes/n1`)).status, 200);
+      await writeFile(path, "rules: []\n");
+      await reloading.reloadConfig();
+      assert.equal((await a.request(`${BASE}/nodes/n1`)).status, 404);
+      assert.equal((await a.request(BASE)).status, 404);
+      await writeFile(path, CONFIG);
+      await reloading.reloadConfig();
+      assert.equal((await a.request(`${BASE}/nodes/n1`)).status, 200);
+    } finally {
+      await reloading.stop();
+    }
+  });
+});
