@@ -22,8 +22,9 @@
  *   order, which is Go's map order upstream).
  *
  * Ours is read as the HPA controller reads it (through the aggregator), and its metrics.k8s.io
- * directly on its own address (no APIService registers it here); prometheus-adapter directly
- * on its port; both with the harness's admin certificate.
+ * directly on its own address, then through the aggregator once the suite has registered
+ * deploy/components/resource-metrics' APIService; prometheus-adapter directly on its port; both
+ * direct reads with the harness's admin certificate.
  *
  *   HPA_E2E_SUITE=tests/e2e/prometheus_adapter_e2e_test.ts node --import tsx tests/e2e/harness.ts test
  */
@@ -36,6 +37,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { E2E, readState, ROOT, STATE_DIR, waitFor } from "./harness.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
+import { load } from "js-yaml";
 import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient } from "./kube_client.ts";
 import { ensurePrometheusAdapter } from "./prometheus_adapter_tool.ts";
@@ -126,6 +128,8 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
   let dir = "";
   let child: ChildProcess | null = null;
   let exited: Promise<void> = Promise.resolve();
+  /** Whether the metrics test registered v1beta1.metrics.k8s.io (deleted after). */
+  let registered = false;
 
   /** A GET of prometheus-adapter's API (the harness's admin certificate). */
   const fromPeer = (path: string): Promise<{ status: number; body: Obj }> =>
@@ -316,6 +320,12 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       clearTimeout(kill);
     }
     if (state?.prometheus) rmSync(join(state.prometheus.targetsDir, `${ns}.json`), { force: true });
+    if (registered) {
+      await kube!.request(
+        "DELETE",
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
+      ).catch(() => {});
+    }
     if (!process.env.HPA_E2E_KEEP) {
       await kube!.request("DELETE", `/api/v1/namespaces/${ns}`).catch(() => {});
       await kube!.request("DELETE", `/api/v1/nodes/${NODE}`).catch(() => {});
@@ -512,5 +522,44 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       pods.body.items.map((i: Obj) => i.metadata.name),
       ["web-0", "web-1", "web-2"],
     );
+
+    // registered as deploy/components/resource-metrics does (with the harness's verified CA, as
+    // its other APIServices), the aggregator's reads (kubectl top's, the HPA controller's)
+    // answer as the direct ones
+    const api = load(
+      readFileSync(join(ROOT, "deploy/components/resource-metrics/apiservice.yaml"), "utf8"),
+    ) as Obj;
+    const custom = await kube!.get(
+      "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.custom.metrics.k8s.io",
+    ) as Obj;
+    api.spec.insecureSkipTLSVerify = custom.spec.insecureSkipTLSVerify ?? false;
+    if (custom.spec.caBundle) api.spec.caBundle = custom.spec.caBundle;
+    await kube!.request("POST", "/apis/apiregistration.k8s.io/v1/apiservices", { body: api });
+    registered = true;
+    await waitFor(async () => {
+      const obj = await kube!.get(
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
+      ) as Obj;
+      return (obj.status?.conditions ?? []).some((c: Obj) =>
+        c.type === "Available" && c.status === "True"
+      ) || undefined;
+    }, { what: "APIService v1beta1.metrics.k8s.io Available", timeoutMs: WAIT_MS });
+    const throughAggregator: string[] = [];
+    for (const path of paths) {
+      let last: [Obj, Obj] = [null, null];
+      await waitFor(async () => {
+        const [d, a] = await Promise.all([fromOursDirect(path), fromOurs(path)]);
+        last = [comparable(d), comparable(a)];
+        return JSON.stringify(last[0]) === JSON.stringify(last[1]) || undefined;
+      }, { what: path, timeoutMs: 8_000 }).catch(() => {});
+      if (JSON.stringify(last[0]) !== JSON.stringify(last[1])) {
+        throughAggregator.push(
+          `${path}\n  direct:     ${JSON.stringify(last[0])}\n  aggregator: ${
+            JSON.stringify(last[1])
+          }`,
+        );
+      }
+    }
+    assert.deepEqual(throughAggregator, [], "reads through the aggregator differ");
   });
 });
