@@ -196,7 +196,7 @@ export function resourceRead(
   if ("error" in labelSel) return labelSel;
   const fieldSel = parseFieldSelector(queryParam(search, "fieldSelector") ?? "");
   if (typeof fieldSel === "string") {
-    return { error: statusPlain("BadRequest", `invalid fieldSelector: ${fieldSel}`) };
+    return { error: statusPlain("BadRequest", fieldSel) };
   }
   return { group: METRICS_GROUP, route: "resource", resource, namespace, name, labelSel, fieldSel };
 }

@@ -156,7 +156,7 @@ describe("metrics.k8s.io served from a resource metrics source", () => {
     assert.equal(bad.status, 400);
     assert.equal(
       bad.body.message,
-      "invalid fieldSelector: invalid selector: 'nope'; can't understand 'nope'",
+      "invalid selector: 'nope'; can't understand 'nope'",
     );
   });
 

@@ -461,6 +461,10 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       `${base}/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${NODE}`)}`,
       `${base}/nodes/${NODE}`,
       `${base}/nodes/nope`,
+      // selectors the servers cannot parse
+      `${base}/namespaces/${ns}/pods?labelSelector=${encodeURIComponent("parity in (even")}`,
+      `${base}/nodes?fieldSelector=nope`,
+      `${base}/pods?fieldSelector=${encodeURIComponent("metadata.name=web-1,nope")}`,
     ];
     /** A body as compared: without timestamps, containers by name. */
     const comparable = (a: { status: number; body: Obj }): Obj => {
@@ -475,6 +479,15 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
           }),
         };
       };
+      // an unparsable labelSelector: the same status and reason (the parser's words differ)
+      const message: string = a.body?.message ?? "";
+      if (
+        a.status === 400 &&
+        (message.startsWith("unable to parse requirement") ||
+          message.startsWith("invalid labelSelector"))
+      ) {
+        return { status: 400, body: { reason: a.body.reason, message: "(labelSelector)" } };
+      }
       if (a.status !== 200) return a;
       const b = a.body;
       return {
