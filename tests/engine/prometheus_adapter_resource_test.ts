@@ -399,3 +399,82 @@ describe("metrics.k8s.io follows the config file", () => {
     }
   });
 });
+
+describe("metrics.k8s.io when Prometheus fails", () => {
+  it("keeps the last answer for its TTL, then leaves the objects out", async () => {
+    let fail = false;
+    let queries = 0;
+    const fake = await startServer("127.0.0.1", 0, (req, res) => {
+      const url = new URL(req.url ?? "/", "http://x");
+      if (url.pathname === "/api/v1/query") {
+        queries++;
+        if (fail) {
+          res.writeHead(503, { "content-type": "application/json" });
+          res.end('{"status":"error","errorType":"unavailable","error":"down"}');
+          return;
+        }
+        const node = (name: string, v: string) => ({ metric: { node: name }, value: [1, v] });
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({
+          status: "success",
+          data: { resultType: "vector", result: [node("n1", "2"), node("n2", "1024")] },
+        }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"status":"success","data":[]}');
+    });
+    const path = join(dir, "failing.yaml");
+    await writeFile(path, CONFIG);
+    let clock = Date.now();
+    const failing = await PrometheusAdapterServing.start({
+      configPath: path,
+      readConfig: () => readFile(path, "utf8"),
+      client: new PrometheusClient({ url: `http://127.0.0.1:${fake.port}` }),
+      fetch,
+      relistIntervalSeconds: 600,
+      maxAgeSeconds: 600,
+      configPollSeconds: 600,
+      collectionIntervalSeconds: 600,
+      ttlSeconds: 60,
+      maxQueryLength: 8192,
+      queryTimeoutSeconds: 10,
+      maxBytes: 1 << 20,
+      now: () => clock,
+      logger: memoryLogger(),
+    });
+    try {
+      const nodes: KubeObject[] = [{ metadata: { name: "n1" } }];
+      const a = createApp({
+        store: new MetricStore(),
+        pods: { listPods: () => [] },
+        nodes: { listNodes: () => nodes },
+        now: () => clock,
+        ready: () => true,
+        resourceMetrics: failing,
+      });
+      const names = async () =>
+        (await (await a.request(`${BASE}/nodes`)).json()).items.map((i: any) => i.metadata.name);
+      assert.deepEqual(await names(), ["n1"]);
+      assert.equal(queries, 2);
+      fail = true;
+      // a new node makes a collection, which fails: the last answer serves (n2 is left out)
+      nodes.push({ metadata: { name: "n2" } });
+      clock += 30_000;
+      assert.deepEqual(await names(), ["n1"]);
+      assert.ok(queries > 2, "no collection for the new node");
+      // past the TTL the failure is the answer: no node has metrics, the list is still a 200
+      clock += 31_000;
+      const res = await a.request(`${BASE}/nodes`);
+      assert.equal(res.status, 200);
+      assert.deepEqual((await res.json()).items, []);
+      assert.equal((await a.request(`${BASE}/nodes/n1`)).status, 404);
+      fail = false;
+      clock += 61_000;
+      assert.deepEqual(await names(), ["n1", "n2"]);
+    } finally {
+      await failing.stop();
+      await fake.close();
+    }
+  });
+});
