@@ -9,6 +9,9 @@
  * read that no HPA of ours asks for is forwarded to the delegate of its API once authorized
  * (never on the fast path), and the delegate's discovery list joins ours.
  *
+ * With `resourceMetrics` (prometheus-adapter's `resourceRules`), `metrics.k8s.io/v1beta1`
+ * (PodMetrics, NodeMetrics: resource_metrics.ts) is served too, while the source has rules.
+ *
  * Bodies use the exact JSON of k8s.io/metrics (field names, order and omissions as Go writes
  * them); errors are `metav1.Status` (status.ts). A read that matches nothing answers 404 with
  * the reason, which the HPA controller shows in `kubectl describe hpa`.
@@ -26,6 +29,7 @@ import {
   CUSTOM_GROUP,
   EXTERNAL_GROUP,
   groupVersions,
+  METRICS_GROUP,
   resourceList,
   type VersionInfo,
   versionJson,
@@ -42,6 +46,12 @@ import {
   type ReadCaches,
 } from "./metric_read.ts";
 import { openApiDocument } from "./openapi.ts";
+import {
+  resourceMetrics,
+  resourceMetricsResourceList,
+  type ResourceRead,
+  resourceRead,
+} from "./resource_metrics.ts";
 import type { RequestObservation } from "./own_metrics.ts";
 import { podSetCache } from "./pods.ts";
 import {
@@ -149,7 +159,7 @@ export type ApiApp = Hono & {
   bodyLimit(method: string, target: string): number;
 };
 
-type MetricRead = CustomRead | ExternalRead;
+type MetricRead = CustomRead | ExternalRead | ResourceRead;
 
 /**
  * What a GET under /apis/ asks: a metric read; a read whose URL is wrong (answered once the
@@ -185,6 +195,7 @@ const DOT_SEGMENT_RE = /\/(?:\.|%2e){1,2}(?:\/|$)/i;
 
 const CUSTOM_PREFIX = `/apis/${CUSTOM_GROUP}/`;
 const EXTERNAL_PREFIX = `/apis/${EXTERNAL_GROUP}/`;
+const METRICS_PREFIX = `/apis/${METRICS_GROUP}/`;
 
 /** Whether `path` is `<prefix><version>/<anything>`. */
 function underVersion(path: string, prefix: string): boolean {
@@ -197,6 +208,7 @@ function routeOf(path: string): string {
   // the metric reads first, without a regular expression: every served read comes here
   if (underVersion(path, CUSTOM_PREFIX)) return "custom";
   if (underVersion(path, EXTERNAL_PREFIX)) return "external";
+  if (underVersion(path, METRICS_PREFIX)) return "resource";
   if (/^\/(healthz|livez|readyz)(\/|$)/.test(path)) return "health";
   if (path === "/version" || path === "/version/") return "version";
   if (path.startsWith("/openapi")) return "openapi";
@@ -316,9 +328,21 @@ export function createApp(options: ApiOptions): ApiApp {
 
   app.get("/openapi/v2", () => json(openApiDocument(version, groups)));
 
+  const resourceSource = options.resourceMetrics;
+  /** Whether metrics.k8s.io is served now (the config in use has resourceRules). */
+  const resourceServed = (): boolean => resourceSource?.resourceMetricsServed() === true;
+  const served = (group: string): boolean =>
+    groups.includes(group) || (group === METRICS_GROUP && resourceServed());
+  const resourceListBody = readyBody(JSON.stringify(resourceMetricsResourceList()));
+
   app.get(
     "/apis",
-    () => json({ kind: "APIGroupList", apiVersion: "v1", groups: groups.map(apiGroup) }),
+    () =>
+      json({
+        kind: "APIGroupList",
+        apiVersion: "v1",
+        groups: [...groups, ...(resourceServed() ? [METRICS_GROUP] : [])].map(apiGroup),
+      }),
   );
 
   const selectors = selectorCache();
@@ -340,7 +364,7 @@ export function createApp(options: ApiOptions): ApiApp {
     const segs = segments(pathname);
     if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
     const [, group, ver, ...rest] = segs;
-    if (!groups.includes(group)) return plainNotFound();
+    if (!served(group)) return plainNotFound();
     if (ver === undefined) {
       return plainJson(JSON.stringify({ kind: "APIGroup", apiVersion: "v1", ...apiGroup(group) }));
     }
@@ -348,7 +372,9 @@ export function createApp(options: ApiOptions): ApiApp {
     if (rest.length === 0) return { resources: group, version: ver };
     return group === CUSTOM_GROUP
       ? customRead(selectors, search, ver, rest)
-      : externalRead(selectors, search, rest);
+      : group === EXTERNAL_GROUP
+      ? externalRead(selectors, search, rest)
+      : resourceRead(selectors, search, rest);
   };
   /**
    * The answer to what a GET asks, from the store as it is now; `FORWARD` for a read
@@ -356,6 +382,9 @@ export function createApp(options: ApiOptions): ApiApp {
    */
   const answer = (ask: ApisAsk): PlainResponse | Forward | Pending => {
     if ("status" in ask) return ask;
+    if ("resources" in ask && ask.resources === METRICS_GROUP) {
+      return resourceServed() ? plainReady(resourceListBody) : plainNotFound();
+    }
     if ("resources" in ask) {
       // made once per change of the served metrics: the aggregator asks every few seconds
       const key = `${ask.resources}/${ask.version}`;
@@ -384,6 +413,14 @@ export function createApp(options: ApiOptions): ApiApp {
       );
     }
     if ("error" in ask) return ask.error;
+    if (ask.group === METRICS_GROUP) {
+      return resourceSource === undefined ? plainNotFound() : resourceMetrics(ask, {
+        source: resourceSource,
+        pods: options.pods,
+        nodes: options.nodes ?? { listNodes: () => [] },
+        now: options.now,
+      });
+    }
     return ask.group === CUSTOM_GROUP
       ? customMetrics(ask, caches, options)
       : externalMetrics(ask, caches, options);
@@ -397,7 +434,7 @@ export function createApp(options: ApiOptions): ApiApp {
     if (method !== "GET" && method !== "HEAD") {
       const segs = segments(pathname);
       if (!segs) return statusPlain("BadRequest", `invalid path "${pathname}"`);
-      if (!groups.includes(segs[1])) return plainNotFound();
+      if (!served(segs[1])) return plainNotFound();
       return statusPlain(
         "MethodNotAllowed",
         "the server does not allow this method on the requested resource",

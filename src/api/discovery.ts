@@ -44,10 +44,20 @@ export function versionJson(version: VersionInfo): Record<string, string> {
   };
 }
 
+/** The resource metrics API group (`resourceRules` of `--prometheus-adapter-config`). */
+export const METRICS_GROUP = "metrics.k8s.io";
+
 /** The versions served of `group`, preferred first. */
 export function groupVersions(group: string): readonly string[] {
-  return group === CUSTOM_GROUP ? CUSTOM_VERSIONS : EXTERNAL_VERSIONS;
+  return group === CUSTOM_GROUP
+    ? CUSTOM_VERSIONS
+    : group === METRICS_GROUP
+    ? METRICS_VERSIONS
+    : EXTERNAL_VERSIONS;
 }
+
+/** The versions of the resource metrics API. */
+export const METRICS_VERSIONS = ["v1beta1"] as const;
 
 /** The `APIGroup` document of `group` (without kind and apiVersion). */
 export function apiGroup(group: string): Record<string, unknown> {

@@ -9,6 +9,7 @@ import type { MetricStore } from "../store/store.ts";
 import type { ApiDelegates } from "./delegate.ts";
 import type { PodLister, PodSetCache } from "./pods.ts";
 import type { PrometheusAdapterSource } from "./prometheus_adapter.ts";
+import type { NodeLister, ResourceMetricsSource } from "./resource_metrics.ts";
 import type { PlainResponse } from "../runtime/serve.ts";
 import { type ReadyBody, readyBody } from "./responses.ts";
 
@@ -34,6 +35,13 @@ export interface MetricSource {
   keda?: KedaServingSource;
   /** prometheus-adapter's rules (`--prometheus-adapter-config`): reads no HPA of ours covers. */
   prometheusAdapter?: PrometheusAdapterSource;
+  /**
+   * prometheus-adapter's `resourceRules`: `metrics.k8s.io` is served while the source says
+   * so, with `nodes` for its NodeMetrics.
+   */
+  resourceMetrics?: ResourceMetricsSource;
+  /** The nodes (`metrics.k8s.io` NodeMetrics); none when absent. */
+  nodes?: NodeLister;
 }
 
 /** The answer to a read no HPA of ours asks for when its API has a delegate: forward it. */

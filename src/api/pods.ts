@@ -12,6 +12,8 @@ import type { OkSelector } from "./selectors.ts";
 export interface PodLister {
   /** The pods of a namespace. */
   listPods(namespace: string): KubeObject[];
+  /** The pods of every namespace (metrics.k8s.io's `/pods`); none when absent. */
+  listAllPods?(): KubeObject[];
   /** One pod by name; when given, wildcard reads look up only the pods that have values. */
   getPod?(namespace: string, name: string): KubeObject | undefined;
   /**

@@ -71,7 +71,7 @@ function selectorMatcher(sel: Selector): (labels: Record<string, string>) => boo
 }
 
 /** The value of query parameter `name` as Hono's `c.req.query(name)` reads it (first one wins). */
-function queryParam(search: string, name: string): string | undefined {
+export function queryParam(search: string, name: string): string | undefined {
   if (search.length <= 1) return undefined;
   for (const part of search.slice(1).split("&")) {
     const eq = part.indexOf("=");

@@ -823,7 +823,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "prometheus-adapter-config",
     "string",
     null,
-    "prometheus-adapter's config file (its --config): its rules are served as custom metrics and its externalRules as external metrics, from --prometheus-server, for the reads no HPA annotation of ours covers; a bad file fails the start, the file is re-read every 10s and a good new version replaces the old (a bad edit is logged, the last good one keeps serving); resourceRules are not served",
+    "prometheus-adapter's config file (its --config): its rules are served as custom metrics and its externalRules as external metrics, from --prometheus-server, for the reads no HPA annotation of ours covers; a bad file fails the start, the file is re-read every 10s and a good new version replaces the old (a bad edit is logged, the last good one keeps serving); its resourceRules, when the file has them, serve metrics.k8s.io/v1beta1 (PodMetrics and NodeMetrics for kubectl top and the HPA's cpu and memory Resource metrics: register the APIService v1beta1.metrics.k8s.io, in place of metrics-server)",
   ),
   def(
     PROMETHEUS_ADAPTER,

@@ -484,6 +484,16 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       });
 
     // --prometheus-adapter-config: its rules discovered and served (a bad file fails the start)
+    let nodesWatched = false;
+    const watchNodes = (): void => {
+      if (nodesWatched) return;
+      nodesWatched = true;
+      cluster.ensure("Node").catch((e) =>
+        log.error("cannot watch nodes for prometheus-adapter's resourceRules", {
+          error: errorText(e),
+        })
+      );
+    };
     const prometheusAdapter = stringFlag(flags, "prometheus-adapter-config") === null
       ? null
       : await (await import("./prometheus_adapter_options.ts")).startPrometheusAdapterFromFlags(
@@ -497,6 +507,8 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       cluster.ensure("Pod").catch((e) =>
         log.error("cannot watch pods for prometheus-adapter's rules", { error: errorText(e) })
       );
+      // resourceRules: metrics.k8s.io's NodeMetrics list the nodes (watched once asked for)
+      if (prometheusAdapter.resourceMetricsServed()) watchNodes();
     }
 
     // --admission-webhook: plan's checks on the objects kube-apiserver admits (issue 50)
@@ -511,6 +523,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       store,
       pods: {
         listPods: (ns) => cluster.list("Pod", ns),
+        listAllPods: () => cluster.list("Pod"),
         getPod: (ns, name) => cluster.get("Pod", ns, name),
         version: cluster.version ? (ns) => cluster.version!("Pod", ns) : undefined,
       },
@@ -527,7 +540,19 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       delegates,
       ...(admission ? { admission } : {}),
       ...(kedaSources ? { keda: kedaSources } : {}),
-      ...(prometheusAdapter ? { prometheusAdapter } : {}),
+      ...(prometheusAdapter
+        ? {
+          prometheusAdapter,
+          // resourceRules: metrics.k8s.io while the config in use has them
+          resourceMetrics: prometheusAdapter,
+          nodes: {
+            listNodes: () => {
+              watchNodes();
+              return cluster.list("Node");
+            },
+          },
+        }
+        : {}),
       // a peer's values go to the store as ours do, its failures to the leader's events
       ...(sharding
         ? {

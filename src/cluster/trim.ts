@@ -97,6 +97,8 @@ function keepStatus(o: Loose, fields: readonly string[]): void {
  * - a Pod keeps its metadata without annotations and, of its status, `phase`, `podIP`,
  *   `podIPs` and `conditions`: its spec and container statuses (most of a pod, and pods are
  *   most of the objects) are dropped;
+ * - a Node keeps its metadata without annotations (its name and labels make a NodeMetrics); its
+ *   spec and status (images, conditions, addresses) are dropped;
  * - a Deployment, StatefulSet or Rollout drops `spec.template`; its selector, replicas and
  *   status stay;
  * - a HorizontalPodAutoscaler keeps, of its status, `currentReplicas`, `desiredReplicas` and
@@ -118,7 +120,7 @@ export function trimForCache<T>(kind: Kind, obj: T): T {
   const metadata = o.metadata as Loose;
   if (metadata.managedFields !== undefined) delete metadata.managedFields;
   const annotations = metadata.annotations;
-  if (kind === "Pod") {
+  if (kind === "Pod" || kind === "Node") {
     if (annotations !== undefined) delete metadata.annotations;
   } else if (isObject(annotations) && LAST_APPLIED in annotations) {
     delete annotations[LAST_APPLIED];
@@ -128,6 +130,9 @@ export function trimForCache<T>(kind: Kind, obj: T): T {
   if (kind === "Pod") {
     if (o.spec !== undefined) delete o.spec;
     keepStatus(o, POD_STATUS_FIELDS);
+  } else if (kind === "Node") {
+    if (o.spec !== undefined) delete o.spec;
+    if (o.status !== undefined) delete o.status;
   } else if (kind === "HorizontalPodAutoscaler") {
     const conditions = isObject(o.status) && Array.isArray(o.status.conditions)
       ? o.status.conditions

@@ -8,6 +8,7 @@
 export type Kind =
   | "HorizontalPodAutoscaler"
   | "Pod"
+  | "Node"
   | "Deployment"
   | "ReplicaSet"
   | "StatefulSet"
@@ -144,6 +145,8 @@ export const KIND_RESOURCES: Readonly<Record<Kind, KindResource>> = {
     scale: false,
   },
   Pod: { group: "", version: "v1", plural: "pods", namespaced: true, scale: false },
+  // the NodeMetrics of prometheus-adapter's resourceRules (--prometheus-adapter-config)
+  Node: { group: "", version: "v1", plural: "nodes", namespaced: false, scale: false },
   Deployment: {
     group: "apps",
     version: "v1",

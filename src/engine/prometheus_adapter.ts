@@ -16,6 +16,14 @@
  * it once (at most once per name and `discoveryMinIntervalSeconds`) before it is answered as
  * unknown: a new series is found on its first read, not at the next relist.
  *
+ * `resourceRules` (metrics.k8s.io, PodMetrics and NodeMetrics) are read through the same cache:
+ * one entry per namespace for pods (its `containerQuery`s over every running pod of the
+ * namespace, so any labelSelector, fieldSelector or single pod of it is served from one
+ * collection) and one for all nodes (the `nodeQuery`s). prometheus-adapter queries the pods a
+ * read asks for; as the queries sum by pod and container, a pod's usage is the same either way.
+ * A collection that fails keeps the last answer for its TTL; without one, the pods or nodes are
+ * left out of the read, as upstream leaves them out.
+ *
  * @module
  */
 import { load as loadYaml } from "js-yaml";
@@ -34,10 +42,20 @@ import {
   type GroupResource,
   type MetricNamer,
   metricNamers,
+  nodeMetricsFromVectors,
+  type NodeUsage,
   parsePrometheusAdapterConfig,
+  podMetricsFromVectors,
+  type PodUsage,
   type PrometheusAdapterConfig,
   PrometheusAdapterConfigError,
+  renderNodeMetricsQueries,
+  renderPodMetricsQueries,
   type ResourceMapper,
+  type ResourceMetricsReader,
+  resourceMetricsReader,
+  type ResourceQueries,
+  type ResourceSample,
   type SeriesLabels,
   splitNamesForQuery,
   staticResourceMapper,
@@ -52,6 +70,11 @@ import type {
   AdapterResult,
   PrometheusAdapterSource,
 } from "../api/prometheus_adapter.ts";
+import type {
+  NodeMetricsRead,
+  PodMetricsRead,
+  ResourceMetricsSource,
+} from "../api/resource_metrics.ts";
 import { errorText } from "./error_text.ts";
 import type { Logger } from "./logger.ts";
 
@@ -108,6 +131,8 @@ interface Loaded {
   config: PrometheusAdapterConfig;
   custom: MetricNamer[];
   external: MetricNamer[];
+  /** `resourceRules` resolved, or null without them. */
+  resource: ResourceMetricsReader | null;
 }
 
 /** What the last discovery found. */
@@ -154,7 +179,12 @@ export function loadPrometheusAdapterConfig(
   path: string,
   text: string,
   mapper: ResourceMapper,
-): { config: PrometheusAdapterConfig; custom: MetricNamer[]; external: MetricNamer[] } {
+): {
+  config: PrometheusAdapterConfig;
+  custom: MetricNamer[];
+  external: MetricNamer[];
+  resource: ResourceMetricsReader | null;
+} {
   let doc: unknown;
   try {
     doc = loadYaml(text);
@@ -175,6 +205,9 @@ export function loadPrometheusAdapterConfig(
       config,
       custom: metricNamers(config.rules, mapper),
       external: metricNamers(config.externalRules, mapper),
+      resource: config.resourceRules === null
+        ? null
+        : resourceMetricsReader(config.resourceRules, mapper),
     };
   } catch (e) {
     throw new PrometheusAdapterFileError(path, [errorText(e)]);
@@ -223,7 +256,7 @@ class NotAVectorError extends Error {}
  * await serving.stop();
  * ```
  */
-export class PrometheusAdapterServing implements PrometheusAdapterSource {
+export class PrometheusAdapterServing implements PrometheusAdapterSource, ResourceMetricsSource {
   readonly #o: PrometheusAdapterOptions;
   readonly #mapper: ResourceMapper;
   readonly #setTimer: (fn: () => void, ms: number) => unknown;
@@ -241,7 +274,10 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
   #discovering: Promise<void> | null = null;
   /** Last on-demand discovery per `kind SEP name` (ms). */
   #asked = new Map<string, number>();
-  #reads = new Map<string, ReadEntry<CustomItem> | ReadEntry<ExternalItem>>();
+  #reads = new Map<
+    string,
+    ReadEntry<CustomItem> | ReadEntry<ExternalItem> | ReadEntry<PodUsage> | ReadEntry<NodeUsage>
+  >();
   #relistTimer: unknown = null;
   #pollTimer: unknown = null;
   #stopped = false;
@@ -279,7 +315,6 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
     }
     const loaded = { text, ...loadPrometheusAdapterConfig(options.configPath, text, mapper) };
     const serving = new PrometheusAdapterServing(options, loaded, mapper);
-    serving.#warnUnserved();
     await serving.#discover(null);
     serving.#scheduleRelist();
     serving.#schedulePoll();
@@ -355,8 +390,8 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
       path: this.#o.configPath,
       rules: loaded.config.rules.length,
       externalRules: loaded.config.externalRules.length,
+      resourceRules: loaded.resource !== null,
     });
-    this.#warnUnserved();
     await this.#discover(null);
   }
 
@@ -390,16 +425,110 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource {
     );
   }
 
-  // --- discovery ---------------------------------------------------------------------------
-
-  #warnUnserved(): void {
-    if (this.#loaded.config.resourceRules !== null) {
-      this.#o.logger.warn(
-        "prometheus-adapter config has resourceRules: metrics.k8s.io is not served by this adapter yet",
-        { path: this.#o.configPath },
-      );
-    }
+  resourceMetricsServed(): boolean {
+    return this.#loaded.resource !== null;
   }
+
+  podMetrics(read: PodMetricsRead): AdapterResult<PodUsage> {
+    if (this.#loaded.resource === null) return undefined;
+    const key = `resource\u0000pods\u0000${read.namespace}`;
+    const collect = async (): Promise<CollectOutcome<PodUsage>> => {
+      const reader = this.#loaded.resource;
+      if (reader === null) return { gone: true };
+      const names = read.names();
+      const answer = await this.#collectResource(
+        names,
+        (ns) => renderPodMetricsQueries(reader, read.namespace, ns),
+        (vectors) =>
+          podMetricsFromVectors(
+            reader,
+            names.map((name) => ({ namespace: read.namespace, name })),
+            new Map([[read.namespace, vectors]]),
+          ),
+        `pods in namespace ${read.namespace}`,
+      );
+      return { answer, names: new Set(names) };
+    };
+    return this.#read(key, collect, (entry) => this.#resourceServed(entry, read.wanted));
+  }
+
+  nodeMetrics(read: NodeMetricsRead): AdapterResult<NodeUsage> {
+    if (this.#loaded.resource === null) return undefined;
+    const collect = async (): Promise<CollectOutcome<NodeUsage>> => {
+      const reader = this.#loaded.resource;
+      if (reader === null) return { gone: true };
+      const names = read.names();
+      const answer = await this.#collectResource(
+        names,
+        (ns) => renderNodeMetricsQueries(reader, ns),
+        (vectors) => nodeMetricsFromVectors(reader, names, vectors),
+        "nodes",
+      );
+      return { answer, names: new Set(names) };
+    };
+    return this.#read(
+      "resource\u0000nodes",
+      collect,
+      (entry) => this.#resourceServed(entry, read.wanted),
+    );
+  }
+
+  /** A resource entry's answer, when fresh and its collection asked for every name wanted. */
+  #resourceServed<T>(entry: ReadEntry<T>, wanted: readonly string[]): AdapterAnswer<T> | null {
+    const answer = entry.answer;
+    if (answer === null || this.#expired(entry)) return null;
+    if ("items" in answer && !wanted.every((n) => entry.names.has(n))) return null;
+    return answer;
+  }
+
+  /**
+   * One collection of resource usage: the cpu and memory queries of `names` (split when too
+   * long), run, and mapped by `usage`; a query that cannot be rendered or run is an
+   * `internalError` (the read leaves the objects out, as upstream does).
+   */
+  async #collectResource<T>(
+    names: readonly string[],
+    render: (names: readonly string[]) => { queries: ResourceQueries } | { error: string },
+    usage: (vectors: { cpu: ResourceSample[]; memory: ResourceSample[] }) => T[],
+    what: string,
+  ): Promise<AdapterAnswer<T>> {
+    if (names.length === 0) return { items: [] };
+    const queriesOf = (ns: readonly string[]): ResourceQueries => {
+      const r = render(ns);
+      if ("error" in r) throw new Error(r.error);
+      return r.queries;
+    };
+    let chunks: ResourceQueries[];
+    try {
+      chunks = splitNamesForQuery(names, (ns) => {
+        const q = queriesOf(ns);
+        return q.cpu.length >= q.memory.length ? q.cpu : q.memory;
+      }, this.#o.maxQueryLength).map((c) => queriesOf(c.names));
+    } catch (e) {
+      this.#o.logger.warn("cannot render prometheus-adapter resource query", {
+        objects: what,
+        error: errorText(e),
+      });
+      return { internalError: `unable to fetch metrics for ${what}: ${errorText(e)}` };
+    }
+    const time = this.#o.now();
+    const cpu: ResourceSample[] = [];
+    const memory: ResourceSample[] = [];
+    try {
+      const answers = await Promise.all(
+        chunks.map((q) => Promise.all([this.#vector(q.cpu, time), this.#vector(q.memory, time)])),
+      );
+      for (const [c, m] of answers) {
+        cpu.push(...c);
+        memory.push(...m);
+      }
+    } catch (e) {
+      return this.#queryFailed(`resourceRules (${what})`, e);
+    }
+    return { items: usage({ cpu, memory }) };
+  }
+
+  // --- discovery ---------------------------------------------------------------------------
 
   /**
    * An on-demand discovery for an unknown name: the one in flight, else a new one of `namers`'

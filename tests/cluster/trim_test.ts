@@ -58,6 +58,27 @@ describe("trimForCache", () => {
     assert.equal(Object.getPrototypeOf(pod.metadata.labels), null);
   });
 
+  it("keeps of a Node its name and labels: no annotations, spec or status", () => {
+    const node = trimForCache("Node", {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name: "n1",
+        uid: "u2",
+        labels: { "topology.kubernetes.io/zone": "a" },
+        annotations: { "node.alpha.kubernetes.io/ttl": "0" },
+        managedFields: [{ manager: "kubelet" }],
+      },
+      spec: { podCIDR: "10.0.1.0/24", taints: [] },
+      status: { capacity: { cpu: "4" }, images: [{ names: ["x"], sizeBytes: 1 }] },
+    } as KubeObject);
+    assert.deepEqual(plain(node), {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: { name: "n1", uid: "u2", labels: { "topology.kubernetes.io/zone": "a" } },
+    });
+  });
+
   it("drops a workload's pod template, on a copy of its spec, and keeps selector, replicas and status", () => {
     const spec = {
       replicas: 3,

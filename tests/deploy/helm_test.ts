@@ -1189,6 +1189,20 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
           : o,
     ]);
     cases.push([
+      "resource-metrics",
+      {
+        prometheus: { url: PROMETHEUS, queryTimeout: "10s" },
+        prometheusAdapter: {
+          config: (load(
+            readFileSync(join(DEPLOY, "components", "resource-metrics", "config.yaml"), "utf8"),
+          ) as Obj).data["config.yaml"],
+          resourceMetrics: true,
+        },
+      },
+      "resource-metrics",
+      (o) => o,
+    ]);
+    cases.push([
       "sharding",
       { replicas: 3, certManager: { enabled: true }, sharding: { enabled: true } },
       "sharding",
@@ -1204,6 +1218,13 @@ describe("helm chart deploy/helm/hpa-metrics-adapter", () => {
         assertSameObjects(template(values, { includeCrds: true }).map(adjust), kustomized);
       });
     }
+
+    it("resource-metrics: refuses prometheusAdapter.resourceMetrics without a config", () => {
+      assert.match(
+        templateFails({ prometheusAdapter: { resourceMetrics: true } }),
+        /prometheusAdapter\.resourceMetrics needs prometheusAdapter\.config/,
+      );
+    });
 
     it("no-scaling-schedules: equals the overlay when installed with --skip-crds", () => {
       const kustomized = kustomize(join(DEPLOY, "overlays", "no-scaling-schedules"))

@@ -556,6 +556,31 @@ describe("overlays", () => {
     assert.equal(objects.length, kustomize(DEPLOY).length + 2);
   });
 
+  it("resource-metrics: serves prometheus-adapter's config from its ConfigMap and registers metrics.k8s.io", () => {
+    const objects = kustomize(join(DEPLOY, "overlays", "resource-metrics"));
+    const flags = serveFlags(objects);
+    const path = "/etc/hpa-metrics-adapter/prometheus-adapter";
+    assert.equal(flags["prometheus-adapter-config"], `${path}/config.yaml`);
+    assert.equal(flags["prometheus-server"], "http://prometheus.monitoring.svc.cluster.local:9090");
+    const c = container(objects);
+    const mount = c.volumeMounts.find((m: Obj) => m.mountPath === path);
+    const d = find(objects, "Deployment", "hpa-metrics-adapter");
+    const volume = d.spec.template.spec.volumes.find((v: Obj) => v.name === mount.name);
+    const cm = find(objects, "ConfigMap", volume.configMap.name);
+    assert.equal(cm.metadata.namespace, NS);
+    const config = load(cm.data["config.yaml"]) as Obj;
+    assert.deepEqual(Object.keys(config), ["resourceRules"]);
+    assert.equal(config.resourceRules.window, "5m");
+    const api = find(objects, "APIService", "v1beta1.metrics.k8s.io");
+    assert.deepEqual(api.spec.service, { name: "hpa-metrics-adapter", namespace: NS, port: 443 });
+    assert.deepEqual([api.spec.group, api.spec.version], ["metrics.k8s.io", "v1beta1"]);
+    // the NodeMetrics list the nodes: the base ClusterRole lets the adapter watch them
+    for (const verb of ["get", "list", "watch"]) {
+      assert.equal(allowed(objects, ADAPTER, { group: "", resource: "nodes", verb }), true, verb);
+    }
+    assert.equal(objects.length, kustomize(join(DEPLOY, "overlays", "prometheus")).length + 2);
+  });
+
   it("cert-manager: serves the issued certificate and has the CA injected into every APIService", () => {
     const objects = kustomize(join(DEPLOY, "overlays", "cert-manager"));
     const flags = serveFlags(objects);

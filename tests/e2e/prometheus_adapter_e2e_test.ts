@@ -13,10 +13,18 @@
  * - every custom metric discovered, read for all pods (with and without a label selector), for
  *   one pod, for the namespace and for an object of each other resource it names; and every
  *   external metric, with and without a label selector: the same status, and the same items
- *   (names, labels, values) but for the timestamps.
+ *   (names, labels, values) but for the timestamps;
+ * - metrics.k8s.io/v1beta1 from the config's `resourceRules`: the discovery document, PodMetrics
+ *   of every namespace, of the namespace (all, by labelSelector, by fieldSelector), of one pod
+ *   and of a pod that does not exist, NodeMetrics of a Node the suite makes (an exporter target
+ *   labelled `instance="<the node>"` serves the `id="/"` series of the nodeQuery), by
+ *   labelSelector and fieldSelector, and of a node that does not exist: every field the same but the timestamps (and the containers'
+ *   order, which is Go's map order upstream).
  *
- * Ours is read as the HPA controller reads it (through the aggregator); prometheus-adapter
- * directly on its port with the harness's admin certificate.
+ * Ours is read as the HPA controller reads it (through the aggregator), and its metrics.k8s.io
+ * directly on its own address, then through the aggregator once the suite has registered
+ * deploy/components/resource-metrics' APIService; prometheus-adapter directly on its port; both
+ * direct reads with the harness's admin certificate.
  *
  *   HPA_E2E_SUITE=tests/e2e/prometheus_adapter_e2e_test.ts node --import tsx tests/e2e/harness.ts test
  */
@@ -29,6 +37,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { E2E, readState, ROOT, STATE_DIR, waitFor } from "./harness.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
+import { load } from "js-yaml";
 import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient } from "./kube_client.ts";
 import { ensurePrometheusAdapter } from "./prometheus_adapter_tool.ts";
@@ -73,6 +82,25 @@ const PODS: Record<string, { labels: Record<string, string>; series: string }> =
   },
 };
 
+/**
+ * The Node the NodeMetrics are read for: the harness has none (its kubelet stand-in registers
+ * no Node object), so the suite makes one, with labels, and deletes it after. Not named as the
+ * kubelet's node: nothing but these reads should see it.
+ */
+const NODE = "e2e-metrics-node";
+
+/** The node's series (cAdvisor's root cgroup, `id="/"`), scraped as `instance="<NODE>"`. */
+const NODE_EXPORTER = {
+  name: "node-exporter",
+  series: [
+    "# TYPE container_cpu_usage_seconds_total counter",
+    'container_cpu_usage_seconds_total{id="/"} 1234.5',
+    "# TYPE container_memory_working_set_bytes gauge",
+    'container_memory_working_set_bytes{id="/"} 4294967296',
+    "",
+  ].join("\n"),
+};
+
 /** A pod's series in Prometheus' text format (gauges, counters, container series). */
 function exposition(a: number, b: number, requests: number, busy: number, memory: number): string {
   return [
@@ -100,13 +128,27 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
   let dir = "";
   let child: ChildProcess | null = null;
   let exited: Promise<void> = Promise.resolve();
+  /** Whether the metrics test registered v1beta1.metrics.k8s.io (deleted after). */
+  let registered = false;
 
   /** A GET of prometheus-adapter's API (the harness's admin certificate). */
   const fromPeer = (path: string): Promise<{ status: number; body: Obj }> =>
+    direct(E2E.prometheusIp, PEER_PORT, path);
+
+  /** A GET of our adapter on its own address (the harness's admin certificate). */
+  const fromOursDirect = (path: string): Promise<{ status: number; body: Obj }> =>
+    direct(state!.adapterIp, state!.adapterPort, path);
+
+  /** A GET of a server in the harness's namespace, with the harness's admin certificate. */
+  const direct = (
+    host: string,
+    port: number,
+    path: string,
+  ): Promise<{ status: number; body: Obj }> =>
     new Promise((resolve, reject) => {
       const req = httpsRequest({
-        host: E2E.prometheusIp,
-        port: PEER_PORT,
+        host,
+        port,
         path,
         rejectUnauthorized: false,
         cert: readFileSync(join(STATE_DIR, "pki", "admin.crt")),
@@ -200,8 +242,38 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
         },
       });
     }
+    // the node's exporter: a pod too (the kubelet stand-in serves its annotation)
+    await kube!.request("POST", `/api/v1/namespaces/${ns}/pods`, {
+      body: {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name: NODE_EXPORTER.name,
+          namespace: ns,
+          labels: { app: "node-exporter" },
+          annotations: {
+            [ANNOTATIONS.metrics]: NODE_EXPORTER.series,
+            [ANNOTATIONS.contentType]: "text/plain; version=0.0.4",
+          },
+        },
+        spec: {
+          containers: [{
+            name: "app",
+            image: "e2e.invalid/exporter:1",
+            ports: [{ containerPort: 9100 }],
+          }],
+        },
+      },
+    });
+    await kube!.request("POST", "/api/v1/nodes", {
+      body: {
+        apiVersion: "v1",
+        kind: "Node",
+        metadata: { name: NODE, labels: { "e2e.hpa-metrics-adapter/metrics": "node", zone: "a" } },
+      },
+    });
     const targets = [];
-    for (const name of Object.keys(PODS)) {
+    for (const name of [...Object.keys(PODS), NODE_EXPORTER.name]) {
       const ip = await waitFor(async () => {
         const p = await kube!.request("GET", `/api/v1/namespaces/${ns}/pods/${name}`);
         return (p.status?.conditions ?? []).some((c: Obj) =>
@@ -210,7 +282,10 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
           ? p.status.podIP as string
           : undefined;
       }, { what: `pod ${name} ready`, timeoutMs: WAIT_MS });
-      targets.push({ targets: [`${ip}:9100`], labels: { namespace: ns, pod: name } });
+      targets.push({
+        targets: [`${ip}:9100`],
+        labels: name === NODE_EXPORTER.name ? { instance: NODE } : { namespace: ns, pod: name },
+      });
     }
     writeFileSync(join(state!.prometheus!.targetsDir, `${ns}.json`), JSON.stringify(targets));
     // every series scraped, and a few samples of each counter (rates over two or more)
@@ -221,6 +296,14 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       );
       return (await r.json()).data?.result?.[0]?.value?.[1] === "3" || undefined;
     }, { what: "Prometheus with three samples of each pod's series", timeoutMs: WAIT_MS });
+    await waitFor(async () => {
+      const q =
+        `count_over_time(container_cpu_usage_seconds_total{instance="${NODE}",id="/"}[5m]) >= 3`;
+      const r = await fetch(
+        `${state!.prometheus!.url}/api/v1/query?query=${encodeURIComponent(q)}`,
+      );
+      return ((await r.json()).data?.result ?? []).length === 1 || undefined;
+    }, { what: "Prometheus with three samples of the node's series", timeoutMs: WAIT_MS });
     await waitFor(
       async () =>
         (await fromPeer("/apis/custom.metrics.k8s.io/v1beta1").catch(() => null))
@@ -237,8 +320,15 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       clearTimeout(kill);
     }
     if (state?.prometheus) rmSync(join(state.prometheus.targetsDir, `${ns}.json`), { force: true });
+    if (registered) {
+      await kube!.request(
+        "DELETE",
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
+      ).catch(() => {});
+    }
     if (!process.env.HPA_E2E_KEEP) {
       await kube!.request("DELETE", `/api/v1/namespaces/${ns}`).catch(() => {});
+      await kube!.request("DELETE", `/api/v1/nodes/${NODE}`).catch(() => {});
     }
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -351,5 +441,138 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       }
     }
     assert.deepEqual(differ, [], `${differ.length} of ${paths.length} reads differ`);
+  });
+
+  it("answers metrics.k8s.io from resourceRules alike: PodMetrics and NodeMetrics", async () => {
+    const base = "/apis/metrics.k8s.io/v1beta1";
+    const [peerDoc, oursDoc] = await Promise.all([fromPeer(base), fromOursDirect(base)]);
+    assert.equal(peerDoc.status, 200, JSON.stringify(peerDoc.body));
+    assert.deepEqual(oursDoc, peerDoc, base);
+    const paths = [
+      `${base}/pods`,
+      `${base}/namespaces/${ns}/pods`,
+      `${base}/namespaces/${ns}/pods?labelSelector=${encodeURIComponent("parity=even")}`,
+      `${base}/namespaces/${ns}/pods?fieldSelector=${encodeURIComponent("metadata.name=web-1")}`,
+      `${base}/namespaces/${ns}/pods/web-1`,
+      `${base}/namespaces/${ns}/pods/nope`,
+      `${base}/namespaces/${ns}/pods/${NODE_EXPORTER.name}`,
+      `${base}/nodes`,
+      `${base}/nodes?labelSelector=${encodeURIComponent("zone=a")}`,
+      `${base}/nodes?fieldSelector=${encodeURIComponent(`metadata.name=${NODE}`)}`,
+      `${base}/nodes/${NODE}`,
+      `${base}/nodes/nope`,
+      // selectors the servers cannot parse
+      `${base}/namespaces/${ns}/pods?labelSelector=${encodeURIComponent("parity in (even")}`,
+      `${base}/nodes?fieldSelector=nope`,
+      `${base}/pods?fieldSelector=${encodeURIComponent("metadata.name=web-1,nope")}`,
+    ];
+    /** A body as compared: without timestamps, containers by name. */
+    const comparable = (a: { status: number; body: Obj }): Obj => {
+      const strip = (m: Obj): Obj => {
+        const { timestamp: _t, metadata, containers, ...rest } = m;
+        const { creationTimestamp: _c, ...meta } = metadata ?? {};
+        return {
+          ...rest,
+          metadata: meta,
+          ...(containers === undefined ? {} : {
+            containers: [...containers].sort((x: Obj, y: Obj) => x.name < y.name ? -1 : 1),
+          }),
+        };
+      };
+      // an unparsable labelSelector: the same status and reason (the parser's words differ)
+      const message: string = a.body?.message ?? "";
+      if (
+        a.status === 400 &&
+        (message.startsWith("unable to parse requirement") ||
+          message.startsWith("invalid labelSelector"))
+      ) {
+        return { status: 400, body: { reason: a.body.reason, message: "(labelSelector)" } };
+      }
+      if (a.status !== 200) return a;
+      const b = a.body;
+      return {
+        status: 200,
+        body: b.items === undefined ? strip(b) : { ...b, items: b.items.map(strip) },
+      };
+    };
+    const differ: string[] = [];
+    let nodeItems = 0;
+    let nodesSeen = "";
+    for (const path of paths) {
+      let last: [Obj, Obj] = [null, null];
+      await waitFor(async () => {
+        const [p, o] = await Promise.all([fromPeer(path), fromOursDirect(path)]);
+        last = [comparable(p), comparable(o)];
+        return JSON.stringify(last[0]) === JSON.stringify(last[1]) || undefined;
+      }, { what: path, timeoutMs: 8_000 }).catch(() => {});
+      if (path === `${base}/nodes`) {
+        nodeItems = last[0]?.body?.items?.length ?? 0;
+        nodesSeen = JSON.stringify(last);
+      }
+      if (JSON.stringify(last[0]) !== JSON.stringify(last[1])) {
+        differ.push(
+          `${path}\n  prometheus-adapter: ${JSON.stringify(last[0])}\n  ours:               ${
+            JSON.stringify(last[1])
+          }`,
+        );
+      }
+    }
+    assert.deepEqual(differ, [], `${differ.length} of ${paths.length} reads differ`);
+    // the comparison must have compared something: the node and the web pods have usage
+    if (nodeItems !== 1) {
+      const q = `container_cpu_usage_seconds_total{id="/"}`;
+      const r = await fetch(
+        `${state!.prometheus!.url}/api/v1/query?query=${encodeURIComponent(q)}`,
+      );
+      const nodes = await kube!.request("GET", "/api/v1/nodes");
+      assert.fail(
+        `prometheus-adapter lists no NodeMetrics: ${nodesSeen}; Prometheus has ${await r
+          .text()}; nodes ${JSON.stringify(nodes.items.map((n: Obj) => n.metadata.name))}`,
+      );
+    }
+    const pods = await fromPeer(`${base}/namespaces/${ns}/pods`);
+    assert.deepEqual(
+      pods.body.items.map((i: Obj) => i.metadata.name),
+      ["web-0", "web-1", "web-2"],
+    );
+
+    // registered as deploy/components/resource-metrics does (with the harness's verified CA, as
+    // its other APIServices), the aggregator's reads (kubectl top's, the HPA controller's)
+    // answer as the direct ones
+    const api = load(
+      readFileSync(join(ROOT, "deploy/components/resource-metrics/apiservice.yaml"), "utf8"),
+    ) as Obj;
+    const custom = await kube!.get(
+      "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.custom.metrics.k8s.io",
+    ) as Obj;
+    api.spec.insecureSkipTLSVerify = custom.spec.insecureSkipTLSVerify ?? false;
+    if (custom.spec.caBundle) api.spec.caBundle = custom.spec.caBundle;
+    await kube!.request("POST", "/apis/apiregistration.k8s.io/v1/apiservices", { body: api });
+    registered = true;
+    await waitFor(async () => {
+      const obj = await kube!.get(
+        "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
+      ) as Obj;
+      return (obj.status?.conditions ?? []).some((c: Obj) =>
+        c.type === "Available" && c.status === "True"
+      ) || undefined;
+    }, { what: "APIService v1beta1.metrics.k8s.io Available", timeoutMs: WAIT_MS });
+    const throughAggregator: string[] = [];
+    for (const path of paths) {
+      let last: [Obj, Obj] = [null, null];
+      await waitFor(async () => {
+        const [d, a] = await Promise.all([fromOursDirect(path), fromOurs(path)]);
+        last = [comparable(d), comparable(a)];
+        return JSON.stringify(last[0]) === JSON.stringify(last[1]) || undefined;
+      }, { what: path, timeoutMs: 8_000 }).catch(() => {});
+      if (JSON.stringify(last[0]) !== JSON.stringify(last[1])) {
+        throughAggregator.push(
+          `${path}\n  direct:     ${JSON.stringify(last[0])}\n  aggregator: ${
+            JSON.stringify(last[1])
+          }`,
+        );
+      }
+    }
+    assert.deepEqual(throughAggregator, [], "reads through the aggregator differ");
   });
 });

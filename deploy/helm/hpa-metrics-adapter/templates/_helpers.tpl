@@ -226,6 +226,9 @@ values.yaml, then extraArgs (the last value of a flag wins).
 - {{ printf "--knative-cluster-trigger-authentication-namespace=%s" . | quote }}
 {{- end }}
 {{- end }}
+{{- if .Values.prometheusAdapter.config }}
+- --prometheus-adapter-config=/etc/hpa-metrics-adapter/prometheus-adapter/config.yaml
+{{- end }}
 {{- if .Values.keda.scaledObjects }}
 - --keda-scaled-objects
 {{- with .Values.keda.scaledObjectSelector }}
