@@ -147,6 +147,8 @@ export interface StatusInput {
    * a metric no collector here takes is `delegated` when its API has one.
    */
   delegates?: { custom?: string; external?: string };
+  /** prometheus-adapter's rules and what they discovered (`--prometheus-adapter-config`). */
+  prometheusAdapter?: () => PrometheusAdapterStatus;
 }
 
 /** The URL of the delegate that serves `plan`'s metric API, if any. */
@@ -422,6 +424,32 @@ export interface StatusReport {
    * when the schedules are not computed: the overview page does not).
    */
   schedules: ScheduleStatus[];
+  /** prometheus-adapter's config (`--prometheus-adapter-config`), when it is served. */
+  prometheusAdapter?: PrometheusAdapterStatus;
+}
+
+/** One rule on the status page. */
+export interface PrometheusAdapterRuleStatus {
+  /** Where it is in the file: `rules[2]`, `externalRules[0]`. */
+  rule: string;
+  seriesQuery: string;
+  metricsQuery: string;
+  /** The metrics it serves now (`pods/http_requests_per_second`; external: the name). */
+  metrics: string[];
+}
+
+/** prometheus-adapter's config as the status page shows it. */
+export interface PrometheusAdapterStatus {
+  /** The file's path. */
+  config: string;
+  /** Why the file's last edit was refused (the last good config serves), or null. */
+  refused: string | null;
+  /** The last discovery of every rule (RFC 3339) and its error, or null before the first. */
+  discovery: { at: string; error: string | null } | null;
+  rules: PrometheusAdapterRuleStatus[];
+  externalRules: PrometheusAdapterRuleStatus[];
+  /** Whether `resourceRules` serve metrics.k8s.io. */
+  resourceRules: boolean;
 }
 
 /** What the replica comparison says it does not do. */
@@ -964,6 +992,7 @@ export function buildStatus(input: StatusInput): StatusReport {
     generatedAt: new Date(input.now).toISOString(),
     hpas,
     schedules,
+    ...(input.prometheusAdapter && !only ? { prometheusAdapter: input.prometheusAdapter() } : {}),
   };
 }
 

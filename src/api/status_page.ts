@@ -21,6 +21,7 @@ import {
   type HpaState,
   type HpaStatus,
   type MetricStatus,
+  type PrometheusAdapterStatus,
   type ReplicaGuardStatus,
   type ScaledObjectStatus,
   scheduleChangeTexts,
@@ -407,8 +408,50 @@ ${nav}
 <table>
 <tr><th>HPA</th><th>scale target</th><th>replicas (current &rarr; desired)</th><th>metric</th><th>collector</th><th>interval</th><th>value</th><th>state</th><th>recent</th></tr>
 ${rows.join("\n")}
-</table>`;
+</table>${
+    report.prometheusAdapter ? `\n${prometheusAdapterSection(report.prometheusAdapter)}` : ""
+  }`;
   return page("HPA metrics adapter: status", body, options);
+}
+
+/** How many of a rule's metrics are named on the page (the JSON has them all). */
+const RULE_METRICS_SHOWN = 20;
+
+/**
+ * prometheus-adapter's config: the file, a refused edit, the last discovery, and a row per rule
+ * with its queries and the metrics it serves now.
+ */
+export function prometheusAdapterSection(p: PrometheusAdapterStatus): string {
+  const rows = [...p.rules, ...p.externalRules].map((r) => {
+    const shown = r.metrics.slice(0, RULE_METRICS_SHOWN).map(esc).join("<br>");
+    const more = r.metrics.length > RULE_METRICS_SHOWN
+      ? `<br><span class="muted">and ${r.metrics.length - RULE_METRICS_SHOWN} more</span>`
+      : "";
+    return `<tr><td>${esc(r.rule)}</td><td><code>${esc(r.seriesQuery)}</code></td><td><code>${
+      esc(r.metricsQuery)
+    }</code></td><td>${r.metrics.length}</td><td>${
+      r.metrics.length === 0 ? `<span class="muted">none</span>` : shown + more
+    }</td></tr>`;
+  });
+  const discovery = p.discovery === null
+    ? "not yet run"
+    : p.discovery.error === null
+    ? `last ${esc(p.discovery.at)}`
+    : `last ${esc(p.discovery.at)}: ${overviewError(p.discovery.error)}`;
+  return `<h2>prometheus-adapter rules</h2>
+<p class="muted">${esc(p.config)} &middot; discovery ${discovery} &middot; resourceRules ${
+    p.resourceRules ? "served (metrics.k8s.io)" : "none"
+  }</p>${
+    p.refused === null
+      ? ""
+      : `\n<p>${
+        overviewError(`the file's last edit was refused, the last good config serves: ${p.refused}`)
+      }</p>`
+  }
+<table>
+<tr><th>rule</th><th>series query</th><th>metrics query</th><th>metrics</th><th>served now</th></tr>
+${rows.join("\n")}
+</table>`;
 }
 
 function list(items: readonly string[], cls: string): string {

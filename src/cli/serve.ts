@@ -600,6 +600,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
               }
               : {}),
             ...(keda ? { scaledObject: (hpa: KubeObject) => keda.statusOf(hpa) } : {}),
+            ...(prometheusAdapter ? { prometheusAdapter: () => prometheusAdapter.status() } : {}),
           }),
         })
         : undefined;

@@ -5,6 +5,7 @@
  */
 import {
   buildStatus,
+  type PrometheusAdapterStatus,
   type ScaledObjectStatus,
   type StatusGuardInput,
   type StatusReport,
@@ -33,6 +34,8 @@ export interface StatusSources {
   replicaGuard?: (namespace: string, name: string) => StatusGuardInput | null;
   /** The ScaledObject behind an HPA (the KEDA controller); omitted without --keda-scaled-objects. */
   scaledObject?: (hpa: KubeObject) => ScaledObjectStatus | null;
+  /** prometheus-adapter's rules (`--prometheus-adapter-config`); omitted without it. */
+  prometheusAdapter?: () => PrometheusAdapterStatus;
   flags: FlagValues;
   now: () => number;
 }
@@ -88,6 +91,7 @@ export function statusReporter(
       ...(request.schedules ? { schedules } : {}),
       ...(sources.replicaGuard ? { replicaGuard: sources.replicaGuard } : {}),
       ...(sources.scaledObject ? { scaledObject: sources.scaledObject } : {}),
+      ...(sources.prometheusAdapter ? { prometheusAdapter: sources.prometheusAdapter } : {}),
       ...(request.hpa ? { only: request.hpa } : {}),
       delegates,
     });

@@ -28,6 +28,7 @@
  */
 import { load as loadYaml } from "js-yaml";
 import type { Selector } from "../core/kubernetes/label_selector.ts";
+import type { PrometheusAdapterStatus } from "../api/status_model.ts";
 import {
   COMMON_KINDS,
   couldNameMetric,
@@ -264,6 +265,10 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
   #loaded: Loaded;
   /** The text of the last file refused (logged once), or null. */
   #refused: string | null = null;
+  /** Why the last file refused was refused (the status page), or null. */
+  #refusedError: string | null = null;
+  /** The last discovery of every rule: when it ended, and its error (the status page). */
+  #lastDiscovery: { at: number; error: string | null } | null = null;
   /** The file could not be read (logged once). */
   #unreadable = false;
   /** What each series query answered last. */
@@ -352,6 +357,42 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
     return this.#discovered.served;
   }
 
+  /**
+   * What the status page shows: the file, a refused edit's error, the last discovery, and each
+   * rule with the metrics it serves now.
+   */
+  status(): PrometheusAdapterStatus {
+    const custom = new Map<string, string[]>();
+    for (const m of this.#discovered.custom.metrics) {
+      const rule = this.#discovered.custom.ruleOf(m);
+      if (rule === undefined) continue;
+      const name = `${m.group === "" ? m.resource : `${m.resource}.${m.group}`}/${m.metric}`;
+      custom.set(rule, [...(custom.get(rule) ?? []), name]);
+    }
+    const external = new Map<string, string[]>();
+    for (const name of this.#discovered.external.metrics) {
+      const rule = this.#discovered.external.find(name)?.namer.rule.path;
+      if (rule !== undefined) external.set(rule, [...(external.get(rule) ?? []), name]);
+    }
+    const rows = (namers: readonly MetricNamer[], by: Map<string, string[]>) =>
+      namers.map((n) => ({
+        rule: n.rule.path,
+        seriesQuery: n.rule.seriesQuery,
+        metricsQuery: n.rule.metricsQuery,
+        metrics: by.get(n.rule.path) ?? [],
+      }));
+    return {
+      config: this.#o.configPath,
+      refused: this.#refusedError,
+      discovery: this.#lastDiscovery === null
+        ? null
+        : { at: new Date(this.#lastDiscovery.at).toISOString(), error: this.#lastDiscovery.error },
+      rules: rows(this.#loaded.custom, custom),
+      externalRules: rows(this.#loaded.external, external),
+      resourceRules: this.#loaded.resource !== null,
+    };
+  }
+
   /** Run a discovery of every rule now (the relist does it on its schedule). */
   relist(): Promise<void> {
     return this.#discover(null);
@@ -379,12 +420,14 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
       loaded = { text, ...loadPrometheusAdapterConfig(this.#o.configPath, text, this.#mapper) };
     } catch (e) {
       this.#refused = text;
+      this.#refusedError = errorText(e);
       this.#o.logger.error(`${errorText(e)}; the last good config is kept`, {
         path: this.#o.configPath,
       });
       return;
     }
     this.#refused = null;
+    this.#refusedError = null;
     this.#loaded = loaded;
     this.#o.logger.info("prometheus-adapter config loaded", {
       path: this.#o.configPath,
@@ -574,12 +617,20 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
       const failed = answers.findIndex((a) => a.status === "rejected");
       if (failed >= 0) {
         // as upstream: one failed query fails the update, the metrics found before stay
+        const error = errorText((answers[failed] as PromiseRejectedResult).reason);
         this.#o.logger.error("unable to update list of all metrics", {
           query: asked[failed],
-          error: errorText((answers[failed] as PromiseRejectedResult).reason),
+          error,
         });
+        if (queries === null) {
+          this.#lastDiscovery = {
+            at: this.#o.now(),
+            error: `series query ${JSON.stringify(asked[failed])}: ${error}`,
+          };
+        }
         return;
       }
+      if (queries === null) this.#lastDiscovery = { at: this.#o.now(), error: null };
       if (queries === null) this.#series = new Map();
       asked.forEach((q, i) => {
         this.#series.set(q, (answers[i] as PromiseFulfilledResult<SeriesLabels[]>).value);

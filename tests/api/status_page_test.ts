@@ -599,3 +599,68 @@ describe("status page: the ScaledObject behind an HPA", () => {
     assert.ok(!renderHpaPage(r.hpas.find((h) => h.name === "web")!, r).includes("ScaledObject"));
   });
 });
+
+describe("status page: prometheus-adapter's rules", () => {
+  const status = {
+    config: "/etc/adapter/config.yaml",
+    refused: `rules[1].metricsQuery: invalid template ${SCRIPT}`,
+    discovery: { at: "2026-01-01T12:00:00.000Z", error: null },
+    rules: [{
+      rule: "rules[0]",
+      seriesQuery: '{__name__=~"^http_.*_total$",namespace!=""}',
+      metricsQuery: "sum(rate(<<.Series>>{<<.LabelMatchers>>}[5m])) by (<<.GroupBy>>)",
+      metrics: Array.from({ length: 22 }, (_, i) => `pods/m${i}`),
+    }],
+    externalRules: [{
+      rule: "externalRules[0]",
+      seriesQuery: "queue_depth",
+      metricsQuery: "sum(<<.Series>>{<<.LabelMatchers>>})",
+      metrics: [],
+    }],
+    resourceRules: true,
+  };
+
+  it("lists each rule with its queries and the metrics it serves, and a refused edit, escaped", () => {
+    const html = renderOverview({ ...report(), prometheusAdapter: status });
+    const section = html.slice(html.indexOf("<h2>prometheus-adapter rules</h2>"));
+    assert.ok(section.length > 0);
+    assert.ok(
+      section.includes(
+        "/etc/adapter/config.yaml &middot; discovery last 2026-01-01T12:00:00.000Z &middot; resourceRules served (metrics.k8s.io)",
+      ),
+    );
+    assert.ok(
+      section.includes(
+        "the file&#39;s last edit was refused, the last good config serves: rules[1].metricsQuery: invalid template &lt;script&gt;alert(1)&lt;/script&gt;",
+      ),
+      section,
+    );
+    assert.ok(!section.includes(SCRIPT));
+    const rows = section.split("\n").filter((l) => l.startsWith("<tr><td>"));
+    assert.equal(rows.length, 2);
+    assert.ok(
+      rows[0].startsWith(
+        "<tr><td>rules[0]</td><td><code>{__name__=~&quot;^http_.*_total$&quot;,namespace!=&quot;&quot;}</code></td><td><code>sum(rate(&lt;&lt;.Series&gt;&gt;{&lt;&lt;.LabelMatchers&gt;&gt;}[5m])) by (&lt;&lt;.GroupBy&gt;&gt;)</code></td><td>22</td><td>pods/m0<br>pods/m1<br>",
+      ),
+      rows[0],
+    );
+    // twenty named, the rest counted
+    assert.ok(rows[0].endsWith('pods/m19<br><span class="muted">and 2 more</span></td></tr>'));
+    assert.equal(
+      rows[1],
+      '<tr><td>externalRules[0]</td><td><code>queue_depth</code></td><td><code>sum(&lt;&lt;.Series&gt;&gt;{&lt;&lt;.LabelMatchers&gt;&gt;})</code></td><td>0</td><td><span class="muted">none</span></td></tr>',
+    );
+    // without the config, no section
+    assert.ok(!renderOverview(report()).includes("prometheus-adapter rules"));
+  });
+
+  it("is in status.json's report, not in one HPA's", () => {
+    const hpa = externalHpa("web", "queue");
+    const input = { ...statusInput([hpa], [], {}), prometheusAdapter: () => status };
+    assert.deepEqual(buildStatus(input).prometheusAdapter, status);
+    assert.equal(
+      buildStatus({ ...input, only: { namespace: "shop", name: "web" } }).prometheusAdapter,
+      undefined,
+    );
+  });
+});

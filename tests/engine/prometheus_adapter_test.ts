@@ -242,6 +242,33 @@ describe("prometheus-adapter config served against the real Prometheus", () => {
     ]);
   });
 
+  it("tells the status page each rule's queries and the metrics it serves", () => {
+    const status = serving.status();
+    assert.equal(status.refused, null);
+    assert.equal(status.discovery?.error, null);
+    assert.equal(status.resourceRules, false);
+    assert.deepEqual(
+      status.rules.map((r) => [r.rule, r.seriesQuery, [...r.metrics].sort()]),
+      [
+        [
+          "rules[0]",
+          '{__name__=~"^http_.*_total$",namespace!="",pod!=""}',
+          ["namespaces/http_requests_sum", "pods/http_requests_sum"],
+        ],
+        ["rules[1]", 'node_load{node!=""}', ["nodes/node_load"]],
+      ],
+    );
+    assert.deepEqual(status.externalRules.map((r) => [r.rule, r.metrics]), [
+      ["externalRules[0]", ["queue_depth"]],
+      ["externalRules[1]", ["queue_depth_all"]],
+      ["externalRules[2]", ["queue_depth_scalar"]],
+    ]);
+    assert.equal(
+      status.externalRules[2].metricsQuery,
+      "scalar(sum(<<.Series>>{<<.LabelMatchers>>}))",
+    );
+  });
+
   it("reads one pod's value, named by the pod label, as a truncated milli Quantity", async () => {
     const { status, body } = await get(
       app,
@@ -539,6 +566,12 @@ describe("prometheus-adapter config file: start and reload", () => {
     // logged once, not at every poll
     await new Promise((r) => setTimeout(r, 400));
     assert.equal(refused().length, 1);
+    // and on the status page, while the last good config's rules serve
+    assert.match(
+      serving.status().refused ?? "",
+      /^invalid prometheus-adapter config ".*config\.yaml": rules\[2\]\.metricsQuery: invalid template .+; externalRules\[2\]\.metricsQuery: .+$/,
+    );
+    assert.deepEqual(serving.status().externalRules[1].metrics, ["queue_depth_everywhere"]);
     assert.equal(serving.config.externalRules[1].nameAs, "queue_depth_everywhere");
     const read = await get(app, `${EXTERNAL}/namespaces/web/queue_depth_everywhere`);
     assert.equal(read.status, 200);

@@ -131,6 +131,12 @@ export class CustomMetricRegistry {
     this.#mapper = mapper;
   }
 
+  /** The rule (its `path`, `rules[2]`) that serves a listed metric (the status page). */
+  ruleOf(m: CustomMetricInfo): string | undefined {
+    return this.#sources.get(customKey(m.group, m.resource, m.namespaced, m.metric))?.namer.rule
+      .path;
+  }
+
   /**
    * What serves `metric` on `resource` (as the request names it: `pod`, `pods`, `deployments`
    * with or without its group), namespaced or not; undefined when nothing does or the cluster
