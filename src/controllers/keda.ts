@@ -180,8 +180,6 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => Object.hasOwn(bo, k) && sameJson(ao[k], bo[k]));
 }
 
-const same = sameJson;
-
 /** Reconciles owned ScaledObjects; see the module documentation. */
 export class KedaController implements KedaTriggerSource {
   readonly #cluster: ClusterView;
@@ -931,7 +929,7 @@ export class KedaController implements KedaTriggerSource {
   }
 
   async #writeLoopStatus(obj: KubeObject, status: Loose): Promise<void> {
-    if (same(status, obj.status ?? {})) return;
+    if (sameJson(status, obj.status ?? {})) return;
     const ns = obj.metadata.namespace ?? "default";
     await this.#do(
       `update status of ScaledObject ${ns}/${obj.metadata.name}`,
@@ -1157,7 +1155,7 @@ export class KedaController implements KedaTriggerSource {
     }
     for (const k of Object.keys(status)) if (status[k] === undefined) delete status[k];
     if (event) this.#event(obj, event);
-    if (same(status, current) || !this.#isLeader()) return;
+    if (sameJson(status, current) || !this.#isLeader()) return;
     const ns = obj.metadata.namespace ?? "default";
     await this.#do(
       `update status of ScaledObject ${ns}/${obj.metadata.name}`,

@@ -15,6 +15,7 @@ import { type ApiApp, createApp } from "../../src/api/app.ts";
 import { PrometheusClient } from "../../src/collectors/prometheus_client.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
+import { servingOptions } from "./prometheus_adapter_support.ts";
 import { PrometheusAdapterServing } from "../../src/engine/prometheus_adapter.ts";
 import { MetricStore } from "../../src/store/store.ts";
 import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
@@ -114,20 +115,7 @@ before(async () => {
     return fetch(input, init);
   };
   serving = await PrometheusAdapterServing.start({
-    configPath: path,
-    readConfig: () => readFile(path, "utf8"),
-    client: new PrometheusClient({ url: prom.url }),
-    fetch: recording,
-    relistIntervalSeconds: 600,
-    maxAgeSeconds: 600,
-    configPollSeconds: 600,
-    collectionIntervalSeconds: 60,
-    ttlSeconds: 900,
-    maxQueryLength: 8192,
-    queryTimeoutSeconds: 10,
-    maxBytes: 1 << 20,
-    now: () => Date.now(),
-    logger: memoryLogger(),
+    ...servingOptions(path, { url: prom.url, fetch: recording, logger: memoryLogger() }),
   });
   app = createApp({
     store: new MetricStore(),
@@ -362,20 +350,7 @@ describe("metrics.k8s.io follows the config file", () => {
     const path = join(dir, "reload.yaml");
     await writeFile(path, CONFIG);
     const reloading = await PrometheusAdapterServing.start({
-      configPath: path,
-      readConfig: () => readFile(path, "utf8"),
-      client: new PrometheusClient({ url: prom.url }),
-      fetch,
-      relistIntervalSeconds: 600,
-      maxAgeSeconds: 600,
-      configPollSeconds: 600,
-      collectionIntervalSeconds: 60,
-      ttlSeconds: 900,
-      maxQueryLength: 8192,
-      queryTimeoutSeconds: 10,
-      maxBytes: 1 << 20,
-      now: () => Date.now(),
-      logger: memoryLogger(),
+      ...servingOptions(path, { url: prom.url, fetch, logger: memoryLogger() }),
     });
     try {
       const a = createApp({

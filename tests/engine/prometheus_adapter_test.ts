@@ -9,11 +9,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ApiApp, createApp } from "../../src/api/app.ts";
-import { PrometheusClient } from "../../src/collectors/prometheus_client.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import {
@@ -21,6 +19,7 @@ import {
   PrometheusAdapterServing,
 } from "../../src/engine/prometheus_adapter.ts";
 import { MetricStore } from "../../src/store/store.ts";
+import { servingOptions } from "./prometheus_adapter_support.ts";
 import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
 import { startServer, type TestServer } from "../collectors/servers.ts";
 
@@ -145,20 +144,7 @@ async function serve(
   };
   const log = memoryLogger();
   const serving = await PrometheusAdapterServing.start({
-    configPath: path,
-    readConfig: () => readFile(path, "utf8"),
-    client: new PrometheusClient({ url: prom.url }),
-    fetch: recording,
-    relistIntervalSeconds: 600,
-    maxAgeSeconds: 600,
-    configPollSeconds: 600,
-    collectionIntervalSeconds: 60,
-    ttlSeconds: 900,
-    maxQueryLength: 8192,
-    queryTimeoutSeconds: 10,
-    maxBytes: 1 << 20,
-    now: () => Date.now(),
-    logger: log,
+    ...servingOptions(path, { url: prom.url, fetch: recording, logger: log }),
     ...overrides,
   });
   servings.push(serving);
