@@ -147,14 +147,35 @@ export interface StatusInput {
    * a metric no collector here takes is `delegated` when its API has one.
    */
   delegates?: { custom?: string; external?: string };
+  /**
+   * The rule of `--prometheus-adapter-config` that serves a metric no collector here takes, as
+   * `prometheus-adapter's rules[0]`, else undefined: such a metric is `delegated` to it (before
+   * the delegate, as a read goes).
+   */
+  servedByRules?: (plan: MetricPlan) => string | undefined;
   /** prometheus-adapter's rules and what they discovered (`--prometheus-adapter-config`). */
   prometheusAdapter?: () => PrometheusAdapterStatus;
 }
 
-/** The URL of the delegate that serves `plan`'s metric API, if any. */
+/**
+ * What serves `plan`'s metric when no collector here takes it: prometheus-adapter's rule, else
+ * the URL of its API's delegate, if any.
+ */
 function delegateOf(plan: MetricPlan, input: StatusInput): string | undefined {
-  return plan.metricType === "External" ? input.delegates?.external : input.delegates?.custom;
+  return input.servedByRules?.(plan) ??
+    (plan.metricType === "External" ? input.delegates?.external : input.delegates?.custom);
 }
+
+/** How the page and `explain` say who serves a `delegated` metric. */
+export function delegatedText(delegate: string | null | undefined): string {
+  if (!delegate) return "served by the delegate";
+  return delegate.startsWith(RULES_PREFIX)
+    ? `served by ${delegate}`
+    : `served by the delegate ${delegate}`;
+}
+
+/** How {@linkcode StatusInput.servedByRules} names a rule: `prometheus-adapter's rules[0]`. */
+export const RULES_PREFIX = "prometheus-adapter's ";
 
 /** How far ahead a schedule is computed. */
 export const SCHEDULE_HOURS = 24;
@@ -618,9 +639,9 @@ function metricState(
   fallback: StatusFallbackInput | undefined,
   now: number,
   ttlMs: number,
-  delegate: string | undefined,
+  delegate: () => string | undefined,
 ): { state: MetricState; error: string | null } {
-  if (p.problem !== null && p.incompatible && !p.plan.hidden && delegate !== undefined) {
+  if (p.problem !== null && p.incompatible && !p.plan.hidden && delegate() !== undefined) {
     return { state: "delegated", error: null };
   }
   if (p.problem !== null) return { state: "invalid", error: p.problem };
@@ -673,7 +694,7 @@ function metricStatus(
     fb,
     input.now,
     input.ttlSeconds * 1000,
-    delegateOf(plan, input),
+    () => delegateOf(plan, input),
   );
   const valueAt = h?.lastValue !== null ? h?.lastSuccessAt ?? null : null;
   return {

@@ -13,6 +13,7 @@ import type { Hono } from "hono";
 import { parseQuantity } from "../core/kubernetes/quantity.ts";
 import {
   annotationConfig,
+  delegatedText,
   fallbackText,
   filterStatus,
   findSchedule,
@@ -105,7 +106,7 @@ export function stateLabel(state: HpaState, m?: MetricStatus): string {
     case "hidden":
       return "hidden formula input";
     case "delegated":
-      return m?.delegate ? `served by the delegate ${m.delegate}` : "served by the delegate";
+      return delegatedText(m?.delegate);
     case "none":
       return "no metric of this adapter";
   }

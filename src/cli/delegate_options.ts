@@ -89,10 +89,21 @@ export function servedByDelegate(plan: MetricPlan, check: DelegateCheck): string
   if (plan.hidden || plan.collector === FORMULA_TYPE) return null;
   const url = plan.metricType === "External" ? check.urls.external : check.urls.custom;
   if (url === null) return null;
-  const ours = plan.collector !== null &&
+  return isOurs(plan, check) ? null : url;
+}
+
+/**
+ * Whether a collector of ours takes `plan`: one is chosen, enabled and available for its type
+ * (else the engine calls it incompatible, and a read of it goes to prometheus-adapter's rules
+ * or the delegate).
+ */
+export function isOurs(
+  plan: MetricPlan,
+  check: { enabledCollectors?: ReadonlySet<string>; registry: CollectorRegistry },
+): boolean {
+  return plan.collector !== null &&
     (check.enabledCollectors === undefined || check.enabledCollectors.has(plan.collector)) &&
     check.registry.lookup(plan.collector, plan.metricType) !== undefined;
-  return ours ? null : url;
 }
 
 /** The delegates `serve` runs. */

@@ -20,7 +20,9 @@
  */
 import { EXPLAIN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
-import { delegateUrls, servedByDelegate } from "./delegate_options.ts";
+import { delegateUrls, isOurs, servedByDelegate } from "./delegate_options.ts";
+import { adapterPlanOf } from "../core/prometheus_adapter/plan.ts";
+import { planAdapterRulesFromFlags } from "./prometheus_adapter_plan.ts";
 import {
   COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
@@ -50,6 +52,7 @@ import type { LabelSelector, MetricPlan, MetricTarget } from "../core/types.ts";
 import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import {
   annotationConfig,
+  delegatedText,
   fallbackText,
   findSchedule,
   guardCapText,
@@ -319,7 +322,7 @@ function stateText(m: MetricStatus): string {
     case "hidden":
       return "collected (a formula input, not served)";
     case "delegated":
-      return `served by the delegate ${m.delegate ?? ""}`.trimEnd();
+      return delegatedText(m.delegate);
     default:
       return m.state;
   }
@@ -603,10 +606,21 @@ async function runOffline(
     enabledCollectors: options.enabledCollectors,
     registry: check.registry,
   };
+  // --prometheus-adapter-config: a metric no collector of ours takes may be its rules'
+  const rules = await planAdapterRulesFromFlags(values, {
+    given: parsed.given,
+    fetch: globalThis.fetch,
+    now: io.now,
+  });
   plans.forEach((plan, i) => {
     plan.error ??= collectorError(plan, check);
+    const adapter = rules && !plan.hidden && plan.collector !== FORMULA_TYPE &&
+        !isOurs(plan, delegation)
+      ? adapterPlanOf(plan, rules.context)
+      : null;
+    if (adapter !== null) plan.error = adapter.error ?? null;
     // no collector of ours takes it, and its API has a delegate (issue 26): not an error
-    const delegate = servedByDelegate(plan, delegation);
+    const delegate = adapter === null ? servedByDelegate(plan, delegation) : null;
     if (delegate !== null) plan.error = null;
     if (plan.error !== null) failed.push(plan);
     out += metricTitle(i, plans.length, plan.metricType, plan.metricName, plan.hidden === true);
@@ -625,13 +639,26 @@ async function runOffline(
     }
     out += field(
       "plan",
-      delegate !== null
+      plan.error !== null
+        ? `error: ${plan.error}`
+        : adapter?.rule !== undefined
+        ? `served by prometheus-adapter's ${adapter.rule}`
+        : adapter !== null
+        ? `served by prometheus-adapter's ${
+          adapter.candidates?.join(" or ")
+        } if Prometheus has its series (${rules?.offline ?? "not looked up"})`
+        : delegate !== null
         ? `served by the delegate ${delegate}`
-        : plan.error === null
-        ? "OK"
-        : `error: ${plan.error}`,
+        : "OK",
     );
-    const collects = plan.error === null && delegate === null ? collectsText(plan) : null;
+    if (adapter !== null) {
+      out += field("read", adapter.read);
+      if (adapter.series !== undefined) out += field("series", adapter.series);
+      if (adapter.query !== undefined) out += field("query", adapter.query);
+    }
+    const collects = plan.error === null && delegate === null && adapter === null
+      ? collectsText(plan)
+      : null;
     if (collects !== null) out += field("collects", collects);
     const schedule = scheduleNow(plan, objects, scheduleOptions, now);
     if (schedule !== null) out += schedule;

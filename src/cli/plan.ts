@@ -8,7 +8,14 @@
  */
 import { PLAN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
-import { type DelegateCheck, delegateUrls, servedByDelegate } from "./delegate_options.ts";
+import { type DelegateCheck, delegateUrls, isOurs, servedByDelegate } from "./delegate_options.ts";
+import {
+  type AdapterPlan,
+  type AdapterPlanContext,
+  adapterPlanOf,
+  PLAN_POD_NAMES,
+} from "../core/prometheus_adapter/mod.ts";
+import { planAdapterRulesFromFlags } from "./prometheus_adapter_plan.ts";
 import {
   COLLECTOR_SWITCH_FLAGS,
   enabledCollectors,
@@ -104,6 +111,14 @@ export interface PlanRow {
   warnings?: string[];
   /** The delegate adapter that serves it (issue 26): no collector of ours takes it. */
   delegate?: string;
+  /**
+   * The rule of `--prometheus-adapter-config` that serves it (issue 49): no collector of ours
+   * takes it. Its read, rule, series and query, or the rules that could serve it.
+   */
+  prometheusAdapter?: AdapterPlan & {
+    /** Why only the rules that could serve it are named (the series were not looked up). */
+    unchecked?: string;
+  };
 }
 
 /** One HPA the replica guard (`estafette.io/hpa-scaler: "true"`) would change, in `--output json`. */
@@ -267,7 +282,11 @@ function table(rows: PlanRow[]): string {
     // a formula is computed after each collection of its inputs
     r.formula ? "-" : formatDuration(r.intervalSeconds),
     r.error ??
-      (r.delegate !== undefined
+      (r.prometheusAdapter !== undefined
+        ? r.prometheusAdapter.candidates !== undefined
+          ? "OK if Prometheus has its series (prometheus-adapter)"
+          : `served by prometheus-adapter's ${r.prometheusAdapter.rule}`
+        : r.delegate !== undefined
         ? `served by the delegate ${r.delegate}`
         : r.hidden
         ? "OK (formula input, not served)"
@@ -292,6 +311,23 @@ function table(rows: PlanRow[]): string {
             : ""
         }`,
       );
+    }
+    const pa = r.prometheusAdapter;
+    if (pa !== undefined) {
+      out.push(`    read: ${pa.read}`);
+      if (pa.rule !== undefined) {
+        out.push(
+          `    rule: ${pa.rule}${pa.series !== undefined ? ` (series ${pa.series})` : ""}`,
+        );
+      }
+      if (pa.candidates !== undefined) {
+        out.push(`    rules that could serve it: ${pa.candidates.join(", ")}`);
+      }
+      if (pa.unchecked !== undefined) out.push(`    (${pa.unchecked})`);
+      if (pa.query !== undefined) out.push(`    query: ${pa.query}`);
+      if (pa.query !== undefined && r.metricType === "Pods") {
+        out.push(`    (${PLAN_POD_NAMES.join(", ")}: the pods the HPA selects, at each read)`);
+      }
     }
     const named = r.config["query-name"];
     if (named !== undefined && r.config.query !== undefined && r.config[named] === r.config.query) {
@@ -332,6 +368,11 @@ export interface PlanSetup {
   /** The replica guard's default Prometheus. */
   guardPrometheusUrl: string;
   knativeConfig: { prometheusAddress?: string };
+  /**
+   * prometheus-adapter's rules (`--prometheus-adapter-config`): what they discovered, and why
+   * the series are not known (`plan` without `--prometheus-server`), or null.
+   */
+  prometheusAdapter?: { context: () => AdapterPlanContext; offline: string | null };
 }
 
 /**
@@ -369,6 +410,9 @@ export async function planSetupFromFlags(
     knativeConfig: {
       prometheusAddress: stringFlag(values, "knative-prometheus-address") ?? undefined,
     },
+    ...(setupOptions.prometheusAdapter
+      ? { prometheusAdapter: setupOptions.prometheusAdapter }
+      : {}),
   };
 }
 
@@ -377,6 +421,8 @@ export interface PlanSetupOptions {
   /** The flags given on the command line (collector flags decide what counts as enabled). */
   given: ReadonlySet<string>;
   env: Record<string, string | undefined>;
+  /** prometheus-adapter's rules, when `--prometheus-adapter-config` is given. */
+  prometheusAdapter?: PlanSetup["prometheusAdapter"];
 }
 
 /** What {@linkcode planObjects} found. */
@@ -478,10 +524,27 @@ export function planObjects(
   }
   // the plans beyond --max-metrics-per-namespace, in the engine's order
   limitMetricsPerNamespace(planned, setup.maxMetricsPerNamespace);
+  const rules = setup.prometheusAdapter;
+  const context = rules?.context();
   for (const { plans, countOnly } of planned) {
     if (countOnly) continue;
     for (const plan of plans) {
       const row = planRow(plan);
+      // as serve answers a read: ours, else prometheus-adapter's rules, else the delegate
+      const adapter = context && !plan.hidden && plan.collector !== FORMULA_TYPE &&
+          !isOurs(plan, delegation)
+        ? adapterPlanOf(plan, context)
+        : null;
+      if (adapter !== null) {
+        Object.assign(row, {
+          error: adapter.error ?? null,
+          prometheusAdapter: adapter.candidates !== undefined && rules?.offline
+            ? { ...adapter, unchecked: rules.offline }
+            : adapter,
+        });
+        rows.push(row);
+        continue;
+      }
       const delegate = servedByDelegate(plan, delegation);
       if (delegate !== null) Object.assign(row, { error: null, delegate });
       rows.push(row);
@@ -507,7 +570,18 @@ export const planCommand: Command = {
       throw new UsageError(`invalid value "${output}" for --output: want table, json or yaml`);
     }
     const strict = parsed.values.strict === true;
-    const setup = await planSetupFromFlags(parsed.values, { given: parsed.given, env: io.env });
+    const rules = await planAdapterRulesFromFlags(parsed.values, {
+      given: parsed.given,
+      fetch: globalThis.fetch,
+      now: io.now,
+    });
+    const setup = await planSetupFromFlags(parsed.values, {
+      given: parsed.given,
+      env: io.env,
+      ...(rules
+        ? { prometheusAdapter: { context: () => rules.context, offline: rules.offline } }
+        : {}),
+    });
     const { options } = setup;
 
     const read = await readManifests(files);

@@ -51,6 +51,7 @@ import {
 } from "../runtime/memory.ts";
 import { type RunningServer, serveHttp, serveHttps } from "../runtime/serve.ts";
 import { MetricStore } from "../store/store.ts";
+import type { AdapterPlanContext } from "../core/prometheus_adapter/plan.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
 import { errorText } from "../engine/error_text.ts";
 import { startDemoEndpoint } from "./demo_endpoint.ts";
@@ -414,7 +415,11 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       collectionTimeoutSeconds: numberFlag(flags, "collection-timeout"),
       garbageCollectorIntervalSeconds: numberFlag(flags, "garbage-collector-interval"),
       disregardIncompatibleHpas: boolFlag(flags, "disregard-incompatible-hpas"),
-      delegatedApis: { custom: !!delegates.custom, external: !!delegates.external },
+      // a metric no collector here takes is the delegate's, or prometheus-adapter's rules'
+      delegatedApis: {
+        custom: !!delegates.custom || stringFlag(flags, "prometheus-adapter-config") !== null,
+        external: !!delegates.external || stringFlag(flags, "prometheus-adapter-config") !== null,
+      },
       enabledCollectors: enabledCollectors(flags),
       allowLinkLocalTargets: boolFlag(flags, "allow-link-local-targets"),
       endpointPolicy,
@@ -513,7 +518,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
 
     // --admission-webhook: plan's checks on the objects kube-apiserver admits (issue 50)
     const admission = boolFlag(flags, "admission-webhook")
-      ? await admissionFromFlags(flags, io.env, cluster)
+      ? await admissionFromFlags(flags, io.env, cluster, prometheusAdapter)
       : null;
 
     let ready = false;
@@ -600,7 +605,12 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
               }
               : {}),
             ...(keda ? { scaledObject: (hpa: KubeObject) => keda.statusOf(hpa) } : {}),
-            ...(prometheusAdapter ? { prometheusAdapter: () => prometheusAdapter.status() } : {}),
+            ...(prometheusAdapter
+              ? {
+                prometheusAdapter: () => prometheusAdapter.status(),
+                prometheusAdapterRules: () => prometheusAdapter.planContext(),
+              }
+              : {}),
           }),
         })
         : undefined;
@@ -721,13 +731,23 @@ async function admissionFromFlags(
   flags: FlagValues,
   env: Record<string, string | undefined>,
   cluster: ClusterView,
+  prometheusAdapter: { planContext(): AdapterPlanContext } | null,
 ): Promise<AdmissionOptions> {
   const { planSetupFromFlags } = await import("./plan.ts");
   const { admissionReviewer } = await import("./admission_check.ts");
   return {
     review: admissionReviewer({
-      // the collectors the flags enable, as the engine has them (none assumed)
-      setup: await planSetupFromFlags(flags, { given: new Set(COLLECTOR_SWITCH_FLAGS), env }),
+      // the collectors the flags enable, as the engine has them (none assumed); a metric no
+      // collector takes is checked against what prometheus-adapter's rules discovered last
+      setup: await planSetupFromFlags(flags, {
+        given: new Set(COLLECTOR_SWITCH_FLAGS),
+        env,
+        ...(prometheusAdapter
+          ? {
+            prometheusAdapter: { context: () => prometheusAdapter.planContext(), offline: null },
+          }
+          : {}),
+      }),
       cluster,
       keda: boolFlag(flags, "keda-scaled-objects"),
       knative: boolFlag(flags, "knative-autoscaler"),

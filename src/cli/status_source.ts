@@ -6,6 +6,7 @@
 import {
   buildStatus,
   type PrometheusAdapterStatus,
+  RULES_PREFIX,
   type ScaledObjectStatus,
   type StatusGuardInput,
   type StatusReport,
@@ -19,6 +20,9 @@ import {
 import type { Engine } from "../engine/engine.ts";
 import type { MetricHistory } from "../engine/history.ts";
 import type { MetricStore } from "../store/store.ts";
+import type { MetricPlan } from "../core/types.ts";
+import { type AdapterPlanContext, adapterPlanOf } from "../core/prometheus_adapter/plan.ts";
+import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import { boolFlag, enabledCollectors, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
 
 /** What {@linkcode statusReporter} reads. */
@@ -36,6 +40,8 @@ export interface StatusSources {
   scaledObject?: (hpa: KubeObject) => ScaledObjectStatus | null;
   /** prometheus-adapter's rules (`--prometheus-adapter-config`); omitted without it. */
   prometheusAdapter?: () => PrometheusAdapterStatus;
+  /** What prometheus-adapter's rules discovered last (a metric they serve is theirs). */
+  prometheusAdapterRules?: () => AdapterPlanContext;
   flags: FlagValues;
   now: () => number;
 }
@@ -77,6 +83,7 @@ export function statusReporter(
     custom: stringFlag(flags, "delegate-custom-metrics") || undefined,
     external: stringFlag(flags, "delegate-external-metrics") || undefined,
   };
+  const rules = sources.prometheusAdapterRules;
   return (request = { schedules: true }) =>
     buildStatus({
       now: now(),
@@ -92,7 +99,17 @@ export function statusReporter(
       ...(sources.replicaGuard ? { replicaGuard: sources.replicaGuard } : {}),
       ...(sources.scaledObject ? { scaledObject: sources.scaledObject } : {}),
       ...(sources.prometheusAdapter ? { prometheusAdapter: sources.prometheusAdapter } : {}),
+      ...(rules ? { servedByRules: (plan: MetricPlan) => servedByRules(plan, rules()) } : {}),
       ...(request.hpa ? { only: request.hpa } : {}),
       delegates,
     });
+}
+
+/** The rule that serves `plan`, as the status names it, or undefined. */
+function servedByRules(plan: MetricPlan, context: AdapterPlanContext): string | undefined {
+  if (plan.hidden || plan.collector === FORMULA_TYPE) return undefined;
+  const served = adapterPlanOf(plan, context);
+  return served?.rule !== undefined && served.error === undefined
+    ? `${RULES_PREFIX}${served.rule}`
+    : undefined;
 }

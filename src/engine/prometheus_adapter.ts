@@ -30,6 +30,7 @@ import { load as loadYaml } from "js-yaml";
 import type { Selector } from "../core/kubernetes/label_selector.ts";
 import type { PrometheusAdapterStatus } from "../api/status_model.ts";
 import {
+  type AdapterPlanContext,
   COMMON_KINDS,
   couldNameMetric,
   customItems,
@@ -390,6 +391,19 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
       rules: rows(this.#loaded.custom, custom),
       externalRules: rows(this.#loaded.external, external),
       resourceRules: this.#loaded.resource !== null,
+    };
+  }
+
+  /**
+   * What `plan` and the admission webhook plan an HPA metric with: the rules in use and what
+   * the last discovery found (no query is sent).
+   */
+  planContext(): AdapterPlanContext {
+    return {
+      custom: this.#loaded.custom,
+      external: this.#loaded.external,
+      discovered: { custom: this.#discovered.custom, external: this.#discovered.external },
+      mapper: this.#mapper,
     };
   }
 

@@ -18,6 +18,7 @@ import {
 } from "../../src/api/status_model.ts";
 import { stateLabel } from "../../src/api/status_page.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
+import type { MetricPlan } from "../../src/core/types.ts";
 import {
   externalHpa,
   historyOf,
@@ -707,5 +708,26 @@ describe("metrics served by a delegate (issue 26)", () => {
     const m = buildStatus(statusInput([hpa], plans, {}, { delegates: { external: "https://k" } }))
       .hpas[0].metrics[0];
     assert.equal(stateLabel("delegated", m), "served by the delegate https://k");
+  });
+
+  it("names prometheus-adapter's rule before the delegate, for the metrics a rule serves", () => {
+    const r = buildStatus(statusInput([hpa], plans, {}, {
+      delegates: { custom: "https://pa:6443", external: "https://keda:6443" },
+      // the rules serve the Pods metric only
+      servedByRules: (plan: MetricPlan) =>
+        plan.metricName === "rps" ? "prometheus-adapter's rules[2]" : undefined,
+    }));
+    assert.deepEqual(r.hpas[0].metrics.map((m) => [m.name, m.state, m.error, m.delegate]), [
+      ["queue", "delegated", null, "https://keda:6443"],
+      ["rps", "delegated", null, "prometheus-adapter's rules[2]"],
+    ]);
+    assert.equal(
+      stateLabel("delegated", r.hpas[0].metrics[1]),
+      "served by prometheus-adapter's rules[2]",
+    );
+    assert.equal(
+      stateLabel("delegated", r.hpas[0].metrics[0]),
+      "served by the delegate https://keda:6443",
+    );
   });
 });

@@ -5,6 +5,15 @@ import { admissionReviewer, splitProblems } from "../../src/cli/admission_check.
 import { COLLECTOR_SWITCH_FLAGS, parseArgs, SERVE_FLAGS } from "../../src/cli/flags.ts";
 import { planSetupFromFlags } from "../../src/cli/plan.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
+import { load as loadYaml } from "js-yaml";
+import {
+  COMMON_KINDS,
+  discoverCustomMetrics,
+  discoverExternalMetrics,
+  metricNamers,
+  parsePrometheusAdapterConfig,
+  staticResourceMapper,
+} from "../../src/core/prometheus_adapter/mod.ts";
 
 /** The reviewer of an adapter started with `args` (collectors as the flags enable them). */
 async function reviewer(args: string[], objects: KubeObject[] = []) {
@@ -162,5 +171,77 @@ describe("splitProblems", () => {
   it("splits on '; ' outside quoted values", () => {
     assert.deepEqual(splitProblems('a "x; y" b; c `p; q`; d'), ['a "x; y" b', "c `p; q`", "d"]);
     assert.deepEqual(splitProblems('open "quote; never closed'), ['open "quote; never closed']);
+  });
+});
+
+describe("admission checks with prometheus-adapter's rules (--prometheus-adapter-config)", () => {
+  const mapper = staticResourceMapper(COMMON_KINDS);
+  const config = parsePrometheusAdapterConfig(
+    loadYaml(`
+rules:
+- seriesQuery: '{__name__=~"^http_.*_total$",namespace!="",pod!=""}'
+  resources: {overrides: {namespace: {resource: namespace}, pod: {resource: pod}}}
+  name: {matches: "^(.*)_total$", as: "\${1}_per_second"}
+  metricsQuery: 'sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) by (<<.GroupBy>>)'
+`),
+  );
+  const custom = metricNamers(config.rules, mapper);
+  const series = new Map([[config.rules[0].seriesQuery, [{
+    __name__: "http_requests_total",
+    namespace: "shop",
+    pod: "web-a",
+  }]]]);
+  const hpa = (metric: string) => ({
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: { name: "web", namespace: "shop" },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "web" },
+      maxReplicas: 5,
+      metrics: [{
+        type: "Pods",
+        pods: { metric: { name: metric }, target: { type: "AverageValue", averageValue: "10" } },
+      }],
+    },
+  });
+  async function reviewerWithRules() {
+    const { values } = parseArgs([], SERVE_FLAGS);
+    return admissionReviewer({
+      setup: await planSetupFromFlags(values, {
+        given: new Set(COLLECTOR_SWITCH_FLAGS),
+        env: {},
+        prometheusAdapter: {
+          context: () => ({
+            custom,
+            external: [],
+            discovered: {
+              custom: discoverCustomMetrics(custom, series, mapper),
+              external: discoverExternalMetrics([], new Map()),
+            },
+            mapper,
+          }),
+          offline: null,
+        },
+      }),
+      cluster: { list: () => [] },
+      keda: false,
+      knative: false,
+      replicaGuard: false,
+    });
+  }
+
+  it("admits a metric a rule serves without a word", async () => {
+    const review = await reviewerWithRules();
+    assert.deepEqual(review(request(hpa("http_requests_per_second"))), {
+      errors: [],
+      warnings: [],
+    });
+  });
+
+  it("still names a metric that neither a collector nor a rule serves", async () => {
+    const review = await reviewerWithRules();
+    const verdict = review(request(hpa("http_errors_per_second")));
+    assert.equal(verdict.errors.length, 1);
+    assert.match(verdict.errors[0], /^Pods metric `http_errors_per_second` needs annotation/);
   });
 });

@@ -30,7 +30,7 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
@@ -580,5 +580,131 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       }
     }
     assert.deepEqual(throughAggregator, [], "reads through the aggregator differ");
+  });
+  it("serves an HPA of prometheus-adapter's users as it is: values, no warning, status and plan name the rule", async () => {
+    // the exporter pods, adopted by a ReplicaSet of their labels (3 of 3: it makes none)
+    await kube!.request("POST", `/apis/apps/v1/namespaces/${ns}/replicasets`, {
+      body: {
+        apiVersion: "apps/v1",
+        kind: "ReplicaSet",
+        metadata: { name: "web", namespace: ns },
+        spec: {
+          replicas: 3,
+          selector: { matchLabels: { app: "web" } },
+          template: {
+            metadata: { labels: { app: "web" } },
+            spec: { containers: [{ name: "app", image: "e2e.invalid/exporter:1" }] },
+          },
+        },
+      },
+    });
+    const hpa = {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "web", namespace: ns },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "web" },
+        minReplicas: 3,
+        maxReplicas: 3,
+        metrics: [
+          {
+            type: "Pods",
+            pods: {
+              metric: { name: "max_queue_depth" },
+              target: { type: "AverageValue", averageValue: "100" },
+            },
+          },
+          {
+            type: "External",
+            external: {
+              metric: { name: "e2e_queue_depth", selector: { matchLabels: { queue: "a" } } },
+              target: { type: "Value", value: "100" },
+            },
+          },
+        ],
+      },
+    };
+    await kube!.request(
+      "POST",
+      `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers`,
+      { body: hpa },
+    );
+    // the HPA controller's reads: the pods' max (5, 4, 10) averaged, and queue a summed
+    const current = await waitFor(async () => {
+      const h = await kube!.request(
+        "GET",
+        `/apis/autoscaling/v2/namespaces/${ns}/horizontalpodautoscalers/web`,
+      );
+      const m = h.status?.currentMetrics ?? [];
+      return m.length === 2 && m.every((x: Obj) => x.type) ? m : undefined;
+    }, { what: "the HPA's current metrics", timeoutMs: WAIT_MS });
+    assert.deepEqual(current, [
+      {
+        type: "Pods",
+        pods: { metric: { name: "max_queue_depth" }, current: { averageValue: "6333m" } },
+      },
+      {
+        type: "External",
+        external: {
+          metric: { name: "e2e_queue_depth", selector: { matchLabels: { queue: "a" } } },
+          current: { value: "17" },
+        },
+      },
+    ]);
+    // the status page: each metric served by its rule, no error
+    const status = await kube!.request(
+      "GET",
+      "/api/v1/namespaces/hpa-metrics-adapter/services/http:hpa-metrics-adapter:metrics/proxy/status.json",
+    );
+    const mine = (status.hpas as Obj[]).find((h) => h.namespace === ns && h.name === "web");
+    assert.deepEqual(
+      mine?.metrics.map((m: Obj) => [m.name, m.state, m.delegate, m.error]),
+      [
+        ["max_queue_depth", "delegated", "prometheus-adapter's rules[6]", null],
+        ["e2e_queue_depth", "delegated", "prometheus-adapter's externalRules[0]", null],
+      ],
+    );
+    // no Warning from this adapter on the HPA
+    const events = await kube!.request(
+      "GET",
+      `/api/v1/namespaces/${ns}/events?fieldSelector=${
+        encodeURIComponent("involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name=web")
+      }`,
+    );
+    assert.deepEqual(
+      (events.items as Obj[]).filter((e) => e.reason === "CreateNewMetricsCollector"),
+      [],
+    );
+    // plan on the same HPA and config, with the same Prometheus: the same rules, and the query
+    const file = join(dir, "hpa.yaml");
+    writeFileSync(file, JSON.stringify(hpa));
+    const out = spawnSync(process.execPath, [
+      "--import",
+      "tsx",
+      join(ROOT, "src/main.ts"),
+      "plan",
+      "-f",
+      file,
+      `--prometheus-adapter-config=${PROMETHEUS_ADAPTER_CONFIG}`,
+      `--prometheus-server=${state!.prometheus!.url}`,
+      "-o",
+      "json",
+    ], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    assert.equal(out.status, 0, out.stderr);
+    assert.deepEqual(JSON.parse(out.stdout).map((r: Obj) => r.prometheusAdapter), [
+      {
+        read: `custom.metrics.k8s.io namespaces/${ns}/pods/*/max_queue_depth`,
+        rule: "rules[6]",
+        series: "e2e_queue_depth",
+        query:
+          `max(e2e_queue_depth{namespace="${ns}",pod=~"<pod-1>|<pod-2>",pod=~"<pod-1>|<pod-2>"}) by (pod)`,
+      },
+      {
+        read: `external.metrics.k8s.io namespaces/${ns}/e2e_queue_depth with labelSelector`,
+        rule: "externalRules[0]",
+        series: "e2e_queue_depth",
+        query: `sum(e2e_queue_depth{queue="a",namespace="${ns}"}) by (queue)`,
+      },
+    ]);
   });
 });

@@ -21,3 +21,4 @@ export {
   quoteGoString,
 } from "./template.ts";
 export * from "./serving.ts";
+export * from "./plan.ts";
