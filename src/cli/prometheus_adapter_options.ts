@@ -12,6 +12,7 @@ import {
   PrometheusAdapterServing,
 } from "../engine/prometheus_adapter.ts";
 import { UsageError } from "./command.ts";
+import type { KindInfo } from "../core/prometheus_adapter/naming.ts";
 import { type FlagValues, numberFlag, optionalNumberFlag, stringFlag } from "./flags.ts";
 import { prometheusOptionsFromFlags } from "./prometheus_options.ts";
 
@@ -24,6 +25,10 @@ export interface PrometheusAdapterRuntime {
   clearTimer?: (handle: unknown) => void;
   /** Seconds between checks of the file (default 10). */
   configPollSeconds?: number;
+  /** The cluster's kinds from its discovery (the rules' resources); built-in ones without. */
+  discoverKinds?: () => Promise<readonly KindInfo[]>;
+  /** kube-apiserver's list of a resource's objects (`*` reads of other resources than pods). */
+  listNames?: PrometheusAdapterOptions["listNames"];
 }
 
 /**
@@ -67,6 +72,8 @@ export function prometheusAdapterOptionsFromFlags(
     maxBytes: backends.maxBytes,
     now: runtime.now,
     logger: runtime.logger,
+    ...(runtime.discoverKinds ? { discoverKinds: runtime.discoverKinds } : {}),
+    ...(runtime.listNames ? { listNames: runtime.listNames } : {}),
     ...(runtime.setTimer ? { setTimer: runtime.setTimer } : {}),
     ...(runtime.clearTimer ? { clearTimer: runtime.clearTimer } : {}),
   };

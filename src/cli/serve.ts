@@ -503,7 +503,21 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       ? null
       : await (await import("./prometheus_adapter_options.ts")).startPrometheusAdapterFromFlags(
         flags,
-        { fetch: collectorHttp.fetch, now: io.now, logger: log },
+        {
+          fetch: collectorHttp.fetch,
+          now: io.now,
+          logger: log,
+          // the rules' resources resolved with the cluster's own (not with --manifests)
+          ...(kubeSource
+            ? {
+              discoverKinds: async () =>
+                (await import("../cluster/discovery.ts")).discoverKinds(kubeSource!.http),
+              // `*` reads of resources other than pods list their objects, as upstream
+              listNames: async (list) =>
+                (await import("../cluster/discovery.ts")).listObjectNames(kubeSource!.http, list),
+            }
+            : {}),
+        },
       );
     if (prometheusAdapter) {
       closers.push(() => prometheusAdapter.stop());

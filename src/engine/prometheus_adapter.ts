@@ -35,13 +35,13 @@ import {
   couldNameMetric,
   customItems,
   type CustomMetricRegistry,
-  describedKindOf,
   discoverCustomMetrics,
   discoverExternalMetrics,
   distinctSeriesQueries,
   externalItems,
   type ExternalMetricRegistry,
   type GroupResource,
+  type KindInfo,
   type MetricNamer,
   metricNamers,
   nodeMetricsFromVectors,
@@ -103,8 +103,29 @@ export interface PrometheusAdapterOptions {
   /** The Prometheus server (`--prometheus-server`). */
   client: PrometheusClient;
   fetch: typeof fetch;
-  /** The cluster's resource names; {@linkcode COMMON_KINDS} when absent. */
+  /** The cluster's resource names, fixed; else `discoverKinds`'s, else {@linkcode COMMON_KINDS}. */
   mapper?: ResourceMapper;
+  /**
+   * The cluster's kinds, from its discovery (src/cluster/discovery.ts): read at start and every
+   * `kindsRefreshSeconds`, as prometheus-adapter's RESTMapper is reset every
+   * `--discovery-interval`. A failed read keeps the kinds known before ({@linkcode COMMON_KINDS}
+   * at start).
+   */
+  discoverKinds?: () => Promise<readonly KindInfo[]>;
+  /** Seconds between two reads of `discoverKinds` (default 600). */
+  kindsRefreshSeconds?: number;
+  /**
+   * The names of the objects of a resource a `labelSelector` selects (kube-apiserver's list),
+   * for `*` reads of resources other than pods; without it those reads answer 404.
+   */
+  listNames?: (list: {
+    group: string;
+    version: string;
+    resource: string;
+    /** null: cluster-scoped. */
+    namespace: string | null;
+    labelSelector: string;
+  }) => Promise<string[]>;
   /** Seconds between discoveries (`--metrics-relist-interval`). */
   relistIntervalSeconds: number;
   /** How far back series count (`--metrics-max-age`), seconds. */
@@ -244,6 +265,54 @@ function selectorKey(sel: Selector): string {
   return JSON.stringify(sel);
 }
 
+/**
+ * The cluster's resource names as its discovery last listed them (a mapper whose kinds are
+ * swapped when a new read succeeds): templates resolve against the latest, and a rule's
+ * overrides against those of the load that resolved them, as upstream's.
+ */
+class KindsMapper implements ResourceMapper {
+  #current: ResourceMapper;
+  /** How many kinds the last good read listed; null while the built-in ones are used. */
+  discovered: number | null = null;
+
+  constructor(kinds: readonly KindInfo[]) {
+    this.#current = staticResourceMapper(kinds);
+  }
+
+  async refresh(discover: () => Promise<readonly KindInfo[]>, logger: Logger): Promise<void> {
+    let kinds: readonly KindInfo[];
+    try {
+      kinds = await discover();
+    } catch (e) {
+      logger.error("cannot read the cluster's resources for prometheus-adapter's rules", {
+        error: errorText(e),
+        using: this.discovered === null ? "built-in kinds" : "the last ones read",
+      });
+      return;
+    }
+    if (kinds.length === 0) return;
+    if (this.discovered !== kinds.length) {
+      logger.info("cluster resources read for prometheus-adapter's rules", {
+        kinds: kinds.length,
+      });
+    }
+    this.#current = staticResourceMapper(kinds);
+    this.discovered = kinds.length;
+  }
+
+  resourceFor(gr: GroupResource): GroupResource {
+    return this.#current.resourceFor(gr);
+  }
+
+  singular(resource: string): string {
+    return this.#current.singular(resource);
+  }
+
+  kindOf(gr: GroupResource): KindInfo | null {
+    return this.#current.kindOf(gr);
+  }
+}
+
 /** Why a query's answer is not what a read needs. */
 class NotAVectorError extends Error {}
 
@@ -286,6 +355,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
   >();
   #relistTimer: unknown = null;
   #pollTimer: unknown = null;
+  #kindsTimer: unknown = null;
   #stopped = false;
   readonly #abort = new AbortController();
 
@@ -310,7 +380,11 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
    * file's watch.
    */
   static async start(options: PrometheusAdapterOptions): Promise<PrometheusAdapterServing> {
-    const mapper = options.mapper ?? staticResourceMapper(COMMON_KINDS);
+    const kinds = new KindsMapper(COMMON_KINDS);
+    if (options.mapper === undefined && options.discoverKinds) {
+      await kinds.refresh(options.discoverKinds, options.logger);
+    }
+    const mapper = options.mapper ?? kinds;
     let text: string;
     try {
       text = await options.readConfig();
@@ -324,6 +398,9 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
     await serving.#discover(null);
     serving.#scheduleRelist();
     serving.#schedulePoll();
+    if (options.mapper === undefined && options.discoverKinds) {
+      serving.#scheduleKinds(kinds, options.discoverKinds);
+    }
     return serving;
   }
 
@@ -333,6 +410,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
     this.#abort.abort(new Error("stopped"));
     if (this.#relistTimer !== null) this.#clearTimer(this.#relistTimer);
     if (this.#pollTimer !== null) this.#clearTimer(this.#pollTimer);
+    if (this.#kindsTimer !== null) this.#clearTimer(this.#kindsTimer);
     for (const entry of this.#reads.values()) {
       if (entry.timer !== null) this.#clearTimer(entry.timer);
     }
@@ -690,6 +768,14 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
     }, this.#o.relistIntervalSeconds * 1000);
   }
 
+  #scheduleKinds(kinds: KindsMapper, discover: () => Promise<readonly KindInfo[]>): void {
+    if (this.#stopped) return;
+    this.#kindsTimer = this.#setTimer(() => {
+      this.#kindsTimer = null;
+      kinds.refresh(discover, this.#o.logger).finally(() => this.#scheduleKinds(kinds, discover));
+    }, (this.#o.kindsRefreshSeconds ?? 600) * 1000);
+  }
+
   #schedulePoll(): void {
     if (this.#stopped) return;
     this.#pollTimer = this.#setTimer(() => {
@@ -702,12 +788,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
 
   #customRead(read: AdapterCustomRead, gr: GroupResource): AdapterResult<CustomItem> {
     const names = read.names();
-    if (names === null) {
-      return {
-        notFound:
-          `${read.groupResource} cannot be listed: * reads of prometheus-adapter rules are served for pods only`,
-      };
-    }
+    if (names === null) return this.#listedRead(read, gr);
     if (names.length === 0) {
       return {
         notFound: read.labelSelectorText === ""
@@ -746,6 +827,36 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
       return { items };
     };
     return this.#read(key, collect, served);
+  }
+
+  /**
+   * A `*` read of objects other than pods: their names listed from kube-apiserver with the
+   * read's labelSelector, at each read, as upstream's ListObjectNames does (a failed list is an
+   * internal error; upstream: "unable to list matching resources"), then read as those names.
+   */
+  #listedRead(read: AdapterCustomRead, gr: GroupResource): AdapterResult<CustomItem> {
+    const found = this.#discovered.custom.find(gr, read.metricName, read.namespaced);
+    const kind = found === undefined ? null : this.#mapper.kindOf(found.resource);
+    const list = this.#o.listNames;
+    if (found === undefined || kind === null || kind.version === undefined || !list) {
+      return { notFound: `${read.groupResource} cannot be listed here` };
+    }
+    return list({
+      group: found.resource.group,
+      version: kind.version,
+      resource: found.resource.resource,
+      namespace: read.namespaced ? read.namespace : null,
+      labelSelector: read.labelSelectorText,
+    }).then(
+      (names) => this.#customRead({ ...read, names: () => names }, gr),
+      (e): AdapterAnswer<CustomItem> => {
+        this.#o.logger.error("unable to list matching resource names", {
+          resource: read.groupResource,
+          error: errorText(e),
+        });
+        return { internalError: "unable to list matching resources" };
+      },
+    );
   }
 
   /** One collection of a custom read: the query (split when too long), run, mapped to names. */
@@ -793,7 +904,10 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
     const values = new Map<string, number>();
     for (const v of vectors) for (const [k, x] of valuesByName(v, label)) values.set(k, x);
     // custom-metrics-apiserver's ReferenceFor writes `group/version`: `/v1` for the core group
-    const kind = describedKindOf(COMMON_KINDS, found.resource);
+    const info = this.#mapper.kindOf(found.resource);
+    const kind = info?.version === undefined
+      ? null
+      : { kind: info.kind, apiVersion: `${info.group}/${info.version}` };
     const items = customItems(names, values).map((nv): CustomItem => ({
       namespace: read.namespace,
       groupResource: qualified(found.resource),

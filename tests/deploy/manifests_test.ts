@@ -578,7 +578,19 @@ describe("overlays", () => {
     for (const verb of ["get", "list", "watch"]) {
       assert.equal(allowed(objects, ADAPTER, { group: "", resource: "nodes", verb }), true, verb);
     }
-    assert.equal(objects.length, kustomize(join(DEPLOY, "overlays", "prometheus")).length + 2);
+    // `*` reads of the rules list objects as prometheus-adapter's ClusterRole lets it
+    for (const resource of ["pods", "nodes", "namespaces", "services"]) {
+      assert.equal(
+        allowed(objects, ADAPTER, { group: "", resource, verb: "list" }),
+        true,
+        resource,
+      );
+    }
+    assert.equal(
+      allowed(objects, ADAPTER, { group: "", resource: "secrets", verb: "list" }),
+      false,
+    );
+    assert.equal(objects.length, kustomize(join(DEPLOY, "overlays", "prometheus")).length + 4);
   });
 
   it("cert-manager: serves the issued certificate and has the CA injected into every APIService", () => {

@@ -126,6 +126,9 @@ function exposition(a: number, b: number, requests: number, busy: number, memory
   ].join("\n");
 }
 
+/** The ClusterRole (and binding) that lets our adapter list what `*` reads list. */
+const LISTER = "e2e-prometheus-adapter-lister";
+
 describe("e2e: side by side with prometheus-adapter v0.12.0", {
   skip: SKIP,
   timeout: 10 * 60_000,
@@ -294,6 +297,42 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       });
     }
     writeFileSync(join(state!.prometheus!.targetsDir, `${ns}.json`), JSON.stringify(targets));
+    // `*` reads of other resources than pods list their objects: prometheus-adapter with the
+    // harness's admin credentials, ours with its ServiceAccount, granted list here as a user
+    // grants it for the resources their rules name; and a TriggerAuthentication the queue
+    // label "a" names
+    await kube!.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: LISTER },
+        rules: [
+          { apiGroups: ["batch"], resources: ["jobs"], verbs: ["list"] },
+          { apiGroups: ["keda.sh"], resources: ["triggerauthentications"], verbs: ["list"] },
+        ],
+      },
+    });
+    await kube!.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+      body: {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: LISTER },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: LISTER },
+        subjects: [{
+          kind: "ServiceAccount",
+          name: E2E.adapterServiceAccount,
+          namespace: E2E.adapterNamespace,
+        }],
+      },
+    });
+    await kube!.request("POST", `/apis/keda.sh/v1alpha1/namespaces/${ns}/triggerauthentications`, {
+      body: {
+        apiVersion: "keda.sh/v1alpha1",
+        kind: "TriggerAuthentication",
+        metadata: { name: "a", namespace: ns, labels: { queue: "a" } },
+        spec: {},
+      },
+    });
     // every series scraped, and a few samples of each counter (rates over two or more)
     await waitFor(async () => {
       const q = `count(count_over_time(e2e_requests_total{namespace="${ns}"}[5m]) >= 3)`;
@@ -331,6 +370,10 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
         "DELETE",
         "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io",
       ).catch(() => {});
+    }
+    for (const kind of ["clusterrolebindings", "clusterroles"]) {
+      await kube!.request("DELETE", `/apis/rbac.authorization.k8s.io/v1/${kind}/${LISTER}`)
+        .catch(() => {});
     }
     if (!process.env.HPA_E2E_KEEP) {
       await kube!.request("DELETE", `/api/v1/namespaces/${ns}`).catch(() => {});
@@ -382,6 +425,8 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
   it("answers every custom and external read alike", async () => {
     const [custom] = await discovered("/apis/custom.metrics.k8s.io/v1beta1", [
       "pods/max_queue_depth",
+      // a CRD's resource: both resolve the rules' resources with the cluster's discovery
+      "triggerauthentications.keda.sh/auth_queue_depth",
     ]);
     const [external] = await discovered("/apis/external.metrics.k8s.io/v1beta1", [
       "busy_scalar",
@@ -404,7 +449,16 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       } else if (resource === "namespaces") {
         paths.push(`${base}/namespaces/${ns}/metrics/${metric}`);
       } else if (r.namespaced) {
-        paths.push(`${base}/namespaces/${ns}/${resource}/e2e/${metric}`);
+        // an object the series name (queue "a"), one they do not, and every object (listed
+        // from kube-apiserver), with a labelSelector too
+        paths.push(
+          `${base}/namespaces/${ns}/${resource}/a/${metric}`,
+          `${base}/namespaces/${ns}/${resource}/e2e/${metric}`,
+          `${base}/namespaces/${ns}/${resource}/*/${metric}`,
+          `${base}/namespaces/${ns}/${resource}/*/${metric}?labelSelector=${
+            encodeURIComponent("queue=a")
+          }`,
+        );
       } else {
         paths.push(`${base}/${resource}/e2e/${metric}`);
       }

@@ -564,3 +564,88 @@ describe("prometheus-adapter config file: start and reload", () => {
     assert.equal(read.body.items[0].value, "11");
   });
 });
+
+describe("prometheus-adapter's resources resolved with the cluster's discovery", () => {
+  // a rule naming a CRD the built-in kinds do not know, and a template that names it too
+  const CRD_CONFIG = `
+rules:
+- seriesQuery: 'queue_depth{namespace!="",queue!=""}'
+  resources:
+    overrides:
+      namespace: {resource: namespace}
+      queue: {group: keda.sh, resource: triggerauthentication}
+  name: {matches: "^queue_depth$", as: "auth_depth"}
+  metricsQuery: 'sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)'
+`;
+  const KINDS = [
+    { group: "", kind: "Namespace", plural: "namespaces", version: "v1", namespaced: false },
+    { group: "", kind: "Pod", plural: "pods", version: "v1", namespaced: true },
+    {
+      group: "keda.sh",
+      kind: "TriggerAuthentication",
+      plural: "triggerauthentications",
+      singular: "triggerauthentication",
+      version: "v1alpha1",
+      namespaced: true,
+    },
+  ];
+
+  it("refuses the override with the built-in kinds", async () => {
+    await assert.rejects(serve(await configFile(CRD_CONFIG)), /triggerauthentication/);
+  });
+
+  it("serves the CRD's metric, its items described with the cluster's kind and version", async () => {
+    let reads = 0;
+    const { app, serving } = await serve(await configFile(CRD_CONFIG), {
+      discoverKinds: () => {
+        reads++;
+        return Promise.resolve(KINDS);
+      },
+      kindsRefreshSeconds: 3600,
+    });
+    assert.equal(reads, 1);
+    const doc = await get(app, `${CUSTOM}/v1beta2`);
+    assert.deepEqual(resourceNames(doc.body), [
+      "custommetrics",
+      "namespaces/auth_depth (cluster)",
+      "triggerauthentications.keda.sh/auth_depth",
+    ]);
+    const { status, body } = await get(
+      app,
+      `${CUSTOM}/v1beta2/namespaces/web/triggerauthentications.keda.sh/orders/auth_depth`,
+    );
+    assert.equal(status, 200, JSON.stringify(body));
+    assert.deepEqual(withoutTimestamps(body).items, [{
+      describedObject: {
+        kind: "TriggerAuthentication",
+        namespace: "web",
+        name: "orders",
+        apiVersion: "keda.sh/v1alpha1",
+      },
+      metric: { name: "auth_depth" },
+      value: "7",
+    }]);
+    await serving.stop();
+  });
+
+  it("starts with the built-in kinds when the discovery cannot be read, and says so", async () => {
+    const { serving, log } = await serve(await configFile(CONFIG), {
+      discoverKinds: () => Promise.reject(new Error("GET /apis: HTTP 503")),
+    });
+    assert.deepEqual(
+      log.entries.filter((e) => e.message.includes("cluster's resources")).map((e) => [
+        e.level,
+        e.message,
+        e.fields?.error,
+        e.fields?.using,
+      ]),
+      [[
+        "error",
+        "cannot read the cluster's resources for prometheus-adapter's rules",
+        "GET /apis: HTTP 503",
+        "built-in kinds",
+      ]],
+    );
+    assert.ok(serving.servedMetrics().length > 0);
+  });
+});

@@ -22,3 +22,4 @@ export {
 } from "./template.ts";
 export * from "./serving.ts";
 export * from "./plan.ts";
+export * from "./rest_mapper.ts";

@@ -22,6 +22,11 @@ export interface ResourceMapper {
   resourceFor(gr: GroupResource): GroupResource;
   /** The singular of a resource name (`pods` -> `pod`); throws when unknown. */
   singular(resource: string): string;
+  /**
+   * The kind of a plural group-resource, with its preferred version (`describedObject`) and
+   * scope; null when the cluster does not serve it.
+   */
+  kindOf(gr: GroupResource): KindInfo | null;
 }
 
 /** A kind the cluster serves, for {@linkcode staticResourceMapper}. */
@@ -33,6 +38,13 @@ export interface KindInfo {
   singular?: string;
   /** The version the cluster prefers (the RESTMapper's first): `describedObject.apiVersion`. */
   version?: string;
+  /** Whether its objects live in namespaces (discovery's `namespaced`); unknown when absent. */
+  namespaced?: boolean;
+  /**
+   * Its place in discovery's listed order (each group's versions as listed, not preferred
+   * first), where it differs from the list's: a singular is looked up in that order.
+   */
+  listed?: number;
 }
 
 function groupResourceString(gr: GroupResource): string {
@@ -40,10 +52,17 @@ function groupResourceString(gr: GroupResource): string {
 }
 
 /**
- * A {@linkcode ResourceMapper} over a fixed list of kinds, resolving as
- * k8s.io/apimachinery's DefaultRESTMapper does without versions: names lower-cased, plurals
- * guessed from the kind (`Ingress` -> `ingresses`, `Policy` -> `policies`), a group matched
- * exactly or else by prefix (`apps` and `networking` match `networking.k8s.io`).
+ * A {@linkcode ResourceMapper} over a list of kinds in the cluster's priority order (discovery's
+ * order: the core group first, then the groups as the server lists them, each group's preferred
+ * version first), resolving as client-go's discovery RESTMapper (a PriorityRESTMapper over one
+ * DefaultRESTMapper per group version) does: names lower-cased, plurals guessed from the kind
+ * when not given (`Ingress` -> `ingresses`, `Policy` -> `policies`), a group matched by prefix
+ * (`apps` and `networking` match `networking.k8s.io`; each group version's mapper matches its
+ * own group exactly or else by prefix, so together every group the name prefixes), and a name
+ * several groups serve resolved to the first of them in order (`pods` is the core group's, not
+ * metrics.k8s.io's); a name one group serves as two resources is ambiguous. The first kind of a
+ * group and plural counts; later ones (other versions) are ignored. A singular is the first
+ * group version's that has the name, as plural or singular.
  *
  * @example
  * ```ts
@@ -53,35 +72,77 @@ function groupResourceString(gr: GroupResource): string {
  * ```
  */
 export function staticResourceMapper(kinds: readonly KindInfo[]): ResourceMapper {
-  const entries = kinds.map((k) => {
-    const singular = k.singular ?? k.kind.toLowerCase();
-    let plural = k.plural;
-    if (plural === undefined) {
-      if (singular.endsWith("endpoints")) plural = singular;
-      else if (singular.endsWith("s")) plural = `${singular}es`;
-      else if (singular.endsWith("y")) plural = `${singular.slice(0, -1)}ies`;
-      else plural = `${singular}s`;
-    }
-    return { group: k.group, plural, singular };
-  });
-  function resourcesFor(gr: GroupResource): typeof entries {
-    const resource = gr.resource.toLowerCase();
-    if (resource === "") throw new Error(`a resource must be present, got: ${gr.group}`);
-    const named = (e: (typeof entries)[number]) => e.plural === resource || e.singular === resource;
-    let found = entries.filter((e) => named(e) && (gr.group === "" || e.group === gr.group));
-    if (found.length === 0 && gr.group !== "") {
-      found = entries.filter((e) => named(e) && e.group.startsWith(gr.group));
-    }
-    if (found.length === 0) {
-      throw new Error(
-        `no matches for ${gr.group === "" ? "" : `${gr.group}/`}, Resource=${resource}`,
-      );
-    }
-    return found;
+  interface Entry {
+    group: string;
+    version: string;
+    plural: string;
+    singular: string;
+    info: KindInfo;
   }
+  // in priority order: each group version's kinds, the preferred version first
+  const entries: Entry[] = kinds.map((k) => {
+    const singular = (k.singular || k.kind).toLowerCase();
+    return {
+      group: k.group,
+      version: k.version ?? "",
+      plural: pluralOf(k, singular),
+      singular,
+      info: k,
+    };
+  });
+  // the priority patterns: each group version in order, then each group whatever the version
+  const versionRank = new Map<string, number>();
+  for (const e of entries) {
+    const id = `${e.group}\0${e.version}`;
+    if (!versionRank.has(id)) versionRank.set(id, versionRank.size);
+  }
+  const groupRank = new Map<string, number>();
+  for (const e of entries) {
+    if (!groupRank.has(e.group)) groupRank.set(e.group, versionRank.size + groupRank.size);
+  }
+  // the group versions in listed order (a MultiRESTMapper's), for singulars
+  const byVersion = new Map<string, Entry[]>();
+  const listed = entries.map((e, i) => ({ e, i })).sort((a, b) =>
+    (a.e.info.listed ?? a.i) - (b.e.info.listed ?? b.i)
+  );
+  for (const { e } of listed) {
+    const id = `${e.group}\0${e.version}`;
+    const list = byVersion.get(id);
+    if (list) list.push(e);
+    else byVersion.set(id, [e]);
+  }
+  const named = (e: Entry, resource: string) => e.plural === resource || e.singular === resource;
   return {
     resourceFor(gr) {
-      const found = resourcesFor(gr);
+      const resource = gr.resource.toLowerCase();
+      if (resource === "") throw new Error(`a resource must be present, got: ${gr.group}`);
+      // each group version's mapper matches its group exactly or else by prefix: together,
+      // every group the requested one prefixes; one resource per group version and plural
+      const seen = new Set<string>();
+      let found: Entry[] = [];
+      for (const e of entries) {
+        if (!named(e, resource) || !e.group.startsWith(gr.group)) continue;
+        const id = `${e.group}\0${e.version}\0${e.plural}`;
+        if (seen.has(id)) continue;
+        seen.add(id);
+        found.push(e);
+      }
+      if (found.length === 0) {
+        throw new Error(
+          `no matches for ${gr.group === "" ? "" : `${gr.group}/`}, Resource=${resource}`,
+        );
+      }
+      // the PriorityRESTMapper: the first pattern that one of them alone matches
+      const patterns = [
+        ...[...versionRank.keys()].map((id) => (e: Entry) => `${e.group}\0${e.version}` === id),
+        ...[...groupRank.keys()].map((g) => (e: Entry) => e.group === g),
+      ];
+      for (const matches of patterns) {
+        if (found.length === 1) break;
+        const matched = found.filter(matches);
+        if (matched.length === 1) found = matched;
+        else if (matched.length > 1) found = matched;
+      }
       if (found.length > 1) {
         throw new Error(
           `${groupResourceString(gr)} matches multiple resources: ${
@@ -92,14 +153,28 @@ export function staticResourceMapper(kinds: readonly KindInfo[]): ResourceMapper
       return { group: found[0].group, resource: found[0].plural };
     },
     singular(resource) {
-      const found = resourcesFor({ group: "", resource });
-      const singulars = new Set(found.map((e) => e.singular));
-      if (singulars.size > 1) {
-        throw new Error(`multiple possible singular resources found for ${resource}`);
+      // the first group version (in listed order) with one singular for the name
+      const lower = resource.toLowerCase();
+      for (const list of byVersion.values()) {
+        const singulars = new Set(list.filter((e) => named(e, lower)).map((e) => e.singular));
+        if (singulars.size === 1) return [...singulars][0];
       }
-      return found[0].singular;
+      throw new Error(`no singular of resource ${lower} has been defined`);
+    },
+    kindOf(gr) {
+      return entries.find((e) => e.group === gr.group && e.plural === gr.resource)?.info ?? null;
     },
   };
+}
+
+/** A kind's plural: the one given, else apimachinery's guess from the singular. */
+function pluralOf(k: KindInfo, singular: string): string {
+  const given = k.plural?.toLowerCase();
+  if (given !== undefined && given !== "") return given;
+  if (singular.endsWith("endpoints")) return singular;
+  if (singular.endsWith("s")) return `${singular}es`;
+  if (singular.endsWith("y")) return `${singular.slice(0, -1)}ies`;
+  return `${singular}s`;
 }
 
 /** The namespace resource, whose label upstream adds to every namespaced query. */

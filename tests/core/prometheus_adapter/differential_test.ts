@@ -38,7 +38,12 @@ import {
   type ResourceSample,
   type ResourceVectors,
   type SeriesLabels,
+  staticResourceMapper,
 } from "../../../src/core/prometheus_adapter/mod.ts";
+import {
+  kindsFromResourceLists,
+  legacyGroups,
+} from "../../../src/core/prometheus_adapter/rest_mapper.ts";
 import { TEST_MAPPER } from "./fixtures.ts";
 import { ensurePrometheusAdapterReference } from "./reference_tool.ts";
 
@@ -839,5 +844,185 @@ describe("prometheus-adapter differential: discovery", () => {
     );
     assert.ok(metrics > runs / 2, `only ${metrics} metrics discovered`);
     assert.ok(queries > runs / 4, `only ${queries} queries built`);
+  });
+});
+
+/** A discovery group of the RESTMapper cases (the legacy documents' shape). */
+interface RestGroup {
+  name: string;
+  versions: string[];
+  preferred: string;
+  resources: Record<
+    string,
+    { name: string; singularName: string; kind: string; namespaced: boolean }[]
+  >;
+}
+
+interface RestCase {
+  op: "restmapper";
+  groups: RestGroup[];
+  resourceFor: { group: string; resource: string }[];
+  singular: string[];
+}
+
+interface RestAnswer {
+  configError?: string;
+  resourceFor: {
+    error: boolean;
+    group: string;
+    resource: string;
+    kindError: boolean;
+    version: string;
+    kind: string;
+  }[];
+  singular: { error: boolean; value: string }[];
+}
+
+// kinds whose names collide across groups (Pod, Node as metrics.k8s.io's), whose plural is not
+// the guess (Endpoints, Policy), and whose singular is another's plural
+const REST_KINDS = ["Pod", "Node", "Service", "Endpoints", "Policy", "Ingress", "Status", "Queue"];
+const REST_GROUPS = ["", "apps", "metrics.k8s.io", "networking.k8s.io", "networking", "keda.sh"];
+const REST_VERSIONS = ["v1", "v1beta1", "v2"];
+
+const REST_RESOURCE = fc.record({
+  kind: fc.constantFrom(...REST_KINDS),
+  // the plural: the guess, a given one, or the singular itself
+  plural: fc.constantFrom("guess", "given", "same"),
+  singular: fc.constantFrom("", "lower", "other"),
+  namespaced: fc.boolean(),
+}).map((r) => {
+  const lower = r.kind.toLowerCase();
+  const guess = lower.endsWith("s")
+    ? `${lower}es`
+    : lower.endsWith("y")
+    ? `${lower.slice(0, -1)}ies`
+    : `${lower}s`;
+  const name = r.plural === "guess" ? guess : r.plural === "given" ? `${lower}z` : lower;
+  const singularName = r.singular === "" ? "" : r.singular === "lower" ? lower : `${lower}x`;
+  return { name, singularName, kind: r.kind, namespaced: r.namespaced };
+});
+
+const REST_CASE: fc.Arbitrary<RestCase> = fc.record({
+  groups: fc.uniqueArray(
+    fc.record({
+      name: fc.constantFrom(...REST_GROUPS),
+      versions: fc.uniqueArray(fc.constantFrom(...REST_VERSIONS), { minLength: 1, maxLength: 2 }),
+      preferredIndex: fc.nat(1),
+      // a group version lists a name once
+      resources: fc.array(
+        fc.uniqueArray(REST_RESOURCE, { selector: (r) => r.name, maxLength: 4 }),
+        {
+          minLength: 2,
+          maxLength: 2,
+        },
+      ),
+    }),
+    { selector: (g) => g.name, minLength: 1, maxLength: 5 },
+  ),
+  resourceFor: fc.array(
+    fc.record({
+      group: fc.constantFrom(...REST_GROUPS, "metrics", "networking.k8s", "nope"),
+      resource: fc.constantFrom(
+        ...REST_KINDS.flatMap((k) => [k.toLowerCase(), `${k.toLowerCase()}s`, k]),
+        "endpoints",
+        "policies",
+        "statuses",
+        "queues",
+        "podz",
+        "podlists",
+        "lists",
+        "list",
+      ),
+    }),
+    { minLength: 1, maxLength: 6 },
+  ),
+  singular: fc.array(
+    fc.constantFrom("pods", "pod", "nodes", "endpoints", "policies", "statuses", "podz", "nope"),
+    { maxLength: 4 },
+  ),
+}).map((c) => ({
+  op: "restmapper" as const,
+  // the core group first, as discovery lists it
+  groups: [...c.groups].sort((a, b) => (a.name === "" ? -1 : b.name === "" ? 1 : 0)).map((g) => {
+    const versions = g.name === "" ? ["v1"] : g.versions;
+    return {
+      name: g.name,
+      versions,
+      preferred: versions[Math.min(g.preferredIndex, versions.length - 1)],
+      resources: Object.fromEntries(versions.map((v, i) => [v, g.resources[i]])),
+    };
+  }),
+  resourceFor: c.resourceFor,
+  singular: c.singular,
+}));
+
+/** What our mapper answers for a RESTMapper case, through the legacy documents' reader. */
+function oursRestMapper(c: RestCase): RestAnswer {
+  const api = { versions: c.groups.find((g) => g.name === "")?.versions ?? [] };
+  const apis = {
+    groups: c.groups.filter((g) => g.name !== "").map((g) => ({
+      name: g.name,
+      versions: g.versions.map((v) => ({ groupVersion: `${g.name}/${v}`, version: v })),
+      preferredVersion: { groupVersion: `${g.name}/${g.preferred}`, version: g.preferred },
+    })),
+  };
+  const lists = new Map<string, unknown>();
+  for (const g of c.groups) {
+    for (const v of g.versions) {
+      lists.set(g.name === "" ? v : `${g.name}/${v}`, { resources: g.resources[v] ?? [] });
+    }
+  }
+  const mapper = staticResourceMapper(kindsFromResourceLists(legacyGroups(api, apis), lists));
+  return {
+    resourceFor: c.resourceFor.map((gr) => {
+      let found;
+      try {
+        found = mapper.resourceFor(gr);
+      } catch {
+        return { error: true, group: "", resource: "", kindError: false, version: "", kind: "" };
+      }
+      const info = mapper.kindOf(found);
+      return {
+        error: false,
+        ...found,
+        kindError: info === null,
+        version: info?.version ?? "",
+        kind: info?.kind ?? "",
+      };
+    }),
+    singular: c.singular.map((r) => {
+      try {
+        return { error: false, value: mapper.singular(r) };
+      } catch {
+        return { error: true, value: "" };
+      }
+    }),
+  };
+}
+
+describe("prometheus-adapter differential: the cluster's RESTMapper", () => {
+  const runs = Math.ceil(RUNS / 3);
+  it(`resolves ${runs} generated discoveries as client-go's discovery RESTMapper does (seed ${SEED})`, () => {
+    const cases = fc.sample(REST_CASE, { numRuns: runs, seed: SEED });
+    const want = reference(cases) as unknown as RestAnswer[];
+    const mismatches: string[] = [];
+    let found = 0;
+    cases.forEach((c, i) => {
+      const got = oursRestMapper(c);
+      found += want[i].resourceFor?.filter((r) => !r.error).length ?? 0;
+      try {
+        assert.equal(want[i].configError, undefined);
+        assert.deepEqual(got, want[i]);
+      } catch {
+        mismatches.push(
+          `case ${i}: ${JSON.stringify(c)}\n  ours:     ${JSON.stringify(got)}\n  upstream: ${
+            JSON.stringify(want[i])
+          }`,
+        );
+      }
+    });
+    assert.deepEqual(mismatches.slice(0, 3), [], `${mismatches.length} of ${runs} cases differ`);
+    // the generator reaches resolved names, not only errors
+    assert.ok(found > runs / 4, `only ${found} names resolved in ${runs} cases`);
   });
 });

@@ -22,7 +22,11 @@ import {
 import { DEFAULT_CONFIG_1M_KUBE, TEST_MAPPER } from "./fixtures.ts";
 
 /** Upstream's resourceConverterMock: a resource's label is its resource name. */
-const IDENTITY: ResourceMapper = { resourceFor: (gr) => gr, singular: (r) => r };
+const IDENTITY: ResourceMapper = {
+  resourceFor: (gr) => gr,
+  singular: (r) => r,
+  kindOf: () => null,
+};
 
 function mockRule(metricsQuery: string, namespaced = true): [DiscoveryRule, ResourceConverter] {
   const config = parsePrometheusAdapterConfig({

@@ -14,7 +14,7 @@ import { ensureGoTool, type GoTool, goToolMain } from "../../support/go_tool.ts"
 const REFERENCE: GoTool = {
   name: "prometheus-adapter-naming",
   dir: fileURLToPath(new URL("./reference", import.meta.url)),
-  sources: ["go.mod", "go.sum", "main.go", "resource.go", "discovery.go"],
+  sources: ["go.mod", "go.sum", "main.go", "resource.go", "discovery.go", "restmapper.go"],
   what: "prometheus-adapter's naming reference",
 };
 

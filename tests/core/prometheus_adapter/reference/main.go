@@ -3,8 +3,9 @@
 // (pkg/custom-provider, pkg/external-provider), for
 // tests/core/prometheus_adapter/differential_test.ts: one JSON case a line on stdin, one JSON
 // answer a line on stdout. A case's "op" picks the operation: "" (naming and query rendering),
-// "resource" (resource.go) or "discovery" (discovery.go). The RESTMapper is a fixed
-// DefaultRESTMapper that the TypeScript side mirrors (TEST_KINDS in the test).
+// "resource" (resource.go), "discovery" (discovery.go) or "restmapper" (restmapper.go). The
+// RESTMapper of the others is a fixed DefaultRESTMapper that the TypeScript side mirrors
+// (TEST_KINDS in the test).
 package main
 
 import (
@@ -162,6 +163,8 @@ func main() {
 			_ = enc.Encode(runResource(in.Bytes(), m))
 		case "discovery":
 			_ = enc.Encode(runDiscovery(in.Bytes(), m))
+		case "restmapper":
+			_ = enc.Encode(runRestMapper(in.Bytes()))
 		default:
 			var c input
 			if err := json.Unmarshal(in.Bytes(), &c); err != nil {
