@@ -141,14 +141,6 @@ export function customRead(
   const metricSel = parseParam(selectors, search, "metricLabelSelector");
   if ("error" in metricSel) return metricSel;
   const metricSelector = metricSel.canonical;
-  if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
-    return {
-      error: statusPlain(
-        "BadRequest",
-        `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${groupResource}`,
-      ),
-    };
-  }
   const lookup: CustomLookup = { namespace, groupResource, name, metricName, metricSelector };
   lookup.key = customLookupKey(lookup);
   return {
@@ -174,6 +166,11 @@ export function customMetrics(
 ): PlainResponse | Forward | Pending {
   const { version, lookup, labelSel, requestSelector } = read;
   const { namespace, groupResource, name, metricName } = lookup;
+  if (name === "*" && groupResource !== "pods" && labelSel.sel.length > 0) {
+    // the store cannot select other objects than pods: prometheus-adapter's rules (which list
+    // them) or the delegate may
+    return selectedObjects(read, options);
+  }
   const now = options.now();
   const filter = name === "*" && groupResource === "pods"
     ? podFilter(caches, namespace, labelSel, options.pods)
@@ -223,6 +220,30 @@ export function customMetrics(
   read.listKey ??=
     `${version}\u0000${namespace}\u0000${groupResource}\u0000${name}\u0000${metricName}\u0000${lookup.metricSelector}\u0000${labelSel.canonical}`;
   return plainReady(caches.lists(read.listKey, items, make));
+}
+
+/**
+ * A `*` read of other objects than pods with a labelSelector: prometheus-adapter's rules, else
+ * the delegate, else a 400 (the store keeps no labels of those objects).
+ */
+function selectedObjects(
+  read: CustomRead,
+  options: MetricSource,
+): PlainResponse | Forward | Pending {
+  const { labelSel, lookup } = read;
+  const refuse = (): PlainResponse | Forward =>
+    options.delegates?.custom ? FORWARD : statusPlain(
+      "BadRequest",
+      `labelSelector "${labelSel.canonical}" is supported for pods only, not for ${lookup.groupResource}`,
+    );
+  const adapter = options.prometheusAdapter;
+  if (adapter === undefined) return refuse();
+  const what = (): string =>
+    `the server could not find the metric ${lookup.metricName} for ${lookup.groupResource} ${lookup.name}`;
+  const answer = adapter.custom(adapterRead(read, options));
+  if (answer === undefined) return refuse();
+  if (!(answer instanceof Promise)) return adapterAnswer(read, answer, what);
+  return { pending: answer.then((a) => a === undefined ? refuse() : adapterAnswer(read, a, what)) };
 }
 
 /** The read as prometheus-adapter's rules take it. */

@@ -706,10 +706,10 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       },
     ]);
     // the status page: each metric served by its rule, no error
-    const status = await kube!.request(
-      "GET",
-      "/api/v1/namespaces/hpa-metrics-adapter/services/http:hpa-metrics-adapter:metrics/proxy/status.json",
-    );
+    // (read on the adapter's own metrics address: the service proxy needs a Pod behind it)
+    const status = await (await fetch(
+      `http://${state!.adapterIp}:${E2E.adapterMetricsPort}/status.json`,
+    )).json();
     const mine = (status.hpas as Obj[]).find((h) => h.namespace === ns && h.name === "web");
     assert.deepEqual(
       mine?.metrics.map((m: Obj) => [m.name, m.state, m.delegate, m.error]),
