@@ -628,6 +628,43 @@ rules:
     await serving.stop();
   });
 
+  it("lists the objects of a * read from kube-apiserver with its labelSelector, at each read", async () => {
+    const lists: unknown[] = [];
+    const { app, serving } = await serve(await configFile(CRD_CONFIG), {
+      discoverKinds: () => Promise.resolve(KINDS),
+      listNames: (list) => {
+        lists.push(list);
+        return list.labelSelector === "team=shop"
+          ? Promise.resolve(["orders", "gone"])
+          : Promise.reject(new Error("HTTP 403: forbidden"));
+      },
+    });
+    const path = `${CUSTOM}/v1beta2/namespaces/web/triggerauthentications.keda.sh/*/auth_depth`;
+    const { status, body } = await get(app, `${path}?labelSelector=team%3Dshop`);
+    assert.equal(status, 200, JSON.stringify(body));
+    // the listed objects with a value ("gone" has none)
+    assert.deepEqual(
+      withoutTimestamps(body).items.map((i: any) => [i.describedObject.name, i.value]),
+      [
+        ["orders", "7"],
+      ],
+    );
+    assert.deepEqual(lists, [{
+      group: "keda.sh",
+      version: "v1alpha1",
+      resource: "triggerauthentications",
+      namespace: "web",
+      labelSelector: "team=shop",
+    }]);
+    // a list kube-apiserver refuses is upstream's internal error
+    const refused = await get(app, path);
+    assert.deepEqual([refused.status, refused.body.message], [
+      500,
+      "Internal error occurred: unable to list matching resources",
+    ]);
+    await serving.stop();
+  });
+
   it("starts with the built-in kinds when the discovery cannot be read, and says so", async () => {
     const { serving, log } = await serve(await configFile(CONFIG), {
       discoverKinds: () => Promise.reject(new Error("GET /apis: HTTP 503")),
