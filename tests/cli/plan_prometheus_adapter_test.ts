@@ -15,9 +15,12 @@ import { explainCommand } from "../../src/cli/explain.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
 import { PrometheusAdapterServing } from "../../src/engine/prometheus_adapter.ts";
 import { parseSelector } from "../../src/core/kubernetes/label_selector.ts";
-import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
-import { startServer, type TestServer } from "../collectors/servers.ts";
-import { servingOptions } from "../engine/prometheus_adapter_support.ts";
+import type { RealPrometheus } from "../fakes/prometheus_server.ts";
+import {
+  type ScrapedExporter,
+  scrapedExporter,
+  servingOptions,
+} from "../engine/prometheus_adapter_support.ts";
 import { captureIO } from "./capture_io.ts";
 
 const EXPOSITION = [
@@ -105,21 +108,15 @@ const DEPLOYMENT_QUERY =
 const NAMESPACE_QUERY = 'sum(fixed_gauge{namespace="shop"}) by (namespace)';
 const EXTERNAL_QUERY = 'sum(queue_depth{queue=~"billing|orders",namespace="shop"}) by (queue)';
 
-let exporter: TestServer;
+let scraped: ScrapedExporter;
 let prom: RealPrometheus;
 let dir = "";
 let config = "";
 let hpa = "";
 
 before(async () => {
-  exporter = await startServer("127.0.0.1", 0, (_req, res) => {
-    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
-    res.end(EXPOSITION);
-  });
-  prom = await startPrometheus({
-    targets: [`127.0.0.1:${exporter.port}`],
-    readyQuery: "fixed_gauge",
-  });
+  scraped = await scrapedExporter(() => EXPOSITION, "fixed_gauge");
+  prom = scraped.prom;
   dir = await mkdtemp(join(tmpdir(), "plan-padapter-"));
   config = join(dir, "config.yaml");
   hpa = join(dir, "hpa.yaml");
@@ -128,8 +125,7 @@ before(async () => {
 });
 
 after(async () => {
-  await prom?.stop();
-  await exporter?.close();
+  await scraped?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 

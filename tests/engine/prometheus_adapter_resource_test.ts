@@ -15,11 +15,15 @@ import { type ApiApp, createApp } from "../../src/api/app.ts";
 import { PrometheusClient } from "../../src/collectors/prometheus_client.ts";
 import type { KubeObject } from "../../src/cluster/types.ts";
 import { memoryLogger } from "../../src/engine/logger.ts";
-import { servingOptions } from "./prometheus_adapter_support.ts";
+import {
+  type ScrapedExporter,
+  scrapedExporter,
+  servingOptions,
+} from "./prometheus_adapter_support.ts";
 import { PrometheusAdapterServing } from "../../src/engine/prometheus_adapter.ts";
 import { MetricStore } from "../../src/store/store.ts";
-import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
-import { startServer, type TestServer } from "../collectors/servers.ts";
+import type { RealPrometheus } from "../fakes/prometheus_server.ts";
+import { startServer } from "../collectors/servers.ts";
 
 const EXPOSITION = [
   "# TYPE cpu_usage gauge",
@@ -87,7 +91,7 @@ const NODES: KubeObject[] = [
 
 const BASE = "/apis/metrics.k8s.io/v1beta1";
 
-let exporter: TestServer;
+let scraped: ScrapedExporter;
 let prom: RealPrometheus;
 let dir: string;
 let serving: PrometheusAdapterServing;
@@ -95,14 +99,8 @@ let app: ApiApp;
 const sent: string[] = [];
 
 before(async () => {
-  exporter = await startServer("127.0.0.1", 0, (_req, res) => {
-    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
-    res.end(EXPOSITION);
-  });
-  prom = await startPrometheus({
-    targets: [`127.0.0.1:${exporter.port}`],
-    readyQuery: "mem_usage",
-  });
+  scraped = await scrapedExporter(() => EXPOSITION, "mem_usage");
+  prom = scraped.prom;
   dir = await mkdtemp(join(tmpdir(), "padapter-resource-"));
   const path = join(dir, "config.yaml");
   await writeFile(path, CONFIG);
@@ -133,8 +131,7 @@ before(async () => {
 
 after(async () => {
   await serving?.stop();
-  await prom?.stop();
-  await exporter?.close();
+  await scraped?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 

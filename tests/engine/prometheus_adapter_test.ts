@@ -19,9 +19,12 @@ import {
   PrometheusAdapterServing,
 } from "../../src/engine/prometheus_adapter.ts";
 import { MetricStore } from "../../src/store/store.ts";
-import { servingOptions } from "./prometheus_adapter_support.ts";
-import { type RealPrometheus, startPrometheus } from "../fakes/prometheus_server.ts";
-import { startServer, type TestServer } from "../collectors/servers.ts";
+import {
+  type ScrapedExporter,
+  scrapedExporter,
+  servingOptions,
+} from "./prometheus_adapter_support.ts";
+import type { RealPrometheus } from "../fakes/prometheus_server.ts";
 
 const EXPOSITION = [
   "# TYPE http_requests_total counter",
@@ -89,27 +92,23 @@ interface Sent {
   at: number;
 }
 
-let exporter: TestServer;
+let scraped: ScrapedExporter;
 let prom: RealPrometheus;
 let late = false;
 const dirs: string[] = [];
 const servings: PrometheusAdapterServing[] = [];
 
 before(async () => {
-  exporter = await startServer("127.0.0.1", 0, (_req, res) => {
-    res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
-    res.end(EXPOSITION + (late ? "# TYPE http_errors_total counter\n" + LATE_SERIES : ""));
-  });
-  prom = await startPrometheus({
-    targets: [`127.0.0.1:${exporter.port}`],
-    readyQuery: "node_load",
-  });
+  scraped = await scrapedExporter(
+    () => EXPOSITION + (late ? "# TYPE http_errors_total counter\n" + LATE_SERIES : ""),
+    "node_load",
+  );
+  prom = scraped.prom;
 });
 
 after(async () => {
   for (const s of servings) await s.stop();
-  await prom?.stop();
-  await exporter?.close();
+  await scraped?.stop();
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
