@@ -15,6 +15,7 @@ import { readFile } from "node:fs/promises";
 import {
   type AdapterPlanContext,
   COMMON_KINDS,
+  type KindInfo,
   staticResourceMapper,
 } from "../core/prometheus_adapter/mod.ts";
 import {
@@ -43,7 +44,7 @@ export async function planAdapterRulesFromFlags(
 ): Promise<PlanAdapterRules | null> {
   const path = stringFlag(values, "prometheus-adapter-config");
   if (path === null) return null;
-  const mapper = staticResourceMapper(COMMON_KINDS);
+  const mapper = staticResourceMapper(await kindsOf(values, options.given));
   if (!options.given.has("prometheus-server")) {
     let text: string;
     try {
@@ -79,5 +80,31 @@ export async function planAdapterRulesFromFlags(
     };
   } finally {
     await serving.stop();
+  }
+}
+
+/**
+ * The kinds the rules' resources resolve with: the cluster's, read from its discovery, when
+ * `--kubeconfig` is given on the command line (a failed read is an error); else the built-in
+ * ones.
+ */
+async function kindsOf(
+  values: FlagValues,
+  given: ReadonlySet<string>,
+): Promise<readonly KindInfo[]> {
+  const kubeconfig = given.has("kubeconfig") ? stringFlag(values, "kubeconfig") : null;
+  if (!kubeconfig) return COMMON_KINDS;
+  const { KubeHttp } = await import("../cluster/kube_http.ts");
+  const { loadKubeConfig } = await import("../cluster/kubeconfig.ts");
+  const { discoverKinds } = await import("../cluster/discovery.ts");
+  const http = new KubeHttp(loadKubeConfig(kubeconfig));
+  try {
+    return await discoverKinds(http);
+  } catch (e) {
+    throw new Error(
+      `cannot read the cluster's resources with --kubeconfig ${kubeconfig}: ${errorText(e)}`,
+    );
+  } finally {
+    await http.close();
   }
 }

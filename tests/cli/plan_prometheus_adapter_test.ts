@@ -345,6 +345,31 @@ describe("plan --prometheus-adapter-config", () => {
     ]);
   });
 
+  it("with --kubeconfig, says when the cluster's resources cannot be read", async () => {
+    const kubeconfig = join(dir, "kubeconfig");
+    // nothing listens on port 1
+    await writeFile(
+      kubeconfig,
+      `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`,
+    );
+    await assert.rejects(
+      plan(["-f", hpa, "--prometheus-adapter-config", config, "--kubeconfig", kubeconfig]),
+      (e: Error) => {
+        assert.match(
+          e.message,
+          new RegExp(`^cannot read the cluster's resources with --kubeconfig ${kubeconfig}: `),
+        );
+        return true;
+      },
+    );
+  });
+
   it("fails on a bad file, naming the rule and the field", async () => {
     const bad = join(dir, "bad.yaml");
     await writeFile(bad, "rules:\n- seriesQuery: 'x'\n  metricsQuery: 'sum(<<.Series'\n");

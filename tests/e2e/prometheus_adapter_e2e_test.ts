@@ -741,6 +741,8 @@ describe("e2e: side by side with prometheus-adapter v0.12.0", {
       file,
       `--prometheus-adapter-config=${PROMETHEUS_ADAPTER_CONFIG}`,
       `--prometheus-server=${state!.prometheus!.url}`,
+      // the cluster's resources: a rule names a CRD
+      `--kubeconfig=${state!.kubeconfig}`,
       "-o",
       "json",
     ], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
