@@ -72,7 +72,8 @@ export async function planAdapterRulesFromFlags(
   const serving = await PrometheusAdapterServing.start({ ...serveOptions, mapper });
   try {
     const error = serving.status().discovery?.error ?? null;
-    const context = serving.planContext();
+    // plan checks what Prometheus has now: a metric no series names is an error
+    const context = { ...serving.planContext(), unknownAsCandidates: false };
     if (error === null) return { context, offline: null };
     return {
       context: { ...context, discovered: null },

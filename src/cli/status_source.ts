@@ -109,7 +109,10 @@ export function statusReporter(
 function servedByRules(plan: MetricPlan, context: AdapterPlanContext): string | undefined {
   if (plan.hidden || plan.collector === FORMULA_TYPE) return undefined;
   const served = adapterPlanOf(plan, context);
-  return served?.rule !== undefined && served.error === undefined
-    ? `${RULES_PREFIX}${served.rule}`
-    : undefined;
+  if (served === null || served.error !== undefined) return undefined;
+  if (served.rule !== undefined) return `${RULES_PREFIX}${served.rule}`;
+  // a series not discovered yet: its first read looks it up
+  return `${RULES_PREFIX}${
+    served.candidates?.join(" or ")
+  } once Prometheus has a series it names ${plan.metricName}`;
 }

@@ -482,6 +482,8 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
       external: this.#loaded.external,
       discovered: { custom: this.#discovered.custom, external: this.#discovered.external },
       mapper: this.#mapper,
+      // a series may appear later: found on its first read
+      unknownAsCandidates: true,
     };
   }
 

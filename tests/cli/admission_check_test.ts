@@ -219,6 +219,8 @@ rules:
               external: discoverExternalMetrics([], new Map()),
             },
             mapper,
+            // as the running rules plan (PrometheusAdapterServing.planContext)
+            unknownAsCandidates: true,
           }),
           offline: null,
         },
@@ -238,10 +240,27 @@ rules:
     });
   });
 
+  it("admits a metric a rule could name once its series appear (applied with its workload)", async () => {
+    const review = await reviewerWithRules();
+    assert.deepEqual(review(request(hpa("http_errors_per_second"))), {
+      errors: [],
+      warnings: [],
+    });
+  });
+
   it("still names a metric that neither a collector nor a rule serves", async () => {
     const review = await reviewerWithRules();
-    const verdict = review(request(hpa("http_errors_per_second")));
-    assert.equal(verdict.errors.length, 1);
-    assert.match(verdict.errors[0], /^Pods metric `http_errors_per_second` needs annotation/);
+    const external = hpa("x");
+    external.spec.metrics = [{
+      type: "External",
+      external: {
+        metric: { name: "queue" },
+        target: { type: "AverageValue", averageValue: "10" },
+      },
+    }] as never;
+    assert.deepEqual(review(request(external)).errors, [
+      "External metric `queue` has no `type` label",
+      "External metric queue: set matchLabels.type to one of: formula, influxdb, json-path, nakadi, prometheus, requests-per-second, sqs-queue-length, zmon",
+    ]);
   });
 });

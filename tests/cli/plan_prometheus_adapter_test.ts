@@ -188,12 +188,20 @@ describe("plan --prometheus-adapter-config", () => {
         series: "queue_depth",
         query: EXTERNAL_QUERY,
       },
-      undefined,
+      {
+        // a rule could name it, but no series is so named now: an error naming the rules
+        read: "external.metrics.k8s.io namespaces/shop/nobody_has_it with labelSelector",
+        candidates: ["externalRules[0]"],
+        error:
+          "no series in Prometheus is named nobody_has_it by prometheus-adapter's externalRules[0]",
+      },
       // a metric a collector of ours takes is not prometheus-adapter's
       undefined,
     ]);
-    // no rule serves it: the error of a metric nobody collects stays
-    assert.match(rows[4].error, /nobody_has_it/);
+    assert.equal(
+      rows[4].error,
+      "no series in Prometheus is named nobody_has_it by prometheus-adapter's externalRules[0]",
+    );
     assert.equal(rows[5].collector, "json-path");
   });
 

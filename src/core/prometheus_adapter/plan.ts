@@ -64,6 +64,12 @@ export interface AdapterPlanContext {
   external: readonly MetricNamer[];
   /** The registries of the last discovery; null when Prometheus was not asked. */
   discovered: { custom: CustomMetricRegistry; external: ExternalMetricRegistry } | null;
+  /**
+   * A metric discovery did not find but a rule could name is planned as served once its series
+   * appear (the admission webhook: an HPA applied with the workload whose series come later);
+   * else it is an error naming the rules.
+   */
+  unknownAsCandidates?: boolean;
   mapper: ResourceMapper;
 }
 
@@ -152,7 +158,9 @@ export function planAdapterMetric(
     }
     const registry = context.discovered.external;
     const found = registry.find(ask.metricName);
-    if (found === undefined) return null;
+    if (found === undefined) {
+      return notDiscovered(context, context.external, ask.metricName, read, "");
+    }
     const q = registry.queryFor(ask.metricName, {
       namespace: ask.namespace,
       selector: ask.selector,
@@ -174,7 +182,15 @@ export function planAdapterMetric(
   }
   const registry = context.discovered.custom;
   const found = registry.find(target.resource, ask.metricName, target.namespaced);
-  if (found === undefined) return null;
+  if (found === undefined) {
+    return notDiscovered(
+      context,
+      context.custom,
+      ask.metricName,
+      target.read,
+      ` on ${qualified(target.resource)}`,
+    );
+  }
   const q = registry.queryFor(target.resource, ask.metricName, target.namespaced, {
     namespace: target.namespaced ? ask.namespace : "",
     selector: ask.selector,
@@ -183,6 +199,26 @@ export function planAdapterMetric(
   const base = { read: target.read, rule: found.namer.rule.path, series: found.series };
   if (q === undefined) return null;
   return "error" in q ? { ...base, error: q.error } : { ...base, query: q.query };
+}
+
+/** A metric the last discovery did not find: the rules that could name it, or null. */
+function notDiscovered(
+  context: AdapterPlanContext,
+  namers: readonly MetricNamer[],
+  metric: string,
+  read: string,
+  on: string,
+): AdapterPlan | null {
+  const candidates = namers.filter((n) => couldNameMetric(n.rule, metric)).map((n) => n.rule.path);
+  if (candidates.length === 0) return null;
+  if (context.unknownAsCandidates) return { read, candidates };
+  return {
+    read,
+    candidates,
+    error: `no series in Prometheus is named ${metric}${on} by prometheus-adapter's ${
+      candidates.join(", ")
+    }`,
+  };
 }
 
 /**
