@@ -6,6 +6,7 @@
 //
 // usage: npm run bench:peers -- [--quick] [--peer prometheus-adapter] [--artifacts DIR]
 //          [--rest-seconds N] [--no-write]
+//        npm run bench:peers -- --render-only   (the table again from bench/peers/results.json)
 //
 // Needs root (the harness's network namespace), Go (the harness builds kube-apiserver, the
 // peer and bench/loadgen from their modules), Debian's prometheus, kubectl. It takes the e2e
@@ -42,7 +43,7 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const LOCK = "/tmp/hpa-e2e.lock";
 
 // The whole run holds the e2e lock: run again under flock (it waits for the lock, never breaks it).
-if (process.env.BENCH_PEERS_LOCKED !== "1") {
+if (process.env.BENCH_PEERS_LOCKED !== "1" && !process.argv.includes("--render-only")) {
   const r = spawnSync(
     "flock",
     [
@@ -104,6 +105,7 @@ function parseArgs(argv) {
     else if (a === "--artifacts") o.artifacts = val();
     else if (a === "--rest-seconds") o.restSeconds = Number(val());
     else if (a === "--no-write") o.write = false;
+    else if (a === "--render-only") o.renderOnly = true;
     else throw new Error(`unknown option ${a}`);
   }
   if (!PEERS[o.peer]) {
@@ -315,10 +317,11 @@ async function untilEveryValue(reads, read, t0, { timeoutMs = 240_000, exited } 
         }`,
       );
     }
-    const pending = reads.filter((r) => !firstAt.has(r.path));
-    await mapLimit(pending, 8, async (r) => {
+    // by index: two HPAs may make the same read (the same queue in the same namespace)
+    const pending = reads.map((r, i) => ({ r, i })).filter(({ i }) => !firstAt.has(i));
+    await mapLimit(pending, 8, async ({ r, i }) => {
       const a = await read(r.path);
-      if (a.status === 200 && hasValue(a.body)) firstAt.set(r.path, performance.now() - t0);
+      if (a.status === 200 && hasValue(a.body)) firstAt.set(i, performance.now() - t0);
       else last = a;
     });
     if (firstAt.size < reads.length) await sleep(100);
@@ -449,7 +452,8 @@ function itemsOf(body) {
       ? `${i.describedObject.kind}/${i.describedObject.name}`
       : JSON.stringify(Object.entries(i.metricLabels ?? {}).sort());
     const milli = quantityMilli(i.value);
-    return `${i.metricName} ${who} ${milli === null ? i.value : `${milli}m`}`;
+    // v1beta1 items name the metric in metricName, v1beta2 ones in metric.name
+    return `${i.metricName ?? i.metric?.name} ${who} ${milli === null ? i.value : `${milli}m`}`;
   }).sort();
 }
 
@@ -650,7 +654,13 @@ function renderTable(report) {
   const row = (what, f) => {
     const a = ours.map(f);
     const b = theirs.map(f);
-    const ratio = median(b) === 0 ? "-" : `${round(median(a) / median(b), 2)}`;
+    // two significant digits below 0.1 (a latency ratio would round to 0)
+    const r = median(a) / median(b);
+    const ratio = !Number.isFinite(r)
+      ? "-"
+      : r < 0.1
+      ? `${Number(r.toPrecision(2))}`
+      : `${round(r, 2)}`;
     return `| ${what} | ${spread(a)} | ${spread(b)} | ${ratio} |`;
   };
   const c = report.correctness;
@@ -817,7 +827,10 @@ function buildOurs() {
 }
 
 try {
-  await main();
+  if (opts.renderOnly) {
+    writeReadme(JSON.parse(readFileSync(join(here, "results.json"), "utf8")));
+    log("wrote the table in bench/README.md from bench/peers/results.json");
+  } else await main();
 } catch (e) {
   console.error(`bench:peers: ${e.stack ?? e}`);
   process.exitCode = 1;
