@@ -333,3 +333,38 @@ export function quantityMilli(q) {
   }
   return m[1] === "-" ? -n : n;
 }
+
+/**
+ * The adapter's requests to kube-apiserver that the audit log (harness, HPA_E2E_AUDIT_LOG=1)
+ * shows received in [fromMs, toMs): how many, and how many by "verb resource[/subresource]".
+ */
+export function auditCounts(file, fromMs, toMs) {
+  const seen = new Set();
+  const byVerbResource = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (!line) continue;
+    let e;
+    try {
+      e = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    if (seen.has(e.auditID)) continue; // a watch has two stages
+    const t = Date.parse(e.requestReceivedTimestamp);
+    if (!(t >= fromMs && t < toMs)) continue;
+    seen.add(e.auditID);
+    const o = e.objectRef;
+    const what = o?.resource
+      ? `${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}`
+      : `${e.verb} ${String(e.requestURI).split("?")[0]}`;
+    byVerbResource[what] = (byVerbResource[what] ?? 0) + 1;
+  }
+  const sorted = Object.fromEntries(Object.entries(byVerbResource).sort((a, b) => b[1] - a[1]));
+  return { total: seen.size, byVerbResource: sorted };
+}
+
+/** Counts of a window scaled to a minute, rounded to 0.1. */
+export const perMinute = (counts, seconds) =>
+  Object.fromEntries(
+    Object.entries(counts).map(([k, v]) => [k, Math.round((v * 600) / seconds) / 10]),
+  );

@@ -34,6 +34,7 @@ import {
 } from "./manifests.mjs";
 import { shardPodsPath, writeShardPodsManifests } from "./shard_pods.mjs";
 import {
+  auditCounts,
   buildLoadgen,
   freePort,
   get,
@@ -44,6 +45,7 @@ import {
   loadgenPaths as runLoadgenPaths,
   mapLimit,
   median,
+  perMinute,
   pin,
   procStats,
   quantityMilli,
@@ -1109,10 +1111,6 @@ function e2eTools(what, extraEnv) {
 }
 
 /**
- * The adapter's requests to kube-apiserver that the audit log (harness, HPA_E2E_AUDIT_LOG=1)
- * shows received in [fromMs, toMs): how many, and how many by "verb resource[/subresource]".
- */
-/**
  * How many times the serving manifests' ScalingSchedules (bench/manifests.mjs: daily at
  * i%24:i%60 UTC for 30 minutes, ramps of 10 minutes) turn active or inactive in (fromMs, toMs]:
  * `status.active` holds from 10 minutes before a start to 10 minutes after its end.
@@ -1127,31 +1125,6 @@ function scheduleFlips(size, fromMs, toMs) {
     }
   }
   return n;
-}
-
-function auditCounts(file, fromMs, toMs) {
-  const seen = new Set();
-  const byVerbResource = {};
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line) continue;
-    let e;
-    try {
-      e = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (seen.has(e.auditID)) continue; // a watch has two stages
-    const t = Date.parse(e.requestReceivedTimestamp);
-    if (!(t >= fromMs && t < toMs)) continue;
-    seen.add(e.auditID);
-    const o = e.objectRef;
-    const what = o?.resource
-      ? `${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}`
-      : `${e.verb} ${String(e.requestURI).split("?")[0]}`;
-    byVerbResource[what] = (byVerbResource[what] ?? 0) + 1;
-  }
-  const sorted = Object.fromEntries(Object.entries(byVerbResource).sort((a, b) => b[1] - a[1]));
-  return { total: seen.size, byVerbResource: sorted };
 }
 
 /**
@@ -1172,10 +1145,6 @@ function authCacheCost() {
   };
   return { groupReviews: one([]), exactOnly: one(["--group-reviews=false"]) };
 }
-
-/** Counts of a window scaled to a minute, rounded to 0.1. */
-const perMinute = (counts, seconds) =>
-  Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, round((v * 60) / seconds)]));
 
 /**
  * The binary in cluster mode: the e2e control plane (etcd, kube-apiserver, controller manager)

@@ -1,0 +1,841 @@
+#!/usr/bin/env node
+// Side by side with a peer (issue 51): this adapter and a real peer (prometheus-adapter v0.12.0)
+// on the same e2e control plane (tests/e2e/harness.ts), the same fleet and the same Prometheus,
+// one at a time behind the APIServices, then both at once for a correctness pass. Writes
+// bench/peers/results.json and the table between the peers markers of bench/README.md.
+//
+// usage: npm run bench:peers -- [--quick] [--peer prometheus-adapter] [--artifacts DIR]
+//          [--rest-seconds N] [--no-write]
+//        npm run bench:peers -- --render-only   (the table again from bench/peers/results.json)
+//
+// Needs root (the harness's network namespace), Go (the harness builds kube-apiserver, the
+// peer and bench/loadgen from their modules), Debian's prometheus, kubectl. It takes the e2e
+// lock (/tmp/hpa-e2e.lock, flock) for its whole run, starts the harness with the
+// discovery-only stand-in adapter (HPA_E2E_ADAPTER=stub) and its audit log, stops the stand-in,
+// and starts each adapter under test in its place (10.213.0.2:6443, the Service's endpoint), so
+// the APIServices are never edited. Every process it starts is stopped by its PID, and the
+// harness is brought down at the end, whatever happens.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  auditCounts,
+  buildLoadgen,
+  get,
+  killAll,
+  loadgen,
+  mapLimit,
+  median,
+  perMinute,
+  quantityMilli,
+  sleep,
+  startProcess,
+  startReadyLine,
+} from "../lib.mjs";
+import { createKubeClient, loadKubeconfig } from "../../tests/e2e/kube_client.ts";
+import { CONFIG_YAML, fleetObjects, fleetSize, fleetTargets, hpaReads, QUEUES } from "./fleet.mjs";
+import { oursCommand, PEERS } from "./peers.mjs";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const here = fileURLToPath(new URL(".", import.meta.url));
+const LOCK = "/tmp/hpa-e2e.lock";
+
+// The whole run holds the e2e lock: run again under flock (it waits for the lock, never breaks it).
+if (process.env.BENCH_PEERS_LOCKED !== "1" && !process.argv.includes("--render-only")) {
+  const r = spawnSync(
+    "flock",
+    [
+      LOCK,
+      process.execPath,
+      "--import",
+      "tsx",
+      fileURLToPath(import.meta.url),
+      ...process.argv.slice(2),
+    ],
+    { stdio: "inherit", env: { ...process.env, BENCH_PEERS_LOCKED: "1" }, cwd: root },
+  );
+  process.exit(r.status ?? 1);
+}
+
+/** The harness's fixed addresses (tests/e2e/harness.ts E2E). */
+const NETNS = "hpa-e2e";
+const APISERVER = "https://10.213.0.1:6443";
+const ADAPTER_IP = "10.213.0.2";
+/** The address of the second adapter in the correctness pass (as the e2e suite runs the peer). */
+const SECOND_IP = "10.213.0.3";
+const PORT = 6443;
+const HARNESS = join(root, ".e2e");
+const PKI = (f) => join(HARNESS, "pki", f);
+
+/**
+ * The identity the aggregator forwards for the HPA controller (as bench/run.mjs's cluster
+ * section): the direct reads present the front proxy's certificate and these headers.
+ */
+const HPA_CONTROLLER_HEADERS = {
+  "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+  "X-Remote-Group": [
+    "system:serviceaccounts",
+    "system:serviceaccounts:kube-system",
+    "system:authenticated",
+  ],
+};
+
+/** prometheus-adapter's relist interval, the same for both (its chart's default). */
+const RELIST = "1m";
+
+function parseArgs(argv) {
+  const o = {
+    quick: false,
+    peer: "prometheus-adapter",
+    artifacts: null,
+    restSeconds: 60,
+    write: true,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === "--quick") o.quick = true;
+    else if (a === "--peer") o.peer = val();
+    else if (a === "--artifacts") o.artifacts = val();
+    else if (a === "--rest-seconds") o.restSeconds = Number(val());
+    else if (a === "--no-write") o.write = false;
+    else if (a === "--render-only") o.renderOnly = true;
+    else throw new Error(`unknown option ${a}`);
+  }
+  if (!PEERS[o.peer]) {
+    throw new Error(`unknown peer "${o.peer}": want ${Object.keys(PEERS).join(", ")}`);
+  }
+  return o;
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const quick = opts.quick;
+const size = fleetSize(quick);
+/** Sessions in turn: ours, peer, ours, peer (quick: one each). */
+const ORDER = quick ? ["ours", "peer"] : ["ours", "peer", "ours", "peer"];
+const SETTLE_SECONDS = quick ? 20 : 45;
+const SERVE = { warmSeconds: 2, seconds: quick ? 5 : 10, connections: 8 };
+
+const work = mkdtempSync(join(tmpdir(), "hma-peers-"));
+const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+// -- the harness -------------------------------------------------------------------------------
+
+function harness(args) {
+  const r = spawnSync(process.execPath, [
+    "--import",
+    "tsx",
+    join(root, "tests/e2e/harness.ts"),
+    ...args,
+  ], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+    env: {
+      ...process.env,
+      // the discovery-only stand-in holds the adapter's address until the bench stops it
+      HPA_E2E_ADAPTER: "stub",
+      HPA_E2E_AUDIT_LOG: "1",
+      // the HPA controller at Kubernetes' default sync period, not the suite's 2 s
+      HPA_E2E_HPA_SYNC_PERIOD: "15",
+    },
+  });
+  writeFileSync(join(work, "e2e-harness.log"), (r.stdout ?? "") + (r.stderr ?? ""), { flag: "a" });
+  if (r.status !== 0) {
+    throw new Error(
+      `harness ${args[0]} exited ${r.status} (needs root, Go, kubectl):\n${
+        (r.stderr || r.stdout || "").slice(-1500)
+      }`,
+    );
+  }
+}
+
+/**
+ * Wait (up to 30 minutes) while a network namespace hpa-e2e exists that this checkout's
+ * harness did not make (another run of the harness without the lock, such as CI's): `up`
+ * would refuse it.
+ */
+async function netnsFree() {
+  const taken = () =>
+    !existsSync(join(HARNESS, "network")) &&
+    spawnSync("ip", ["netns", "list"], { encoding: "utf8" }).stdout.split("\n")
+      .some((l) => l.split(" ")[0] === NETNS);
+  for (let i = 0; taken(); i++) {
+    if (i === 0) log(`network namespace ${NETNS} in use by another run: waiting`);
+    if (i > 180) throw new Error(`network namespace ${NETNS} still in use after 30 minutes`);
+    await sleep(10_000);
+  }
+}
+
+/** The PID `up` recorded for `name` in .e2e/pids (the last one), or null. */
+function harnessPid(name) {
+  const pids = readFileSync(join(HARNESS, "pids"), "utf8");
+  const all = [...pids.matchAll(new RegExp(`^${name} (\\d+) `, "gm"))];
+  return all.length ? Number(all.at(-1)[1]) : null;
+}
+
+const alive = (pid) =>
+  existsSync(`/proc/${pid}`) && !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+
+/** Stop a process by PID (SIGTERM, then SIGKILL after 10 s). */
+async function stopPid(pid) {
+  if (!alive(pid)) return;
+  process.kill(pid, "SIGTERM");
+  for (let i = 0; i < 100 && alive(pid); i++) await sleep(100);
+  if (alive(pid)) process.kill(pid, "SIGKILL");
+}
+
+// -- readings ----------------------------------------------------------------------------------
+
+/** RSS, peak RSS (MiB) and CPU seconds of a process and every descendant, summed (/proc). */
+function treeStats(pid) {
+  const parent = new Map();
+  for (const d of readdirProc()) {
+    try {
+      const s = readFileSync(`/proc/${d}/stat`, "utf8");
+      parent.set(Number(d), Number(s.slice(s.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch { /* gone */ }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) {
+    for (const [c, p] of parent) if (p === tree[i]) tree.push(c);
+  }
+  const sum = { rssMiB: 0, hwmMiB: 0, cpuSeconds: 0, processes: 0 };
+  for (const p of tree) {
+    try {
+      const status = readFileSync(`/proc/${p}/status`, "utf8");
+      const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+      const f = readFileSync(`/proc/${p}/stat`, "utf8");
+      const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+      sum.rssMiB += kb("VmRSS") / 1024;
+      sum.hwmMiB += kb("VmHWM") / 1024;
+      sum.cpuSeconds += (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+      sum.processes++;
+    } catch { /* gone */ }
+  }
+  return sum;
+}
+const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+function readdirProc() {
+  return spawnSync("ls", ["/proc"], { encoding: "utf8" }).stdout.split("\n").filter((d) =>
+    /^\d+$/.test(d)
+  );
+}
+
+/**
+ * Prometheus' own count of the requests it answered, by handler (`prometheus_http_requests_total`),
+ * without its /metrics (this reading itself) and the scrapes.
+ */
+async function prometheusRequests(url) {
+  const r = await get(`${url}/metrics`);
+  const by = {};
+  for (const m of r.body.matchAll(/^prometheus_http_requests_total\{([^}]*)\} (\S+)$/gm)) {
+    const handler = /handler="([^"]*)"/.exec(m[1])?.[1] ?? "?";
+    if (handler === "/metrics") continue;
+    by[handler] = (by[handler] ?? 0) + Number(m[2]);
+  }
+  return by;
+}
+
+function diffCounts(a, b) {
+  const out = {};
+  for (const [k, v] of Object.entries(b)) {
+    const d = v - (a[k] ?? 0);
+    if (d > 0) out[k] = d;
+  }
+  return Object.fromEntries(Object.entries(out).sort((x, y) => y[1] - x[1]));
+}
+
+/** Every HPA's two reads, as the HPA controller makes them. */
+function allReads() {
+  const out = [];
+  for (let h = 0; h < size.hpas; h++) {
+    const r = hpaReads(h, size.namespaces);
+    out.push({ h, kind: "pods", path: r.pods }, { h, kind: "external", path: r.external });
+  }
+  return out;
+}
+
+/** A read answered with at least one item. */
+const hasValue = (body) => Array.isArray(body?.items) && body.items.length > 0;
+
+/** A read through kube-apiserver (the aggregator), with the harness's admin certificate. */
+async function throughApiserver(path) {
+  try {
+    const r = await get(`${APISERVER}${path}`, {
+      timeoutMs: 10_000,
+      tls: { cert: readFileSync(PKI("admin.crt")), key: readFileSync(PKI("admin.key")) },
+    });
+    return { status: r.status, body: r.status === 200 ? JSON.parse(r.body) : r.body };
+  } catch (e) {
+    return { status: 0, body: String(e) };
+  }
+}
+
+/** A read straight to an adapter, as the aggregator forwards the HPA controller's. */
+async function direct(ip, path) {
+  try {
+    const r = await get(`https://${ip}:${PORT}${path}`, {
+      timeoutMs: 10_000,
+      tls: {
+        cert: readFileSync(PKI("frontProxyClient.crt")),
+        key: readFileSync(PKI("frontProxyClient.key")),
+        headers: HPA_CONTROLLER_HEADERS,
+      },
+    });
+    return { status: r.status, body: r.status === 200 ? JSON.parse(r.body) : r.body };
+  } catch (e) {
+    return { status: 0, body: String(e) };
+  }
+}
+
+/**
+ * Read every path with `read` until each has answered a value once: ms from `t0` to the first
+ * value of any, and to the last path's first value. Throws after `timeoutMs`.
+ */
+async function untilEveryValue(reads, read, t0, { timeoutMs = 240_000, exited } = {}) {
+  const firstAt = new Map();
+  let gone = false;
+  exited?.then(() => (gone = true));
+  const end = performance.now() + timeoutMs;
+  let last = null;
+  while (firstAt.size < reads.length) {
+    if (gone) throw new Error("the adapter exited");
+    if (performance.now() > end) {
+      throw new Error(
+        `${
+          reads.length - firstAt.size
+        } of ${reads.length} reads without a value after ${timeoutMs} ms; last: ${
+          JSON.stringify(last).slice(0, 300)
+        }`,
+      );
+    }
+    // by index: two HPAs may make the same read (the same queue in the same namespace)
+    const pending = reads.map((r, i) => ({ r, i })).filter(({ i }) => !firstAt.has(i));
+    await mapLimit(pending, 8, async ({ r, i }) => {
+      const a = await read(r.path);
+      if (a.status === 200 && hasValue(a.body)) firstAt.set(i, performance.now() - t0);
+      else last = a;
+    });
+    if (firstAt.size < reads.length) await sleep(100);
+  }
+  const times = [...firstAt.values()];
+  return {
+    firstValueMs: Math.round(Math.min(...times)),
+    everyValueMs: Math.round(Math.max(...times)),
+  };
+}
+
+// -- the adapters ------------------------------------------------------------------------------
+
+/** Start adapter `who` ("ours" or "peer") in the namespace at `ip`; { pid, stop, exited, t0 }. */
+function startAdapter(who, ip, art, tag) {
+  const dir = join(work, `${who}-${tag}`);
+  mkdirSync(dir, { recursive: true });
+  const o = {
+    ip,
+    port: PORT,
+    servingCert: PKI("adapterServing.crt"),
+    servingKey: PKI("adapterServing.key"),
+    kubeconfig: join(HARNESS, "adapter.kubeconfig"),
+    prometheusUrl: art.prometheusUrl,
+    config: art.config,
+    relist: RELIST,
+    dir,
+  };
+  const argv = who === "ours" ? oursCommand(art.ours, o) : PEERS[opts.peer].command(art.peer, o);
+  const t0 = performance.now();
+  // `ip netns exec` execs the command in place: the PID is the adapter's own
+  const p = startProcess("ip", ["netns", "exec", NETNS, ...argv], {
+    logFile: join(work, `${who}-${tag}.log`),
+    onLine: (l) => writeFileSync(join(work, `${who}-${tag}.log`), l + "\n", { flag: "a" }),
+  });
+  return { ...p, t0 };
+}
+
+/** Serving: bench/loadgen on one path for `SERVE.seconds` (after a warm-up). */
+async function serve(lg, url, tls) {
+  await loadgen(lg, url, { seconds: SERVE.warmSeconds, connections: SERVE.connections, tls });
+  const r = await loadgen(lg, url, { seconds: SERVE.seconds, connections: SERVE.connections, tls });
+  return {
+    rps: round(r.rps),
+    p50Ms: round(r.p50Ms, 2),
+    p99Ms: round(r.p99Ms, 2),
+    errors: r.errors,
+    requests: r.requests,
+  };
+}
+
+/**
+ * One session: `who` alone behind the APIServices. Start to first value and to every HPA's
+ * value (through kube-apiserver); after SETTLE_SECONDS, a window at rest (the HPA controller
+ * reads every 15 s; nobody else): RSS each second, CPU, requests to kube-apiserver (audit log),
+ * queries to Prometheus; then serving, directly and through kube-apiserver.
+ */
+async function session(who, art, lg, index) {
+  log(`session ${index + 1}/${ORDER.length}: ${who}`);
+  const a = startAdapter(who, ADAPTER_IP, art, `s${index + 1}`);
+  try {
+    const reads = allReads();
+    const times = await untilEveryValue(reads, throughApiserver, a.t0, { exited: a.exited });
+    log(
+      `${who}: first value after ${times.firstValueMs} ms, every HPA's after ${times.everyValueMs} ms`,
+    );
+    await sleep(SETTLE_SECONDS * 1000);
+    const from = Date.now();
+    const s0 = treeStats(a.pid);
+    const q0 = await prometheusRequests(art.prometheusUrl);
+    const rss = [];
+    const end = performance.now() + opts.restSeconds * 1000;
+    while (performance.now() < end) {
+      rss.push(treeStats(a.pid).rssMiB);
+      await sleep(1000);
+    }
+    const q1 = await prometheusRequests(art.prometheusUrl);
+    const s1 = treeStats(a.pid);
+    const to = Date.now();
+    await sleep(1500); // the audit log's last events
+    const seconds = (to - from) / 1000;
+    const audit = auditCounts(art.auditLog, from, to);
+    const queries = diffCounts(q0, q1);
+    const queriesTotal = Object.values(queries).reduce((x, y) => x + y, 0);
+    const path = reads[0].path;
+    const direct_ = await serve(lg, `https://${ADAPTER_IP}:${PORT}${path}`, {
+      certFile: PKI("frontProxyClient.crt"),
+      keyFile: PKI("frontProxyClient.key"),
+      headers: {
+        "X-Remote-User": HPA_CONTROLLER_HEADERS["X-Remote-User"],
+        "X-Remote-Group": "system:authenticated",
+      },
+    });
+    const viaApi = await serve(lg, `${APISERVER}${path}`, {
+      certFile: PKI("admin.crt"),
+      keyFile: PKI("admin.key"),
+      headers: {},
+    });
+    const out = {
+      adapter: who,
+      ...times,
+      rssMiB: round(median(rss)),
+      rssMaxMiB: round(Math.max(...rss)),
+      peakMiB: round(treeStats(a.pid).hwmMiB),
+      processes: s1.processes,
+      restSeconds: round(seconds),
+      cpuSecondsPerMinute: round(((s1.cpuSeconds - s0.cpuSeconds) * 60) / seconds, 3),
+      apiRequestsPerMinute: round((audit.total * 60) / seconds),
+      apiRequestsByVerbResource: perMinute(audit.byVerbResource, seconds),
+      prometheusQueriesPerMinute: round((queriesTotal * 60) / seconds),
+      prometheusQueriesByHandler: perMinute(queries, seconds),
+      servingPath: path,
+      servingDirect: direct_,
+      servingThroughApiserver: viaApi,
+      load1: round(loadavg()[0], 2),
+    };
+    log(`${who}: ${JSON.stringify(out)}`);
+    return out;
+  } finally {
+    await a.stop();
+  }
+}
+
+/** Items of a read, for comparison: object or labels, and the value in milli (timestamps out). */
+function itemsOf(body) {
+  return (body?.items ?? []).map((i) => {
+    const who = i.describedObject
+      ? `${i.describedObject.kind}/${i.describedObject.name}`
+      : JSON.stringify(Object.entries(i.metricLabels ?? {}).sort());
+    const milli = quantityMilli(i.value);
+    // v1beta1 items name the metric in metricName, v1beta2 ones in metric.name
+    return `${i.metricName ?? i.metric?.name} ${who} ${milli === null ? i.value : `${milli}m`}`;
+  }).sort();
+}
+
+/**
+ * Both at once: ours behind the APIServices (10.213.0.2), the peer beside it (10.213.0.3);
+ * once each has every value, every HPA's two reads from both at the same moment, straight to
+ * each. Also checked against the fleet's numbers.
+ */
+async function correctness(art) {
+  log("correctness: both at once");
+  const ours = startAdapter("ours", ADAPTER_IP, art, "both");
+  const peer = startAdapter("peer", SECOND_IP, art, "both");
+  try {
+    const reads = allReads();
+    await Promise.all([
+      untilEveryValue(reads, (p) => direct(ADAPTER_IP, p), ours.t0, { exited: ours.exited }),
+      untilEveryValue(reads, (p) => direct(SECOND_IP, p), peer.t0, { exited: peer.exited }),
+    ]);
+    let same = 0;
+    let expected = 0;
+    const differences = [];
+    await mapLimit(reads, 4, async (r) => {
+      const [o, p] = await Promise.all([direct(ADAPTER_IP, r.path), direct(SECOND_IP, r.path)]);
+      const oi = itemsOf(o.body);
+      const pi = itemsOf(p.body);
+      const want = wanted(r);
+      if (o.status === p.status && JSON.stringify(oi) === JSON.stringify(pi)) same++;
+      else if (differences.length < 10) {
+        differences.push({ path: r.path, ours: [o.status, ...oi], peer: [p.status, ...pi] });
+      }
+      if (JSON.stringify(oi) === JSON.stringify(want)) expected++;
+    });
+    const out = {
+      reads: reads.length,
+      same,
+      different: reads.length - same,
+      oursAsFleet: expected,
+      differences,
+    };
+    log(`correctness: ${JSON.stringify(out)}`);
+    return out;
+  } finally {
+    await Promise.all([ours.stop(), peer.stop()]);
+  }
+}
+
+/** What a read must answer from the fleet's numbers (bench/peers/fleet.mjs). */
+function wanted(r) {
+  const { podOf, queueDepth } = fleetModule;
+  if (r.kind === "pods") {
+    const out = [];
+    for (let i = 0; i < size.pods; i++) {
+      const p = podOf(i, size);
+      if (p.h !== r.h) continue;
+      let v = 0;
+      for (let k = 0; k < QUEUES; k++) v += queueDepth(i, k);
+      out.push(`bench_queue_depth Pod/${p.name} ${v * 1000}m`);
+    }
+    return out.sort();
+  }
+  const k = r.h % QUEUES;
+  const { ns } = fleetModule.hpaNames(r.h, size.namespaces);
+  let v = 0;
+  for (let i = 0; i < size.pods; i++) if (podOf(i, size).ns === ns) v += queueDepth(i, k);
+  return [`queue_queue_depth ${JSON.stringify([["queue", `q${k}`]])} ${v * 1000}m`];
+}
+const fleetModule = await import("./fleet.mjs");
+
+// -- the fleet ---------------------------------------------------------------------------------
+
+async function createFleet(client, state) {
+  const objs = fleetObjects(size);
+  const t0 = performance.now();
+  for (const n of objs.namespaces) await client.request("POST", "/api/v1/namespaces", { body: n });
+  for (const n of objs.namespaces) {
+    for (
+      let i = 0;
+      !(await client.get(`/api/v1/namespaces/${n.metadata.name}/serviceaccounts/default`));
+      i++
+    ) {
+      if (i > 600) throw new Error(`no default service account in ${n.metadata.name}`);
+      await sleep(100);
+    }
+  }
+  // prometheus-adapter's own deployment grants its service account read access to these
+  // (its ClusterRole resource-reader); granted here to the adapter's, the user both run as
+  await client.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+    body: {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: "bench-peers-resource-reader" },
+      rules: [{
+        apiGroups: [""],
+        resources: ["namespaces", "pods", "services", "nodes"],
+        verbs: ["get", "list", "watch"],
+      }],
+    },
+  });
+  await client.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+    body: {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: "bench-peers-resource-reader" },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "bench-peers-resource-reader",
+      },
+      subjects: [{
+        kind: "ServiceAccount",
+        name: "hpa-metrics-adapter",
+        namespace: "hpa-metrics-adapter",
+      }],
+    },
+  });
+  await mapLimit(
+    objs.statefulSets,
+    16,
+    (s) =>
+      client.request("POST", `/apis/apps/v1/namespaces/${s.metadata.namespace}/statefulsets`, {
+        body: s,
+      }),
+  );
+  await mapLimit(objs.pods, 16, async ({ pod, status }) => {
+    const ns = pod.metadata.namespace;
+    const created = await client.request("POST", `/api/v1/namespaces/${ns}/pods`, { body: pod });
+    await client.request("PUT", `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/status`, {
+      body: { ...created, status: { ...created.status, ...status } },
+    });
+  });
+  await mapLimit(
+    objs.hpas,
+    16,
+    (h) =>
+      client.request(
+        "POST",
+        `/apis/autoscaling/v2/namespaces/${h.metadata.namespace}/horizontalpodautoscalers`,
+        { body: h },
+      ),
+  );
+  log(
+    `fleet: ${objs.statefulSets.length} StatefulSets, ${objs.pods.length} pods, ${objs.hpas.length} HPAs in ${
+      round((performance.now() - t0) / 1000)
+    } s`,
+  );
+  // the exporter, in the namespace, and its targets for the harness's Prometheus
+  const exporterPort = 19100;
+  const exporter = await startReadyLine("ip", [
+    "netns",
+    "exec",
+    NETNS,
+    process.execPath,
+    join(here, "fleet.mjs"),
+    JSON.stringify({ port: exporterPort, pods: size.pods }),
+  ], { logFile: join(work, "exporter.log") });
+  writeFileSync(
+    join(state.prometheus.targetsDir, "bench-peers.json"),
+    JSON.stringify(fleetTargets(size, exporterPort)),
+  );
+  // every series scraped, and the counters' rates over a few samples
+  const want = size.pods * QUEUES;
+  const q = encodeURIComponent(
+    "count(bench_queue_depth) + count(count_over_time(bench_requests_total[1m]) >= 5)",
+  );
+  for (let i = 0;; i++) {
+    const r = await get(`${state.prometheus.url}/api/v1/query?query=${q}`).catch(() => null);
+    const n = Number(r ? JSON.parse(r.body).data?.result?.[0]?.value?.[1] : 0);
+    if (n === 2 * want) break;
+    if (i > 600) throw new Error(`Prometheus has ${n} of ${2 * want} series after 60 s`);
+    await sleep(100);
+  }
+  log(`fleet: Prometheus holds the ${2 * want} series`);
+  return exporter;
+}
+
+// -- the report --------------------------------------------------------------------------------
+
+const START_MARKER = "<!-- peers:start -->";
+const END_MARKER = "<!-- peers:end -->";
+
+/** "median (min-max)" of a number over sessions, or the one value. */
+function spread(xs) {
+  const m = round(median(xs), 2);
+  if (xs.length < 2) return `${m}`;
+  return `${m} (${round(Math.min(...xs), 2)}-${round(Math.max(...xs), 2)})`;
+}
+
+/** "verb resource N, ..." of the first session's counts (all sessions in results.json). */
+function countsText(c) {
+  const e = Object.entries(c);
+  return e.length ? e.map(([k, v]) => `${k} ${v}`).join(", ") : "none";
+}
+
+function renderTable(report) {
+  const peer = report.peer.name;
+  const ours = report.sessions.filter((s) => s.adapter === "ours");
+  const theirs = report.sessions.filter((s) => s.adapter === "peer");
+  const row = (what, f) => {
+    const a = ours.map(f);
+    const b = theirs.map(f);
+    // two significant digits below 0.1 (a latency ratio would round to 0)
+    const r = median(a) / median(b);
+    const ratio = !Number.isFinite(r)
+      ? "-"
+      : r < 0.1
+      ? `${Number(r.toPrecision(2))}`
+      : `${round(r, 2)}`;
+    return `| ${what} | ${spread(a)} | ${spread(b)} | ${ratio} |`;
+  };
+  const c = report.correctness;
+  const lines = [
+    `Last run: ${report.date} (${report.mode}, ${report.durationSeconds} s), commit ${report.commit}, ` +
+    `${report.machine.cores} cores, load average ${report.machine.load1.join(", ")}. ` +
+    `${peer} ${report.peer.version}; ours: ${report.ours}. Fleet: ${report.fleet.pods} pods, ` +
+    `${report.fleet.series} series, ${report.fleet.hpas} HPAs (a Pods and an External metric each) ` +
+    `in ${report.fleet.namespaces} namespaces. Sessions: ${
+      report.sessions.map((s) => s.adapter).join(", ")
+    }; ` +
+    `each adapter alone at 10.213.0.2:6443, behind the APIServices. ` +
+    `Numbers: median of the sessions (lowest-highest when more than one); ratio = ours / peer.`,
+    "",
+    `| per session | ours | ${peer} | ratio |`,
+    "| --- | --- | --- | --- |",
+    row("start to first value, ms", (s) => s.firstValueMs),
+    row("start to every HPA's value, ms", (s) => s.everyValueMs),
+    row("RSS settled, MiB (median at rest)", (s) => s.rssMiB),
+    row("RSS peak, MiB (VmHWM, serving included)", (s) => s.peakMiB),
+    row("CPU s per 60 s at rest", (s) => s.cpuSecondsPerMinute),
+    row("requests to kube-apiserver per 60 s at rest", (s) => s.apiRequestsPerMinute),
+    row("queries to Prometheus per 60 s at rest", (s) => s.prometheusQueriesPerMinute),
+    row("serving direct, req/s", (s) => s.servingDirect.rps),
+    row("serving direct, p50 ms", (s) => s.servingDirect.p50Ms),
+    row("serving direct, p99 ms", (s) => s.servingDirect.p99Ms),
+    row("serving through kube-apiserver, req/s", (s) => s.servingThroughApiserver.rps),
+    row("serving through kube-apiserver, p50 ms", (s) => s.servingThroughApiserver.p50Ms),
+    row("serving through kube-apiserver, p99 ms", (s) => s.servingThroughApiserver.p99Ms),
+    "",
+    `At rest, by verb and resource (first session of each): ours ${
+      countsText(ours[0].apiRequestsByVerbResource)
+    }; ` +
+    `${peer} ${countsText(theirs[0].apiRequestsByVerbResource)}. Prometheus, by handler: ours ` +
+    `${countsText(ours[0].prometheusQueriesByHandler)}; ${peer} ${
+      countsText(theirs[0].prometheusQueriesByHandler)
+    }.`,
+    "",
+    `Correctness, both at once (ours at 10.213.0.2, ${peer} at 10.213.0.3, each read directly as ` +
+    `the aggregator forwards the HPA controller's reads, the same read of both at the same moment): ` +
+    `${c.same} of ${c.reads} reads the same (status, items, values), ${c.different} different; ` +
+    `ours equal to the fleet's numbers in ${c.oursAsFleet} of ${c.reads}.`,
+  ];
+  return lines.join("\n") + "\n";
+}
+
+/** Replace the text between the peers markers of bench/README.md (they must be there once). */
+function writeReadme(report) {
+  const file = join(root, "bench", "README.md");
+  const text = readFileSync(file, "utf8");
+  const a = text.indexOf(START_MARKER);
+  const b = text.indexOf(END_MARKER);
+  if (a < 0 || b < a || text.indexOf(START_MARKER, a + 1) >= 0) {
+    throw new Error(
+      `bench/README.md must hold "${START_MARKER}" and "${END_MARKER}" once, in order`,
+    );
+  }
+  writeFileSync(
+    file,
+    text.slice(0, a + START_MARKER.length) + "\n" + renderTable(report) + text.slice(b),
+  );
+}
+
+// -- main --------------------------------------------------------------------------------------
+
+async function main() {
+  const startedAt = new Date();
+  const load = [loadavg()[0]];
+  const peerBin = PEERS[opts.peer].ensure();
+  const oursBin = opts.artifacts ? join(opts.artifacts, "hpa-metrics-adapter") : buildOurs();
+  const lg = buildLoadgen(work);
+  const config = join(work, "prometheus-adapter.yaml");
+  writeFileSync(config, CONFIG_YAML);
+  await netnsFree();
+  log(`work folder ${work}; starting the e2e control plane (stand-in adapter, audit log)`);
+  harness(["up", "--fresh"]);
+  let exporter = null;
+  try {
+    const state = JSON.parse(readFileSync(join(HARNESS, "state.json"), "utf8"));
+    if (!state.prometheus) {
+      throw new Error("the harness has no Prometheus (Debian package prometheus)");
+    }
+    // the stand-in goes: each adapter under test takes its address in turn
+    const stub = harnessPid("adapter");
+    if (stub) await stopPid(stub);
+    const client = createKubeClient(loadKubeconfig(join(HARNESS, "kubeconfig")));
+    exporter = await createFleet(client, state);
+    const art = {
+      ours: oursBin,
+      peer: peerBin,
+      prometheusUrl: state.prometheus.url,
+      config,
+      auditLog: join(HARNESS, "logs", "audit.log"),
+    };
+    const sessions = [];
+    for (const [i, who] of ORDER.entries()) {
+      sessions.push(await session(who, art, lg, i));
+      load.push(loadavg()[0]);
+    }
+    const corr = await correctness(art);
+    load.push(loadavg()[0]);
+    const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], {
+      cwd: root,
+      encoding: "utf8",
+    }).stdout.trim();
+    const dirty =
+      spawnSync("git", ["status", "--porcelain", "--", "src"], { cwd: root, encoding: "utf8" })
+        .stdout.trim() !== "";
+    const report = {
+      date: startedAt.toISOString(),
+      durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+      mode: quick ? "quick" : "full",
+      machine: {
+        cpu: cpus()[0]?.model ?? "unknown",
+        cores: cpus().length,
+        memoryGiB: round(totalmem() / 2 ** 30),
+        kernel: release(),
+        load1: load.map((x) => round(x, 2)),
+      },
+      commit: `${commit}${dirty ? "+dirty" : ""}`,
+      ours: opts.artifacts
+        ? `the binary in ${opts.artifacts}`
+        : "the binary built from the working tree",
+      peer: { name: opts.peer, version: PEERS[opts.peer].version() },
+      fleet: { ...size, series: size.pods * 20 },
+      settings: {
+        relistInterval: RELIST,
+        hpaSyncPeriodSeconds: 15,
+        settleSeconds: SETTLE_SECONDS,
+        restSeconds: opts.restSeconds,
+        serving: SERVE,
+        config: CONFIG_YAML,
+      },
+      sessions,
+      correctness: corr,
+    };
+    if (opts.write) {
+      writeFileSync(join(here, "results.json"), JSON.stringify(report, null, 2) + "\n");
+      writeReadme(report);
+      log("wrote bench/peers/results.json and the table in bench/README.md");
+    }
+    console.log(renderTable(report));
+  } finally {
+    await exporter?.stop();
+    log("bringing the e2e control plane down");
+    harness(["down"]);
+  }
+}
+
+/** Our binary, built from the working tree into the work folder (dist/ is left alone). */
+function buildOurs() {
+  const out = join(work, "build");
+  const r = spawnSync(process.execPath, [
+    join(root, "scripts", "build.mjs"),
+    "--outdir",
+    out,
+    "--quiet",
+  ], {
+    cwd: root,
+    encoding: "utf8",
+  });
+  if (r.status !== 0) throw new Error(`build: ${(r.stderr || r.stdout).slice(-800)}`);
+  return join(out, "hpa-metrics-adapter");
+}
+
+try {
+  if (opts.renderOnly) {
+    writeReadme(JSON.parse(readFileSync(join(here, "results.json"), "utf8")));
+    log("wrote the table in bench/README.md from bench/peers/results.json");
+  } else await main();
+} catch (e) {
+  console.error(`bench:peers: ${e.stack ?? e}`);
+  process.exitCode = 1;
+} finally {
+  killAll();
+  if (process.exitCode !== 1) rmSync(work, { recursive: true, force: true });
+  else console.error(`logs kept in ${work}`);
+}
