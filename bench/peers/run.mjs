@@ -425,6 +425,10 @@ async function session(who, art, lg, index) {
       ...times,
       rssMiB: round(median(rss)),
       rssMaxMiB: round(Math.max(...rss)),
+      // the high-water mark at the end of the rest window: the start, the first values and
+      // rest, before the serving runs (where ours answers thousands of requests a second, and
+      // prometheus-adapter a few, behind its client's rate limit)
+      peakBeforeServingMiB: round(s1.hwmMiB),
       peakMiB: round(treeStats(a.pid).hwmMiB),
       processes: s1.processes,
       restSeconds: round(seconds),
@@ -680,6 +684,12 @@ function renderTable(report) {
     row("start to first value, ms", (s) => s.firstValueMs),
     row("start to every HPA's value, ms", (s) => s.everyValueMs),
     row("RSS settled, MiB (median at rest)", (s) => s.rssMiB),
+    ...(ours.every((s) => s.peakBeforeServingMiB !== undefined)
+      ? [
+        row("RSS peak before serving, MiB (VmHWM after the rest window)", (s) =>
+          s.peakBeforeServingMiB),
+      ]
+      : []),
     row("RSS peak, MiB (VmHWM, serving included)", (s) => s.peakMiB),
     row("CPU s per 60 s at rest", (s) => s.cpuSecondsPerMinute),
     row("requests to kube-apiserver per 60 s at rest", (s) => s.apiRequestsPerMinute),
