@@ -5,6 +5,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
+import { cpus, release, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -368,3 +369,23 @@ export const perMinute = (counts, seconds) =>
   Object.fromEntries(
     Object.entries(counts).map(([k, v]) => [k, Math.round((v * 600) / seconds) / 10]),
   );
+
+/**
+ * What a results file says of where it ran: the machine (cpu, cores, memory, kernel, the load
+ * averages `load`) and the commit, `+dirty` when src/ has changes.
+ */
+export function machineAndCommit(root, load) {
+  const git = (args) => spawnSync("git", args, { cwd: root, encoding: "utf8" }).stdout.trim();
+  const commit = git(["rev-parse", "--short", "HEAD"]);
+  const dirty = git(["status", "--porcelain", "--", "src"]) !== "";
+  return {
+    machine: {
+      cpu: cpus()[0]?.model ?? "unknown",
+      cores: cpus().length,
+      memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+      kernel: release(),
+      load1: load.map((x) => Math.round(x * 100) / 100),
+    },
+    commit: `${commit}${dirty ? "+dirty" : ""}`,
+  };
+}

@@ -14,7 +14,7 @@
 // shard section (full run only too) runs one and three adapter replicas on it (issue 29).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -43,6 +43,7 @@ import {
   killAll,
   loadgen,
   loadgenPaths as runLoadgenPaths,
+  machineAndCommit,
   mapLimit,
   median,
   perMinute,
@@ -1900,24 +1901,11 @@ async function main() {
   }
   if (plan.sections.includes("shard")) await shardSection(art);
 
-  const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" })
-    .stdout.trim();
-  const dirty = spawnSync("git", ["status", "--porcelain", "--", "src"], {
-    cwd: root,
-    encoding: "utf8",
-  }).stdout.trim() !== "";
   const report = {
     date: startedAt.toISOString(),
     durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
     mode: quick ? "quick" : "full",
-    machine: {
-      cpu: cpus()[0]?.model ?? "unknown",
-      cores: cpus().length,
-      memoryGiB: round(totalmem() / 2 ** 30),
-      kernel: release(),
-      load1: load.map((x) => round(x, 2)),
-    },
-    commit: `${commit}${dirty ? "+dirty" : ""}`,
+    ...machineAndCommit(root, load),
     artifacts: { source: art.source, builtAt: art.builtAt },
     runtimes: Object.fromEntries(plan.runtimes.map((r) => [r, runtimeVersion(r, art)])),
     settings: {

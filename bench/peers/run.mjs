@@ -16,8 +16,16 @@
 // the APIServices are never edited. Every process it starts is stopped by its PID, and the
 // harness is brought down at the end, whatever happens.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -26,9 +34,11 @@ import {
   get,
   killAll,
   loadgen,
+  machineAndCommit,
   mapLimit,
   median,
   perMinute,
+  procStats,
   quantityMilli,
   sleep,
   startProcess,
@@ -210,23 +220,18 @@ function treeStats(pid) {
   const sum = { rssMiB: 0, hwmMiB: 0, cpuSeconds: 0, processes: 0 };
   for (const p of tree) {
     try {
-      const status = readFileSync(`/proc/${p}/status`, "utf8");
-      const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
-      const f = readFileSync(`/proc/${p}/stat`, "utf8");
-      const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
-      sum.rssMiB += kb("VmRSS") / 1024;
-      sum.hwmMiB += kb("VmHWM") / 1024;
-      sum.cpuSeconds += (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+      const one = procStats(p);
+      sum.rssMiB += one.rssMiB;
+      sum.hwmMiB += one.hwmMiB;
+      sum.cpuSeconds += one.cpuSeconds;
       sum.processes++;
     } catch { /* gone */ }
   }
   return sum;
 }
-const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+
 function readdirProc() {
-  return spawnSync("ls", ["/proc"], { encoding: "utf8" }).stdout.split("\n").filter((d) =>
-    /^\d+$/.test(d)
-  );
+  return readdirSync("/proc").filter((d) => /^\d+$/.test(d));
 }
 
 /**
@@ -772,25 +777,11 @@ async function main() {
     }
     const corr = await correctness(art);
     load.push(loadavg()[0]);
-    const commit = spawnSync("git", ["rev-parse", "--short", "HEAD"], {
-      cwd: root,
-      encoding: "utf8",
-    }).stdout.trim();
-    const dirty =
-      spawnSync("git", ["status", "--porcelain", "--", "src"], { cwd: root, encoding: "utf8" })
-        .stdout.trim() !== "";
     const report = {
       date: startedAt.toISOString(),
       durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       mode: quick ? "quick" : "full",
-      machine: {
-        cpu: cpus()[0]?.model ?? "unknown",
-        cores: cpus().length,
-        memoryGiB: round(totalmem() / 2 ** 30),
-        kernel: release(),
-        load1: load.map((x) => round(x, 2)),
-      },
-      commit: `${commit}${dirty ? "+dirty" : ""}`,
+      ...machineAndCommit(root, load),
       ours: opts.artifacts
         ? `the binary in ${opts.artifacts}`
         : "the binary built from the working tree",
