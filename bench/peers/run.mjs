@@ -42,11 +42,11 @@ import {
   quantityMilli,
   sleep,
   startProcess,
-  startReadyLine,
 } from "../lib.mjs";
 import { createKubeClient, loadKubeconfig } from "../../tests/e2e/kube_client.ts";
-import { CONFIG_YAML, fleetObjects, fleetSize, fleetTargets, hpaReads, QUEUES } from "./fleet.mjs";
-import { oursCommand, PEERS } from "./peers.mjs";
+import { CONFIG_YAML } from "./fleet.mjs";
+import { KEDA_FLEET, PROMETHEUS_ADAPTER_FLEET } from "./fleets.mjs";
+import { oursCommand, peerProcesses, PEERS } from "./peers.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -126,7 +126,10 @@ function parseArgs(argv) {
 
 const opts = parseArgs(process.argv.slice(2));
 const quick = opts.quick;
-const size = fleetSize(quick);
+/** The peer's fleet (bench/peers/fleets.mjs). */
+const FLEETS = { "prometheus-adapter": PROMETHEUS_ADAPTER_FLEET, keda: KEDA_FLEET };
+const fleet = FLEETS[PEERS[opts.peer].fleet];
+const size = fleet.size(quick);
 /** Sessions in turn: ours, peer, ours, peer (quick: one each). */
 const ORDER = quick ? ["ours", "peer"] : ["ours", "peer", "ours", "peer"];
 const SETTLE_SECONDS = quick ? 20 : 45;
@@ -137,6 +140,16 @@ const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${
 const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
 // -- the harness -------------------------------------------------------------------------------
+
+/** kubectl with the harness's admin kubeconfig; throws with its output when it fails. */
+function kubectl(args) {
+  const r = spawnSync("kubectl", args, {
+    encoding: "utf8",
+    env: { ...process.env, KUBECONFIG: join(HARNESS, "kubeconfig") },
+  });
+  if (r.status !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr || r.stdout}`);
+  return r.stdout;
+}
 
 function harness(args) {
   const r = spawnSync(process.execPath, [
@@ -258,15 +271,8 @@ function diffCounts(a, b) {
   return Object.fromEntries(Object.entries(out).sort((x, y) => y[1] - x[1]));
 }
 
-/** Every HPA's two reads, as the HPA controller makes them. */
-function allReads() {
-  const out = [];
-  for (let h = 0; h < size.hpas; h++) {
-    const r = hpaReads(h, size.namespaces);
-    out.push({ h, kind: "pods", path: r.pods }, { h, kind: "external", path: r.external });
-  }
-  return out;
-}
+/** The fleet's reads, as the HPA controller makes them. */
+const allReads = () => fleet.reads(size);
 
 /** A read answered with at least one item. */
 const hasValue = (body) => Array.isArray(body?.items) && body.items.length > 0;
@@ -340,8 +346,13 @@ async function untilEveryValue(reads, read, t0, { timeoutMs = 240_000, exited } 
 
 // -- the adapters ------------------------------------------------------------------------------
 
-/** Start adapter `who` ("ours" or "peer") in the namespace at `ip`; { pid, stop, exited, t0 }. */
-function startAdapter(who, ip, art, tag) {
+/**
+ * Start adapter `who` ("ours" or "peer") in the namespace at `ip`, with `extra` (the
+ * correctness pass's: `ours`, flags of ours; `peer`, fields of the peer's options). Returns
+ * { pids, stop, exited, t0 }: a peer may be several processes (KEDA's operator and metrics
+ * server), stopped together; `exited` settles when any of them exits.
+ */
+function startAdapter(who, ip, art, tag, extra = {}) {
   const dir = join(work, `${who}-${tag}`);
   mkdirSync(dir, { recursive: true });
   const o = {
@@ -354,15 +365,41 @@ function startAdapter(who, ip, art, tag) {
     config: art.config,
     relist: RELIST,
     dir,
+    ...(who === "peer" ? extra.peer : {}),
   };
-  const argv = who === "ours" ? oursCommand(art.ours, o) : PEERS[opts.peer].command(art.peer, o);
+  const procs = who === "ours"
+    ? [{
+      name: "ours",
+      argv: [...oursCommand(art.ours, o), ...fleet.ours(o), ...(extra.ours ?? [])],
+      env: {},
+    }]
+    : peerProcesses(opts.peer, art.peer, o);
   const t0 = performance.now();
-  // `ip netns exec` execs the command in place: the PID is the adapter's own
-  const p = startProcess("ip", ["netns", "exec", NETNS, ...argv], {
-    logFile: join(work, `${who}-${tag}.log`),
-    onLine: (l) => writeFileSync(join(work, `${who}-${tag}.log`), l + "\n", { flag: "a" }),
+  const started = procs.map((p) => {
+    const logFile = join(work, `${who}-${tag}-${p.name}.log`);
+    const env = Object.entries(p.env).map(([k, v]) => `${k}=${v}`);
+    // `ip netns exec` and `env` exec the command in place: the PID is the adapter's own
+    return startProcess("ip", ["netns", "exec", NETNS, "env", ...env, ...p.argv], {
+      logFile,
+      onLine: (l) => writeFileSync(logFile, l + "\n", { flag: "a" }),
+    });
   });
-  return { ...p, t0 };
+  return {
+    pids: started.map((p) => p.pid),
+    stop: () => Promise.all(started.map((p) => p.stop())),
+    exited: Promise.race(started.map((p) => p.exited)),
+    t0,
+  };
+}
+
+/** The summed stats of every process tree of an adapter. */
+function adapterStats(a) {
+  const sum = { rssMiB: 0, hwmMiB: 0, cpuSeconds: 0, processes: 0 };
+  for (const pid of a.pids) {
+    const one = treeStats(pid);
+    for (const k of Object.keys(sum)) sum[k] += one[k];
+  }
+  return sum;
 }
 
 /** Serving: bench/loadgen on one path for `SERVE.seconds` (after a warm-up). */
@@ -386,25 +423,36 @@ async function serve(lg, url, tls) {
  */
 async function session(who, art, lg, index) {
   log(`session ${index + 1}/${ORDER.length}: ${who}`);
+  await fleet.reset?.(art.ctx, size);
   const a = startAdapter(who, ADAPTER_IP, art, `s${index + 1}`);
   try {
     const reads = allReads();
+    // what the adapter writes (KEDA's HPAs), checked every second from the start on
+    const written = fleet.written && (async () => {
+      for (let i = 0; !(await fleet.written(art.ctx, size)); i++) {
+        if (i > 240) throw new Error(`${who}: the fleet's objects not written after 240 s`);
+        await sleep(1000);
+      }
+      return Math.round(performance.now() - a.t0);
+    })();
     const times = await untilEveryValue(reads, throughApiserver, a.t0, { exited: a.exited });
+    if (written) times.everyWrittenMs = await written;
     log(
-      `${who}: first value after ${times.firstValueMs} ms, every HPA's after ${times.everyValueMs} ms`,
+      `${who}: first value after ${times.firstValueMs} ms, every HPA's after ${times.everyValueMs} ms` +
+        (times.everyWrittenMs ? `, every object written after ${times.everyWrittenMs} ms` : ""),
     );
     await sleep(SETTLE_SECONDS * 1000);
     const from = Date.now();
-    const s0 = treeStats(a.pid);
+    const s0 = adapterStats(a);
     const q0 = await prometheusRequests(art.prometheusUrl);
     const rss = [];
     const end = performance.now() + opts.restSeconds * 1000;
     while (performance.now() < end) {
-      rss.push(treeStats(a.pid).rssMiB);
+      rss.push(adapterStats(a).rssMiB);
       await sleep(1000);
     }
     const q1 = await prometheusRequests(art.prometheusUrl);
-    const s1 = treeStats(a.pid);
+    const s1 = adapterStats(a);
     const to = Date.now();
     await sleep(1500); // the audit log's last events
     const seconds = (to - from) / 1000;
@@ -434,7 +482,7 @@ async function session(who, art, lg, index) {
       // rest, before the serving runs (where ours answers thousands of requests a second, and
       // prometheus-adapter a few, behind its client's rate limit)
       peakBeforeServingMiB: round(s1.hwmMiB),
-      peakMiB: round(treeStats(a.pid).hwmMiB),
+      peakMiB: round(adapterStats(a).hwmMiB),
       processes: s1.processes,
       restSeconds: round(seconds),
       cpuSecondsPerMinute: round(((s1.cpuSeconds - s0.cpuSeconds) * 60) / seconds, 3),
@@ -468,30 +516,42 @@ function itemsOf(body) {
 
 /**
  * Both at once: ours behind the APIServices (10.213.0.2), the peer beside it (10.213.0.3);
- * once each has every value, every HPA's two reads from both at the same moment, straight to
- * each. Also checked against the fleet's numbers.
+ * once each has every value, the fleet's correctness reads (the same read, or each its own
+ * copy of the same object: fleets.mjs) of both at the same moment, straight to each. Also
+ * checked against the fleet's numbers.
  */
 async function correctness(art) {
   log("correctness: both at once");
-  const ours = startAdapter("ours", ADAPTER_IP, art, "both");
-  const peer = startAdapter("peer", SECOND_IP, art, "both");
+  const c = await fleet.correctness(art.ctx, size);
+  const ours = startAdapter("ours", ADAPTER_IP, art, "both", c);
+  const peer = startAdapter("peer", SECOND_IP, art, "both", c);
   try {
-    const reads = allReads();
+    const { reads } = c;
     await Promise.all([
-      untilEveryValue(reads, (p) => direct(ADAPTER_IP, p), ours.t0, { exited: ours.exited }),
-      untilEveryValue(reads, (p) => direct(SECOND_IP, p), peer.t0, { exited: peer.exited }),
+      untilEveryValue(
+        reads.map((r) => ({ path: r.ours })),
+        (p) => direct(ADAPTER_IP, p),
+        ours.t0,
+        { exited: ours.exited },
+      ),
+      untilEveryValue(
+        reads.map((r) => ({ path: r.peer })),
+        (p) => direct(SECOND_IP, p),
+        peer.t0,
+        { exited: peer.exited },
+      ),
     ]);
     let same = 0;
     let expected = 0;
     const differences = [];
     await mapLimit(reads, 4, async (r) => {
-      const [o, p] = await Promise.all([direct(ADAPTER_IP, r.path), direct(SECOND_IP, r.path)]);
+      const [o, p] = await Promise.all([direct(ADAPTER_IP, r.ours), direct(SECOND_IP, r.peer)]);
       const oi = itemsOf(o.body);
       const pi = itemsOf(p.body);
-      const want = wanted(r);
+      const want = fleet.wanted(r, size);
       if (o.status === p.status && JSON.stringify(oi) === JSON.stringify(pi)) same++;
       else if (differences.length < 10) {
-        differences.push({ path: r.path, ours: [o.status, ...oi], peer: [p.status, ...pi] });
+        differences.push({ path: r.ours, ours: [o.status, ...oi], peer: [p.status, ...pi] });
       }
       if (JSON.stringify(oi) === JSON.stringify(want)) expected++;
     });
@@ -509,139 +569,12 @@ async function correctness(art) {
   }
 }
 
-/** What a read must answer from the fleet's numbers (bench/peers/fleet.mjs). */
-function wanted(r) {
-  const { podOf, queueDepth } = fleetModule;
-  if (r.kind === "pods") {
-    const out = [];
-    for (let i = 0; i < size.pods; i++) {
-      const p = podOf(i, size);
-      if (p.h !== r.h) continue;
-      let v = 0;
-      for (let k = 0; k < QUEUES; k++) v += queueDepth(i, k);
-      out.push(`bench_queue_depth Pod/${p.name} ${v * 1000}m`);
-    }
-    return out.sort();
-  }
-  const k = r.h % QUEUES;
-  const { ns } = fleetModule.hpaNames(r.h, size.namespaces);
-  let v = 0;
-  for (let i = 0; i < size.pods; i++) if (podOf(i, size).ns === ns) v += queueDepth(i, k);
-  return [`queue_queue_depth ${JSON.stringify([["queue", `q${k}`]])} ${v * 1000}m`];
-}
-const fleetModule = await import("./fleet.mjs");
-
-// -- the fleet ---------------------------------------------------------------------------------
-
-async function createFleet(client, state) {
-  const objs = fleetObjects(size);
-  const t0 = performance.now();
-  for (const n of objs.namespaces) await client.request("POST", "/api/v1/namespaces", { body: n });
-  for (const n of objs.namespaces) {
-    for (
-      let i = 0;
-      !(await client.get(`/api/v1/namespaces/${n.metadata.name}/serviceaccounts/default`));
-      i++
-    ) {
-      if (i > 600) throw new Error(`no default service account in ${n.metadata.name}`);
-      await sleep(100);
-    }
-  }
-  // prometheus-adapter's own deployment grants its service account read access to these
-  // (its ClusterRole resource-reader); granted here to the adapter's, the user both run as
-  await client.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
-    body: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRole",
-      metadata: { name: "bench-peers-resource-reader" },
-      rules: [{
-        apiGroups: [""],
-        resources: ["namespaces", "pods", "services", "nodes"],
-        verbs: ["get", "list", "watch"],
-      }],
-    },
-  });
-  await client.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-    body: {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name: "bench-peers-resource-reader" },
-      roleRef: {
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "ClusterRole",
-        name: "bench-peers-resource-reader",
-      },
-      subjects: [{
-        kind: "ServiceAccount",
-        name: "hpa-metrics-adapter",
-        namespace: "hpa-metrics-adapter",
-      }],
-    },
-  });
-  await mapLimit(
-    objs.statefulSets,
-    16,
-    (s) =>
-      client.request("POST", `/apis/apps/v1/namespaces/${s.metadata.namespace}/statefulsets`, {
-        body: s,
-      }),
-  );
-  await mapLimit(objs.pods, 16, async ({ pod, status }) => {
-    const ns = pod.metadata.namespace;
-    const created = await client.request("POST", `/api/v1/namespaces/${ns}/pods`, { body: pod });
-    await client.request("PUT", `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}/status`, {
-      body: { ...created, status: { ...created.status, ...status } },
-    });
-  });
-  await mapLimit(
-    objs.hpas,
-    16,
-    (h) =>
-      client.request(
-        "POST",
-        `/apis/autoscaling/v2/namespaces/${h.metadata.namespace}/horizontalpodautoscalers`,
-        { body: h },
-      ),
-  );
-  log(
-    `fleet: ${objs.statefulSets.length} StatefulSets, ${objs.pods.length} pods, ${objs.hpas.length} HPAs in ${
-      round((performance.now() - t0) / 1000)
-    } s`,
-  );
-  // the exporter, in the namespace, and its targets for the harness's Prometheus
-  const exporterPort = 19100;
-  const exporter = await startReadyLine("ip", [
-    "netns",
-    "exec",
-    NETNS,
-    process.execPath,
-    join(here, "fleet.mjs"),
-    JSON.stringify({ port: exporterPort, pods: size.pods }),
-  ], { logFile: join(work, "exporter.log") });
-  writeFileSync(
-    join(state.prometheus.targetsDir, "bench-peers.json"),
-    JSON.stringify(fleetTargets(size, exporterPort)),
-  );
-  // every series scraped, and the counters' rates over a few samples
-  const want = size.pods * QUEUES;
-  const q = encodeURIComponent(
-    "count(bench_queue_depth) + count(count_over_time(bench_requests_total[1m]) >= 5)",
-  );
-  for (let i = 0;; i++) {
-    const r = await get(`${state.prometheus.url}/api/v1/query?query=${q}`).catch(() => null);
-    const n = Number(r ? JSON.parse(r.body).data?.result?.[0]?.value?.[1] : 0);
-    if (n === 2 * want) break;
-    if (i > 600) throw new Error(`Prometheus has ${n} of ${2 * want} series after 60 s`);
-    await sleep(100);
-  }
-  log(`fleet: Prometheus holds the ${2 * want} series`);
-  return exporter;
-}
-
 // -- the report --------------------------------------------------------------------------------
 
-const START_MARKER = "<!-- peers:start -->";
-const END_MARKER = "<!-- peers:end -->";
+/** The markers of a peer's table in bench/README.md. */
+const markers = (peer) => [`<!-- peers:${peer}:start -->`, `<!-- peers:${peer}:end -->`];
+/** Where a peer's last results are. */
+const resultsFile = (peer) => join(here, "results", `${peer}.json`);
 
 /** "median (min-max)" of a number over sessions, or the one value. */
 function spread(xs) {
@@ -676,9 +609,7 @@ function renderTable(report) {
   const lines = [
     `Last run: ${report.date} (${report.mode}, ${report.durationSeconds} s), commit ${report.commit}, ` +
     `${report.machine.cores} cores, load average ${report.machine.load1.join(", ")}. ` +
-    `${peer} ${report.peer.version}; ours: ${report.ours}. Fleet: ${report.fleet.pods} pods, ` +
-    `${report.fleet.series} series, ${report.fleet.hpas} HPAs (a Pods and an External metric each) ` +
-    `in ${report.fleet.namespaces} namespaces. Sessions: ${
+    `${peer} ${report.peer.version}; ours: ${report.ours}. Fleet: ${report.fleet.text}. Sessions: ${
       report.sessions.map((s) => s.adapter).join(", ")
     }; ` +
     `each adapter alone at 10.213.0.2:6443, behind the APIServices. ` +
@@ -688,6 +619,9 @@ function renderTable(report) {
     "| --- | --- | --- | --- |",
     row("start to first value, ms", (s) => s.firstValueMs),
     row("start to every HPA's value, ms", (s) => s.everyValueMs),
+    ...(ours.every((s) => s.everyWrittenMs !== undefined)
+      ? [row("start to every HPA written, ms", (s) => s.everyWrittenMs)]
+      : []),
     row("RSS settled, MiB (median at rest)", (s) => s.rssMiB),
     ...(ours.every((s) => s.peakBeforeServingMiB !== undefined)
       ? [
@@ -722,21 +656,17 @@ function renderTable(report) {
   return lines.join("\n") + "\n";
 }
 
-/** Replace the text between the peers markers of bench/README.md (they must be there once). */
+/** Replace the text between the peer's markers in bench/README.md (they must be there once). */
 function writeReadme(report) {
   const file = join(root, "bench", "README.md");
   const text = readFileSync(file, "utf8");
-  const a = text.indexOf(START_MARKER);
-  const b = text.indexOf(END_MARKER);
-  if (a < 0 || b < a || text.indexOf(START_MARKER, a + 1) >= 0) {
-    throw new Error(
-      `bench/README.md must hold "${START_MARKER}" and "${END_MARKER}" once, in order`,
-    );
+  const [start, end] = markers(report.peer.name);
+  const a = text.indexOf(start);
+  const b = text.indexOf(end);
+  if (a < 0 || b < a || text.indexOf(start, a + 1) >= 0) {
+    throw new Error(`bench/README.md must hold "${start}" and "${end}" once, in order`);
   }
-  writeFileSync(
-    file,
-    text.slice(0, a + START_MARKER.length) + "\n" + renderTable(report) + text.slice(b),
-  );
+  writeFileSync(file, text.slice(0, a + start.length) + "\n" + renderTable(report) + text.slice(b));
 }
 
 // -- main --------------------------------------------------------------------------------------
@@ -762,13 +692,15 @@ async function main() {
     const stub = harnessPid("adapter");
     if (stub) await stopPid(stub);
     const client = createKubeClient(loadKubeconfig(join(HARNESS, "kubeconfig")));
-    exporter = await createFleet(client, state);
+    const ctx = { client, state, work, log, kubectl, netns: NETNS };
+    exporter = await fleet.create(ctx, size);
     const art = {
       ours: oursBin,
       peer: peerBin,
       prometheusUrl: state.prometheus.url,
       config,
       auditLog: join(HARNESS, "logs", "audit.log"),
+      ctx,
     };
     const sessions = [];
     for (const [i, who] of ORDER.entries()) {
@@ -786,22 +718,23 @@ async function main() {
         ? `the binary in ${opts.artifacts}`
         : "the binary built from the working tree",
       peer: { name: opts.peer, version: PEERS[opts.peer].version() },
-      fleet: { ...size, series: size.pods * 20 },
+      fleet: { name: fleet.name, ...size, text: fleet.describe(size) },
       settings: {
         relistInterval: RELIST,
         hpaSyncPeriodSeconds: 15,
         settleSeconds: SETTLE_SECONDS,
         restSeconds: opts.restSeconds,
         serving: SERVE,
-        config: CONFIG_YAML,
+        ...fleet.settings(size),
       },
       sessions,
       correctness: corr,
     };
     if (opts.write) {
-      writeFileSync(join(here, "results.json"), JSON.stringify(report, null, 2) + "\n");
+      mkdirSync(join(here, "results"), { recursive: true });
+      writeFileSync(resultsFile(opts.peer), JSON.stringify(report, null, 2) + "\n");
       writeReadme(report);
-      log("wrote bench/peers/results.json and the table in bench/README.md");
+      log(`wrote bench/peers/results/${opts.peer}.json and its table in bench/README.md`);
     }
     console.log(renderTable(report));
   } finally {
@@ -829,8 +762,8 @@ function buildOurs() {
 
 try {
   if (opts.renderOnly) {
-    writeReadme(JSON.parse(readFileSync(join(here, "results.json"), "utf8")));
-    log("wrote the table in bench/README.md from bench/peers/results.json");
+    writeReadme(JSON.parse(readFileSync(resultsFile(opts.peer), "utf8")));
+    log(`wrote the table in bench/README.md from bench/peers/results/${opts.peer}.json`);
   } else await main();
 } catch (e) {
   console.error(`bench:peers: ${e.stack ?? e}`);

@@ -31,13 +31,13 @@
  */
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { E2E, kubectl, readState, ROOT, STATE_DIR, waitFor } from "./harness.ts";
-import { ensureKeda, kedaCrdFiles } from "./keda_tool.ts";
+import { ensureKeda, kedaCerts, kedaCrdFiles } from "./keda_tool.ts";
 import { ANNOTATIONS } from "./kubelet.ts";
 import { createKubeClient, KubeApiError, loadKubeconfig } from "./kube_client.ts";
 import type { KubeClient } from "./kube_client.ts";
@@ -759,55 +759,7 @@ describe("e2e: side by side with KEDA v2.20.2", { skip: SKIP, timeout: 20 * 60_0
       ...kedaCrdFiles().flatMap((f) => ["-f", f]),
     ]);
     // one CA and one certificate for the operator <-> metrics server link and its HTTPS
-    const openssl = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-    openssl([
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      "ca.key",
-      "-out",
-      "ca.crt",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=keda-e2e-ca",
-    ]);
-    openssl([
-      "req",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      "tls.key",
-      "-out",
-      "tls.csr",
-      "-subj",
-      "/CN=keda-operator",
-    ]);
-    writeFileSync(
-      join(dir, "ext.cnf"),
-      `subjectAltName=IP:127.0.0.1,IP:${E2E.prometheusIp}\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n`,
-    );
-    openssl([
-      "x509",
-      "-req",
-      "-in",
-      "tls.csr",
-      "-CA",
-      "ca.crt",
-      "-CAkey",
-      "ca.key",
-      "-CAcreateserial",
-      "-out",
-      "tls.crt",
-      "-days",
-      "2",
-      "-extfile",
-      "ext.cnf",
-    ]);
+    kedaCerts(dir, [E2E.prometheusIp]);
     for (const ns of [nsKeda, nsOurs, "keda"]) {
       await kube!.request("POST", "/api/v1/namespaces", {
         body: { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } },

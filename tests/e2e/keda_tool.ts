@@ -18,8 +18,8 @@
  *
  * Environment: GO names the go binary; XDG_CACHE_HOME moves the cache.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -165,6 +165,28 @@ export function kedaCrdFiles(): string[] {
     "eventing.keda.sh_cloudeventsources.yaml",
     "eventing.keda.sh_clustercloudeventsources.yaml",
   ].map((name) => join(bases, name));
+}
+
+/**
+ * The files KEDA's operator and metrics server find in their `--cert-dir` to link over gRPC (and
+ * to serve with): `ca.crt`, `tls.crt` and `tls.key`, one certificate for both ends (server and
+ * client use) valid for 127.0.0.1 and `ips`, made with openssl in `dir`, for two days.
+ */
+export function kedaCerts(dir: string, ips: readonly string[]): void {
+  const openssl = (args: string[]) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+  const days = ["-days", "2"];
+  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt"]
+    .concat(days, ["-subj", "/CN=keda-e2e-ca"]));
+  openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.key", "-out", "tls.csr"]
+    .concat(["-subj", "/CN=keda-operator"]));
+  writeFileSync(
+    join(dir, "ext.cnf"),
+    `subjectAltName=${["127.0.0.1", ...ips].map((ip) => `IP:${ip}`).join(",")}\n` +
+      "extendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n" +
+      "keyUsage=digitalSignature,keyEncipherment\n",
+  );
+  openssl(["x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key"]
+    .concat(["-CAcreateserial", "-out", "tls.crt"], days, ["-extfile", "ext.cnf"]));
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
