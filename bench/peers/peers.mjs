@@ -1,5 +1,8 @@
 // The peers bench/peers/run.mjs compares this adapter with: how each is built and started on
 // the e2e harness. One entry a peer; the runner needs nothing else of it.
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
 import {
   ensurePrometheusAdapter,
   prometheusAdapterVersion,
@@ -16,6 +19,8 @@ import { ensureKeda, kedaCerts, kedaVersion } from "../../tests/e2e/keda_tool.ts
  * prometheus-adapter's config file `o.config`, its relist interval `o.relist` ("1m"), a
  * scratch folder `o.dir` and what the fleet's correctness pass adds (KEDA:
  * `o.watchNamespaces`).
+ * kube-metrics-adapter reads neither `o.config` nor `o.relist`: its HPAs say what to collect
+ * (their `metric-config.*` annotations), and it lists the HPAs every 30 s.
  */
 export const PEERS = {
   "prometheus-adapter": {
@@ -95,6 +100,34 @@ export const PEERS = {
       ];
     },
   },
+  // kube-metrics-adapter (KMA) at commit 1079c7d, its custom and external metrics APIs, its
+  // ScalingSchedule collection and the Prometheus collector on; AWS, ZMON, Nakadi, InfluxDB and
+  // Skipper are off unless a flag names them, so none is named. It has no leader election and
+  // one kubeconfig for everything (bench/README.md has the flags' sources in its code).
+  "kube-metrics-adapter": {
+    fleet: "kube-metrics-adapter",
+    version: () => KMA_VERSION,
+    ensure: () => kubeMetricsAdapterBinary(),
+    command: (bin, o) => [
+      bin,
+      `--bind-address=${o.ip}`,
+      `--secure-port=${o.port}`,
+      `--tls-cert-file=${o.servingCert}`,
+      `--tls-private-key-file=${o.servingKey}`,
+      `--cert-dir=${o.dir}`,
+      // its client for everything (collectors, HPA lists, schedules): without it, in-cluster config
+      `--lister-kubeconfig=${o.kubeconfig}`,
+      `--authentication-kubeconfig=${o.kubeconfig}`,
+      `--authorization-kubeconfig=${o.kubeconfig}`,
+      // its Prometheus metrics (and net/http/pprof): ":7979", every address, by default
+      `--metrics-address=${o.ip}:7979`,
+      "--enable-custom-metrics-api=true",
+      "--enable-external-metrics-api=true",
+      // the Prometheus collector (HPAs' prometheus-query annotations) when there is a Prometheus
+      ...(o.prometheusUrl ? [`--prometheus-server=${o.prometheusUrl}`] : []),
+      "--scaling-schedule",
+    ],
+  },
 };
 
 /** A peer's processes on `o` (peers with one command line: that one). */
@@ -103,6 +136,31 @@ export function peerProcesses(name, bins, o) {
   return peer.processes
     ? peer.processes(bins, o)
     : [{ name: "adapter", argv: peer.command(bins, o), env: {} }];
+}
+
+/** kube-metrics-adapter's version: `git describe --tags` of the pinned commit. */
+const KMA_VERSION = "v0.2.9-36-g1079c7d";
+
+/**
+ * A kube-metrics-adapter binary of the pinned commit: `KMA_BIN`, else the one in the cache
+ * (~/.cache/hpa-e2e/kube-metrics-adapter-1079c7d/kube-metrics-adapter; XDG_CACHE_HOME moves
+ * it). The Go module proxy serves no module to build it from: bench/README.md says where it
+ * comes from.
+ */
+function kubeMetricsAdapterBinary() {
+  const bin = process.env.KMA_BIN;
+  if (bin) {
+    if (!existsSync(bin)) throw new Error(`KMA_BIN=${bin}: no such file`);
+    return bin;
+  }
+  const cache = process.env.XDG_CACHE_HOME || join(process.env.HOME ?? "/root", ".cache");
+  const path = join(cache, "hpa-e2e", "kube-metrics-adapter-1079c7d", "kube-metrics-adapter");
+  if (existsSync(path)) return path;
+  throw new Error(
+    `no kube-metrics-adapter binary at ${path}: put one there, or set KMA_BIN to one, built ` +
+      `from github.com/zalando-incubator/kube-metrics-adapter at commit 1079c7d ` +
+      `(${KMA_VERSION}; bench/README.md, "kube-metrics-adapter")`,
+  );
 }
 
 /**
