@@ -180,6 +180,19 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => Object.hasOwn(bo, k) && sameJson(ao[k], bo[k]));
 }
 
+/**
+ * Whether two versions of an object differ in their status (and bookkeeping) alone: the same
+ * spec, labels, annotations, finalizers, owners and deletion.
+ */
+function sameButStatus(a: KubeObject, b: KubeObject): boolean {
+  const am = a.metadata;
+  const bm = b.metadata;
+  return sameJson(a.spec, b.spec) && sameJson(am.labels, bm.labels) &&
+    sameJson(am.annotations, bm.annotations) && sameJson(am.finalizers, bm.finalizers) &&
+    sameJson(am.ownerReferences, bm.ownerReferences) &&
+    am.deletionTimestamp === bm.deletionTimestamp;
+}
+
 /** Reconciles owned ScaledObjects; see the module documentation. */
 export class KedaController implements KedaTriggerSource {
   readonly #cluster: ClusterView;
@@ -240,7 +253,9 @@ export class KedaController implements KedaTriggerSource {
   /** Watch ScaledObjects and HPAs, reconcile everything, then on changes and every resync. */
   async start(): Promise<void> {
     for (const kind of ["ScaledObject", "HorizontalPodAutoscaler"] as Kind[]) {
-      this.#unwatch.push(this.#cluster.watch(kind, (type, obj) => this.#changed(kind, type, obj)));
+      this.#unwatch.push(
+        this.#cluster.watch(kind, (type, obj, old) => this.#changed(kind, type, obj, old)),
+      );
     }
     await Promise.all([
       this.#cluster.ensure("ScaledObject"),
@@ -433,8 +448,11 @@ export class KedaController implements KedaTriggerSource {
     return { plans, inputs: `keda:${e.digest}` };
   }
 
-  #changed(kind: Kind, type: string, obj: KubeObject): void {
+  #changed(kind: Kind, type: string, obj: KubeObject, old?: KubeObject): void {
     if (this.#stopped) return;
+    // a change of the status alone (the loop's own writes, the HPA controller's) changes
+    // nothing a reconcile decides: KEDA's operator does not reconcile on it either
+    if (type === "MODIFIED" && old && old !== obj && sameButStatus(old, obj)) return;
     const ns = obj.metadata.namespace ?? "default";
     if (kind === "ScaledObject") {
       if (type === "DELETED") {
@@ -506,6 +524,21 @@ export class KedaController implements KedaTriggerSource {
 
   #read(kind: Kind, ns: string | undefined, name: string): Promise<KubeObject | null> {
     if (!this.#writer) return Promise.resolve(this.#cluster.get(kind, ns, name) ?? null);
+    if (KIND_RESOURCES[kind]?.scale) return this.#target(kind, ns, name);
+    return this.#writer.read(kind, ns, name);
+  }
+
+  /**
+   * A scale target (Deployment, StatefulSet, Rollout) from the informer cache, as KEDA's
+   * operator reads it (its cached client): the kind is watched from the first ScaledObject
+   * that names it, so a reconcile or a check of the loop costs no request. Read from the API
+   * while the kind cannot be listed (RBAC, a missing CRD).
+   */
+  async #target(kind: Kind, ns: string | undefined, name: string): Promise<KubeObject | null> {
+    await this.#cluster.ensure(kind);
+    if (this.#cluster.kindError?.(kind) == null || !this.#writer) {
+      return this.#cluster.get(kind, ns, name) ?? null;
+    }
     return this.#writer.read(kind, ns, name);
   }
 
@@ -822,7 +855,17 @@ export class KedaController implements KedaTriggerSource {
     let current: number;
     try {
       if (!scalable) throw new Error(`${kind} is not a kind whose /scale this adapter reads`);
-      current = (await this.#writer.getScale(kind, ns, target)).specReplicas;
+      // KEDA's GetCurrentReplicas: a Deployment's or StatefulSet's spec.replicas from its
+      // cache (1 when unset), anything else through /scale
+      const cached = kind === "Deployment" || kind === "StatefulSet"
+        ? await this.#target(kind, ns, target)
+        : undefined;
+      if (cached === null) {
+        throw new Error(`${KIND_RESOURCES[kind].plural}.apps "${target}" not found`);
+      }
+      current = cached
+        ? (typeof cached.spec?.replicas === "number" ? cached.spec.replicas : 1)
+        : (await this.#writer.getScale(kind, ns, target)).specReplicas;
     } catch (err) {
       await this.#writeLoopStatus(obj, {
         ...status,

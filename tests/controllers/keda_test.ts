@@ -385,6 +385,63 @@ describe("KedaController", () => {
     );
   });
 
+  it("reads the scale target from its watch, and reconciles nothing when a status alone changes (issue 51)", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    assert.ok(s.cluster.ensured.includes("Deployment"));
+    // the Deployment (the target, and its containers' env) from the cache; the Secret and
+    // TriggerAuthentication read from the API at each reconcile: two (the first one labels the
+    // ScaledObject and adds KEDA's finalizer, which is a change of its metadata)
+    const once = ["TriggerAuthentication shop/prom-auth", "Secret shop/prom-secret"];
+    assert.deepEqual(s.writer.reads, [...once, ...once]);
+    const writes = () =>
+      s.writer.patches.length + s.writer.statusUpdates.length + s.writer.creates.length;
+    const before = writes();
+    // the loop's own status writes and the HPA controller's: no reconcile, no request
+    const so = s.get("ScaledObject", "web")!;
+    s.cluster.set("ScaledObject", {
+      ...so,
+      status: { ...so.status, lastActiveTime: "2026-11-29T10:00:00Z" },
+    });
+    const hpa = s.get("HorizontalPodAutoscaler", "keda-hpa-web")!;
+    s.cluster.set("HorizontalPodAutoscaler", {
+      ...hpa,
+      status: { currentReplicas: 3, desiredReplicas: 3 },
+    });
+    await s.run();
+    assert.equal(s.writer.reads.length, 4);
+    assert.equal(writes(), before);
+    // a change of the spec is reconciled: the HPA follows
+    const now = s.get("ScaledObject", "web")!;
+    s.cluster.set("ScaledObject", { ...now, spec: { ...now.spec, maxReplicaCount: 20 } });
+    await s.run();
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 20);
+    // (and once more on the change of the HPA it patched)
+    assert.deepEqual(s.writer.reads.slice(4), [...once, ...once]);
+    // so is an edit of the HPA's spec (reverted)
+    const edited = s.get("HorizontalPodAutoscaler", "keda-hpa-web")!;
+    s.cluster.set("HorizontalPodAutoscaler", {
+      ...edited,
+      spec: { ...edited.spec, maxReplicas: 99 },
+    });
+    await s.run();
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 20);
+  });
+
+  it("reads the scale target from the API when its kind cannot be listed", async () => {
+    const s = setup(ALL);
+    Object.assign(s.cluster, {
+      kindError: (kind: string) =>
+        kind === "Deployment" ? "GET /apis/apps/v1/deployments: HTTP 403: forbidden" : null,
+    });
+    await s.controller.start();
+    await s.run();
+    // the target and its containers' env, at each of the two reconciles
+    assert.equal(s.writer.reads.filter((r) => r === "Deployment shop/web").length, 4);
+    assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 10);
+  });
+
   it("owns only the ScaledObjects its selector picks, and writes nothing off the leader", async () => {
     const s = setup(ALL, { selector: "autoscaler=hpa-metrics-adapter" });
     await s.controller.start();
@@ -622,6 +679,8 @@ describe("KedaController: the scale loop (issue 48)", () => {
       next: "scale to 0 when the cooldown ends (2026-11-29T10:01:10.000Z)",
     });
     assert.deepEqual(s.controller.statusOf(hpa)?.triggers[0].active, false);
+    // the Deployment's replicas came from its watch at each check, as KEDA reads them
+    assert.equal(s.writer.getScaleCalls, 0);
     await s.controller.stop();
   });
 

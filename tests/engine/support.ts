@@ -159,8 +159,12 @@ export class RecordingWriter implements ClusterWriter {
     return Promise.resolve();
   }
 
+  /** Every `read` (an uncached GET): `Kind namespace/name`. */
+  readonly reads: string[] = [];
+
   /** The object in the cluster, or null. */
   read(kind: Kind, namespace: string | undefined, name: string): Promise<KubeObject | null> {
+    this.reads.push(`${kind} ${namespace ?? ""}/${name}`);
     return Promise.resolve(this.#cluster.get(kind, namespace, name) ?? null);
   }
 
