@@ -135,7 +135,11 @@ export async function waitFor200(url, { since, timeoutMs = 60000, everyMs = 5, e
 
 const CLK_TCK = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
 
-/** RSS, peak RSS (MiB) and CPU seconds so far of a process. */
+/**
+ * RSS, peak RSS (MiB) and CPU seconds so far of a process; RSS also in its two parts: anonymous
+ * (the process's own heap and stacks) and file-backed (the pages of its binary and libraries it
+ * touched: clean, shared with every process that maps the same file, dropped under pressure).
+ */
 export function procStats(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
@@ -143,7 +147,13 @@ export function procStats(pid) {
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // fields 14 and 15 (utime, stime) are at 11 and 12 after the command name
   const cpuSeconds = (Number(f[11]) + Number(f[12])) / CLK_TCK;
-  return { rssMiB: kb("VmRSS") / 1024, hwmMiB: kb("VmHWM") / 1024, cpuSeconds };
+  return {
+    rssMiB: kb("VmRSS") / 1024,
+    hwmMiB: kb("VmHWM") / 1024,
+    anonMiB: kb("RssAnon") / 1024,
+    fileMiB: (kb("RssFile") + kb("RssShmem")) / 1024,
+    cpuSeconds,
+  };
 }
 
 /** Whether taskset (util-linux) can pin processes here. */

@@ -230,13 +230,11 @@ function treeStats(pid) {
   for (let i = 0; i < tree.length; i++) {
     for (const [c, p] of parent) if (p === tree[i]) tree.push(c);
   }
-  const sum = { rssMiB: 0, hwmMiB: 0, cpuSeconds: 0, processes: 0 };
+  const sum = { rssMiB: 0, hwmMiB: 0, anonMiB: 0, fileMiB: 0, cpuSeconds: 0, processes: 0 };
   for (const p of tree) {
     try {
       const one = procStats(p);
-      sum.rssMiB += one.rssMiB;
-      sum.hwmMiB += one.hwmMiB;
-      sum.cpuSeconds += one.cpuSeconds;
+      for (const k of ["rssMiB", "hwmMiB", "anonMiB", "fileMiB", "cpuSeconds"]) sum[k] += one[k];
       sum.processes++;
     } catch { /* gone */ }
   }
@@ -394,7 +392,7 @@ function startAdapter(who, ip, art, tag, extra = {}) {
 
 /** The summed stats of every process tree of an adapter. */
 function adapterStats(a) {
-  const sum = { rssMiB: 0, hwmMiB: 0, cpuSeconds: 0, processes: 0 };
+  const sum = { rssMiB: 0, hwmMiB: 0, anonMiB: 0, fileMiB: 0, cpuSeconds: 0, processes: 0 };
   for (const pid of a.pids) {
     const one = treeStats(pid);
     for (const k of Object.keys(sum)) sum[k] += one[k];
@@ -446,9 +444,14 @@ async function session(who, art, lg, index) {
     const s0 = adapterStats(a);
     const q0 = await prometheusRequests(art.prometheusUrl);
     const rss = [];
+    const anon = [];
+    const file = [];
     const end = performance.now() + opts.restSeconds * 1000;
     while (performance.now() < end) {
-      rss.push(adapterStats(a).rssMiB);
+      const st = adapterStats(a);
+      rss.push(st.rssMiB);
+      anon.push(st.anonMiB);
+      file.push(st.fileMiB);
       await sleep(1000);
     }
     const q1 = await prometheusRequests(art.prometheusUrl);
@@ -478,6 +481,9 @@ async function session(who, art, lg, index) {
       ...times,
       rssMiB: round(median(rss)),
       rssMaxMiB: round(Math.max(...rss)),
+      // its two parts (medians at rest): the process's own memory, and its binary's pages
+      rssAnonMiB: round(median(anon)),
+      rssFileMiB: round(median(file)),
       // the high-water mark at the end of the rest window: the start, the first values and
       // rest, before the serving runs (where ours answers thousands of requests a second, and
       // prometheus-adapter a few, behind its client's rate limit)
@@ -623,6 +629,12 @@ function renderTable(report) {
       ? [row("start to every HPA written, ms", (s) => s.everyWrittenMs)]
       : []),
     row("RSS settled, MiB (median at rest)", (s) => s.rssMiB),
+    ...(ours.every((s) => s.rssAnonMiB !== undefined)
+      ? [
+        row("- of which anonymous (heap, stacks), MiB", (s) => s.rssAnonMiB),
+        row("- of which file-backed (the binary's pages, shared), MiB", (s) => s.rssFileMiB),
+      ]
+      : []),
     ...(ours.every((s) => s.peakBeforeServingMiB !== undefined)
       ? [
         row("RSS peak before serving, MiB (VmHWM after the rest window)", (s) =>
