@@ -319,7 +319,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
     closers.push(() => delegation.close());
     const { delegates } = delegation;
     // --keda-scaled-objects: the owned ScaledObjects' HPAs, statuses, triggers and plans
-    let replan: (namespace: string, name: string) => void = () => {};
+    let replan: (namespace: string, name: string, pending?: KubeObject) => void = () => {};
     let planReading: (
       ns: string,
       hpa: string,
@@ -335,7 +335,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         selector: stringFlag(flags, "keda-scaled-object-selector") ?? "",
         clusterObjectNamespace: stringFlag(flags, "keda-cluster-object-namespace") ?? "keda",
         version: VERSION,
-        onPlansChanged: (ns, name) => replan(ns, name),
+        onPlansChanged: (ns, name, pending) => replan(ns, name, pending),
         // the scale loop reads the engine's last collections and the store's values
         reading: (ns, hpaName, metricName, scaledObject) =>
           planReading(ns, hpaName, metricName, scaledObject),
@@ -640,7 +640,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
       await sharding.start(engine, engineStore);
       closers.push(() => sharding.stop());
     }
-    replan = (ns, name) => engine.replan(ns, name);
+    replan = (ns, name, pending) => engine.replan(ns, name, pending);
     planReading = (ns, hpaName, metricName, scaledObject) => {
       const r = engine.planReading(ns, hpaName, metricName);
       if (r === undefined) return undefined;

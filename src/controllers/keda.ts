@@ -102,8 +102,11 @@ export interface KedaControllerOptions {
   clusterObjectNamespace?: string;
   /** `app.kubernetes.io/version` of the HPAs. */
   version: string;
-  /** Called when the plans of an HPA change (the engine plans it again). */
-  onPlansChanged?: (namespace: string, hpaName: string) => void;
+  /**
+   * Called when the plans of an HPA change (the engine plans it again); `pending`, the HPA this
+   * controller is about to write, to plan from until the cluster has it.
+   */
+  onPlansChanged?: (namespace: string, hpaName: string, pending?: KubeObject) => void;
   /**
    * The last collection of an owned ScaledObject's External metric (the engine's): for the scale
    * loop. Without it the loop does not run.
@@ -201,7 +204,7 @@ export class KedaController implements KedaTriggerSource {
   readonly #selector: Selector | null;
   readonly #clusterNs: string;
   readonly #version: string;
-  readonly #onPlansChanged: (namespace: string, hpaName: string) => void;
+  readonly #onPlansChanged: (namespace: string, hpaName: string, pending?: KubeObject) => void;
   readonly #resyncMs: number;
   readonly #setTimer: (fn: () => void, ms: number) => unknown;
   readonly #clearTimer: (handle: unknown) => void;
@@ -262,12 +265,79 @@ export class KedaController implements KedaTriggerSource {
       this.#cluster.ensure("HorizontalPodAutoscaler"),
     ]);
     if (this.#stopped) return;
+    // file mode writes no HPA: its ScaledObjects are planned from the HPAs it has
+    if (this.#write) await this.#planAll();
+    if (this.#stopped) return;
     const loop = (): void => {
       if (this.#stopped) return;
       this.#timer = this.#setTimer(loop, this.#resyncMs);
       this.resync();
     };
     loop();
+  }
+
+  /**
+   * Before the first reconcile: every owned ScaledObject's plans, with the HPA it will get, so
+   * that its metrics are collected and served while the writes (labels, HPAs, statuses: bounded
+   * by the client's rate limit, several a ScaledObject) go on. KEDA's metrics server answers a
+   * ScaledObject before its operator wrote anything too. Writes nothing; a ScaledObject that
+   * would not get its HPA (an error, paused, another's HPA) is left to the reconcile.
+   */
+  async #planAll(): Promise<void> {
+    for (const obj of this.#cluster.list("ScaledObject")) {
+      if (this.#stopped) return;
+      if (!this.#selected(obj) || obj.metadata.deletionTimestamp) continue;
+      const ns = obj.metadata.namespace ?? "default";
+      const key = `${ns}/${obj.metadata.name}`;
+      try {
+        const so = parseScaledObject(obj);
+        if (kedaPausedByAnnotation(so)) continue;
+        const kind = (so.spec.scaleTargetRef.kind || "Deployment") as Kind;
+        if (
+          !Object.hasOwn(KIND_RESOURCES, kind) || !KIND_RESOURCES[kind].scale ||
+          !(await this.#target(kind, ns, so.spec.scaleTargetRef.name))
+        ) continue;
+        const r = await this.#resolve(so);
+        if ("error" in r.result || r.hpaName === null) continue;
+        if (this.#cluster.get("HorizontalPodAutoscaler", ns, r.hpaName)) continue;
+        this.#entries.set(key, { so, ...r });
+        this.#byHpa.set(`${ns}/${r.hpaName}`, key);
+        this.#onPlansChanged(ns, r.hpaName, r.result.hpa as unknown as KubeObject);
+      } catch (e) {
+        if (!(e instanceof InvalidScaledObjectError)) {
+          this.#log.error("keda plan failed", { scaledObject: key, error: errorText(e) });
+        }
+      }
+    }
+  }
+
+  /**
+   * The trigger parameters of a ScaledObject resolved (Secrets, env), the HPA and metrics KEDA
+   * would make of them, the triggers as the collectors take them, and their digest.
+   */
+  async #resolve(so: ScaledObject): Promise<
+    Pick<Entry, "triggers" | "hpaName" | "digest"> & { result: KedaHpaResult }
+  > {
+    const resolved = await resolveKedaParams(so, (k, n, m) => this.#read(k, n, m), this.#clusterNs);
+    let result: KedaHpaResult = kedaHpaFor(so, {
+      version: this.#version,
+      params: resolved.params,
+      podIdentities: resolved.podIdentities,
+    });
+    const envError = resolved.errors.findIndex((x) => x !== undefined);
+    if (!("error" in result) && envError >= 0) {
+      result = {
+        error: `${HPA_FAILED}${resolved.errors[envError]}`,
+        trigger: envError,
+        metrics: result.metrics,
+      };
+    }
+    const triggers: (KedaResolvedTrigger | undefined)[] = "error" in result
+      ? so.spec.triggers.map(() => undefined)
+      : typedTriggers(so, resolved, (v) => this.#digest(v));
+    const hpaName = "error" in result ? null : result.hpa.metadata.name;
+    const digest = this.#digest([hpaName, result, triggers.map((t) => t?.digest ?? null)]);
+    return { result, triggers, hpaName, digest };
   }
 
   /** Stop watching; waits for the ScaledObject being reconciled. */
@@ -600,24 +670,7 @@ export class KedaController implements KedaTriggerSource {
       await this.#setStatus(obj, { error: targetPrefix + errorText(e), metrics: [] }, so, null);
       return;
     }
-    const resolved = await resolveKedaParams(so, (k, n, m) => this.#read(k, n, m), this.#clusterNs);
-    let result = kedaHpaFor(so, {
-      version: this.#version,
-      params: resolved.params,
-      podIdentities: resolved.podIdentities,
-    });
-    const envError = resolved.errors.findIndex((x) => x !== undefined);
-    if (!("error" in result) && envError >= 0) {
-      result = {
-        error: `${HPA_FAILED}${resolved.errors[envError]}`,
-        trigger: envError,
-        metrics: result.metrics,
-      };
-    }
-    const triggers: (KedaResolvedTrigger | undefined)[] = "error" in result
-      ? so.spec.triggers.map(() => undefined)
-      : typedTriggers(so, resolved, (v) => this.#digest(v));
-    const hpaName = "error" in result ? null : result.hpa.metadata.name;
+    const { result, triggers, hpaName, digest } = await this.#resolve(so);
     // the HPA of that name: KEDA's operator's, or another's, is left alone
     if (hpaName !== null) {
       const found = this.#cluster.get("HorizontalPodAutoscaler", ns, hpaName);
@@ -638,7 +691,6 @@ export class KedaController implements KedaTriggerSource {
       }
     }
     await this.#label(obj);
-    const digest = this.#digest([hpaName, result, triggers.map((t) => t?.digest ?? null)]);
     const before = this.#entries.get(key);
     if (before?.hpaName) this.#byHpa.delete(`${ns}/${before.hpaName}`);
     this.#entries.set(key, { so, hpaName, result, triggers, digest });
@@ -648,7 +700,14 @@ export class KedaController implements KedaTriggerSource {
       this.#armLoop(key, so);
     }
     if (before?.hpaName && before.hpaName !== hpaName) this.#onPlansChanged(ns, before.hpaName);
-    if (hpaName !== null && before?.digest !== digest) this.#onPlansChanged(ns, hpaName);
+    if (hpaName !== null && before?.digest !== digest) {
+      // with the HPA it makes, planned from until the cluster has it
+      this.#onPlansChanged(
+        ns,
+        hpaName,
+        "error" in result ? undefined : result.hpa as unknown as KubeObject,
+      );
+    }
     await this.#setStatus(obj, result, so, target);
   }
 

@@ -512,10 +512,15 @@ export class Engine {
     return out.sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
   }
 
-  /** Plan the HPA `namespace/name` again as the cluster has it (its plan override changed). */
-  replan(namespace: string, name: string): void {
-    const hpa = this.#cluster.get("HorizontalPodAutoscaler", namespace, name);
+  /**
+   * Plan the HPA `namespace/name` again as the cluster has it (its plan override changed); while
+   * the cluster does not have it, as `pending` (the HPA its owner is about to write: its metrics
+   * are collected from now on). Neither: the HPA's plans go (its owner dropped it before writing).
+   */
+  replan(namespace: string, name: string, pending?: KubeObject): void {
+    const hpa = this.#cluster.get("HorizontalPodAutoscaler", namespace, name) ?? pending;
     if (hpa) this.reconcile(hpa);
+    else if (this.#hpas.has(`${namespace}/${name}`)) this.#removeHpa(`${namespace}/${name}`);
   }
 
   /**

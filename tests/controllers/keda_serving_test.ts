@@ -123,10 +123,15 @@ function objects(promUrl: string): [string, KubeObject][] {
   ];
 }
 
-async function setup(promUrl: string = prometheus.url, more: [string, KubeObject][] = []) {
+async function setup(
+  promUrl: string = prometheus.url,
+  more: [string, KubeObject][] = [],
+  failCreate: Error | null = null,
+) {
   const cluster = new MemoryCluster();
   for (const [kind, o] of [...objects(promUrl), ...more]) cluster.set(kind as never, o);
   const writer = new RecordingWriter(cluster);
+  writer.failCreate = failCreate;
   const logger = memoryLogger();
   const store = new MetricStore();
   let engine: Engine | null = null;
@@ -135,7 +140,7 @@ async function setup(promUrl: string = prometheus.url, more: [string, KubeObject
     writer,
     write: true,
     version: "9.9.9",
-    onPlansChanged: (ns, name) => engine?.replan(ns, name),
+    onPlansChanged: (ns, name, pending) => engine?.replan(ns, name, pending),
     // the scale loop's readings, as serve.ts gives them: the engine's outcome, the store's value
     reading: (ns, hpaName, metricName, scaledObject) => {
       const r = engine?.planReading(ns, hpaName, metricName);
@@ -180,7 +185,7 @@ async function setup(promUrl: string = prometheus.url, more: [string, KubeObject
     await keda.stop();
     await engine!.stop();
   };
-  return { cluster, keda, engine, store, read, stop, logger };
+  return { cluster, keda, engine, store, read, stop, logger, writer };
 }
 
 /** Reads until the metric has a value (collections run on the engine's real timers). */
@@ -247,6 +252,30 @@ describe("KEDA ScaledObjects served", () => {
       });
       // nothing leaks into the logs
       assert.ok(!JSON.stringify(s.logger.entries).includes("tok-1"));
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("serves a ScaledObject's metrics before its HPA is written, and forgets them with it (issue 51)", async () => {
+    // the HPA's create fails (as it waits for the client's rate limit at a start with many)
+    const s = await setup(prometheus.url, [], new Error("create refused"));
+    try {
+      await settle();
+      assert.equal(s.cluster.get("HorizontalPodAutoscaler", "shop", "keda-hpa-web"), undefined);
+      const prom = await readWhenCollected(s.read, "s0-prometheus");
+      assert.deepEqual(
+        [prom.status, prom.body.items[0].metricName, prom.body.items[0].value],
+        [200, "s0-prometheus", "250.250"],
+      );
+      assert.deepEqual(s.engine.status().map((p) => p.key).filter((k) => k.includes("s0")), [
+        "shop/keda-hpa-web/0/External/s0-prometheus",
+      ]);
+      // the ScaledObject goes before its HPA was ever written: so do its plans
+      s.cluster.delete("ScaledObject", "shop", "web");
+      await settle();
+      await s.keda.idle();
+      assert.deepEqual(s.engine.status(), []);
     } finally {
       await s.stop();
     }

@@ -85,13 +85,22 @@ function setup(
   const writer = new RecordingWriter(cluster);
   const logger = memoryLogger();
   const replans: string[] = [];
+  const pendings: Obj[] = [];
+  /** The writes made when each replan came. */
+  const writesAtReplan: number[] = [];
   const controller = new KedaController({
     cluster,
     writer,
     write: true,
     version: "9.9.9",
     selector: options.selector ?? "",
-    onPlansChanged: (ns, name) => replans.push(`${ns}/${name}`),
+    onPlansChanged: (ns, name, pending) => {
+      replans.push(`${ns}/${name}`);
+      pendings.push(pending ?? null);
+      writesAtReplan.push(
+        writer.creates.length + writer.patches.length + writer.statusUpdates.length,
+      );
+    },
     setTimer: () => null,
     clearTimer: () => {},
     logger,
@@ -104,7 +113,7 @@ function setup(
     }
   };
   const get = (kind: string, name: string) => cluster.get(kind as never, "shop", name);
-  return { cluster, writer, controller, run, get, replans, logger };
+  return { cluster, writer, controller, run, get, replans, pendings, writesAtReplan, logger };
 }
 
 const ALL: [string, KubeObject][] = [
@@ -391,10 +400,11 @@ describe("KedaController", () => {
     await s.run();
     assert.ok(s.cluster.ensured.includes("Deployment"));
     // the Deployment (the target, and its containers' env) from the cache; the Secret and
-    // TriggerAuthentication read from the API at each reconcile: two (the first one labels the
-    // ScaledObject and adds KEDA's finalizer, which is a change of its metadata)
+    // TriggerAuthentication read from the API when planned at the start, and at each reconcile:
+    // two (the first one labels the ScaledObject and adds KEDA's finalizer, which is a change
+    // of its metadata)
     const once = ["TriggerAuthentication shop/prom-auth", "Secret shop/prom-secret"];
-    assert.deepEqual(s.writer.reads, [...once, ...once]);
+    assert.deepEqual(s.writer.reads, [...once, ...once, ...once]);
     const writes = () =>
       s.writer.patches.length + s.writer.statusUpdates.length + s.writer.creates.length;
     const before = writes();
@@ -410,7 +420,7 @@ describe("KedaController", () => {
       status: { currentReplicas: 3, desiredReplicas: 3 },
     });
     await s.run();
-    assert.equal(s.writer.reads.length, 4);
+    assert.equal(s.writer.reads.length, 6);
     assert.equal(writes(), before);
     // a change of the spec is reconciled: the HPA follows
     const now = s.get("ScaledObject", "web")!;
@@ -418,7 +428,7 @@ describe("KedaController", () => {
     await s.run();
     assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 20);
     // (and once more on the change of the HPA it patched)
-    assert.deepEqual(s.writer.reads.slice(4), [...once, ...once]);
+    assert.deepEqual(s.writer.reads.slice(6), [...once, ...once]);
     // so is an edit of the HPA's spec (reverted)
     const edited = s.get("HorizontalPodAutoscaler", "keda-hpa-web")!;
     s.cluster.set("HorizontalPodAutoscaler", {
@@ -429,6 +439,43 @@ describe("KedaController", () => {
     assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 20);
   });
 
+  it("plans every ScaledObject with its HPA to be before it writes anything (issue 51)", async () => {
+    const s = setup(ALL);
+    await s.controller.start();
+    await s.run();
+    // the start's planning, before the first reconcile's writes
+    assert.deepEqual(s.replans, ["shop/keda-hpa-web"]);
+    assert.deepEqual(s.writesAtReplan, [0]);
+    // the HPA written is the one planned from
+    const hpa = s.get("HorizontalPodAutoscaler", "keda-hpa-web")!;
+    assert.deepEqual(s.pendings[0].spec, hpa.spec);
+    assert.deepEqual(s.pendings[0].metadata.annotations, hpa.metadata.annotations);
+    assert.deepEqual(s.pendings[0].metadata.labels, hpa.metadata.labels);
+    // planned once: the reconcile found the same plans
+    assert.deepEqual(s.replans, ["shop/keda-hpa-web"]);
+  });
+
+  it("plans nothing ahead for a ScaledObject whose target is missing or whose HPA is another's", async () => {
+    const other: KubeObject = {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: {
+        name: "keda-hpa-web",
+        namespace: "shop",
+        labels: { "app.kubernetes.io/managed-by": "keda-operator" },
+      },
+      spec: {},
+    };
+    const missing = setup([["ScaledObject", scaledObject()]]);
+    await missing.controller.start();
+    await missing.run();
+    assert.deepEqual(missing.replans, []);
+    const kedas = setup([...ALL, ["HorizontalPodAutoscaler", other]]);
+    await kedas.controller.start();
+    await kedas.run();
+    assert.deepEqual(kedas.replans, []);
+  });
+
   it("reads the scale target from the API when its kind cannot be listed", async () => {
     const s = setup(ALL);
     Object.assign(s.cluster, {
@@ -437,8 +484,8 @@ describe("KedaController", () => {
     });
     await s.controller.start();
     await s.run();
-    // the target and its containers' env, at each of the two reconciles
-    assert.equal(s.writer.reads.filter((r) => r === "Deployment shop/web").length, 4);
+    // the target and its containers' env, at the start's planning and each of the two reconciles
+    assert.equal(s.writer.reads.filter((r) => r === "Deployment shop/web").length, 6);
     assert.equal(s.get("HorizontalPodAutoscaler", "keda-hpa-web")!.spec.maxReplicas, 10);
   });
 
