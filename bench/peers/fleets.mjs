@@ -10,7 +10,8 @@
 // - wanted(read, size): the items (itemsOf's strings) the read must answer, from the numbers;
 // - ours(o): this adapter's flags beside its common ones (peers.mjs oursCommand);
 // - reset(ctx, size): before each session, what the last adapter wrote is removed (KEDA's HPAs);
-// - written(ctx, size): true once every object the adapter under test writes is there;
+// - written(ctx, size): { done, count, of }: how many of the objects the adapter under test
+//   writes are there (done: all of them);
 // - correctness(ctx, size): before the both-at-once pass; returns { reads: [{ h, kind, ours,
 //   peer, want }], ours: extra flags, peer: extra fields of the peer's `o` }.
 import { writeFileSync } from "node:fs";
@@ -289,11 +290,11 @@ export const KEDA_FLEET = {
     return [`s0-prometheus [] ${queueDepth(i, k) * 1000}m`];
   },
   ours: () => ["--keda-scaled-objects"],
-  /** Every ScaledObject's HPA is there (whoever wrote it). */
+  /** How many ScaledObjects have their HPA (whoever wrote it). */
   async written(ctx, size) {
     const l = await ctx.client.request("GET", "/apis/autoscaling/v2/horizontalpodautoscalers");
-    return l.items.filter((h) => h.metadata.namespace.startsWith("keda-peers-")).length ===
-      size.scaledObjects;
+    const count = l.items.filter((h) => h.metadata.namespace.startsWith("keda-peers-")).length;
+    return { done: count === size.scaledObjects, count, of: size.scaledObjects };
   },
   /** The last adapter's HPAs go: each session starts with none (nor a keda-operator label). */
   async reset(ctx, size) {
