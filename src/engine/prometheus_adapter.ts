@@ -35,6 +35,7 @@ import {
   couldNameMetric,
   customItems,
   type CustomMetricRegistry,
+  describedKind,
   discoverCustomMetrics,
   discoverExternalMetrics,
   distinctSeriesQueries,
@@ -905,11 +906,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
     }
     const values = new Map<string, number>();
     for (const v of vectors) for (const [k, x] of valuesByName(v, label)) values.set(k, x);
-    // custom-metrics-apiserver's ReferenceFor writes `group/version`: `/v1` for the core group
-    const info = this.#mapper.kindOf(found.resource);
-    const kind = info?.version === undefined
-      ? null
-      : { kind: info.kind, apiVersion: `${info.group}/${info.version}` };
+    const kind = describedKind(this.#mapper.kindOf(found.resource));
     const items = customItems(names, values).map((nv): CustomItem => ({
       namespace: read.namespace,
       groupResource: qualified(found.resource),

@@ -10,7 +10,7 @@
  */
 
 import type { DiscoveryRule } from "./config.ts";
-import { type KindInfo, staticResourceMapper } from "./naming.ts";
+import type { KindInfo } from "./naming.ts";
 import { decimalMilli, goMilli } from "./resource.ts";
 
 /** A sample of an instant vector, as the Prometheus client reads it. */
@@ -213,31 +213,19 @@ export const COMMON_KINDS: readonly KindInfo[] = [
 ];
 
 /**
- * The `describedObject` kind and apiVersion of a resource as prometheus-adapter writes them
+ * The `describedObject` kind and apiVersion of a kind as prometheus-adapter writes them
  * (custom-metrics-apiserver's `ReferenceFor`: `group + "/" + version`, so `/v1` for the core
- * group), from `kinds`; null when the resource is not among them.
+ * group); null for a kind whose version is not known.
  *
  * @example
  * ```ts
- * describedKindOf(COMMON_KINDS, { group: "batch", resource: "jobs" }); // { kind: "Job", apiVersion: "batch/v1" }
- * describedKindOf(COMMON_KINDS, { group: "", resource: "pods" }); // { kind: "Pod", apiVersion: "/v1" }
+ * describedKind({ group: "batch", kind: "Job", version: "v1" }); // { kind: "Job", apiVersion: "batch/v1" }
+ * describedKind({ group: "", kind: "Pod", version: "v1" }); // { kind: "Pod", apiVersion: "/v1" }
  * ```
  */
-export function describedKindOf(
-  kinds: readonly KindInfo[],
-  gr: { group: string; resource: string },
+export function describedKind(
+  info: KindInfo | null,
 ): { kind: string; apiVersion: string } | null {
-  const mapper = staticResourceMapper(kinds);
-  for (const k of kinds) {
-    if (k.group !== gr.group || k.version === undefined) continue;
-    let plural: string;
-    try {
-      plural = mapper.resourceFor({ group: k.group, resource: k.singular ?? k.kind.toLowerCase() })
-        .resource;
-    } catch {
-      continue;
-    }
-    if (plural === gr.resource) return { kind: k.kind, apiVersion: `${k.group}/${k.version}` };
-  }
-  return null;
+  if (info?.version === undefined) return null;
+  return { kind: info.kind, apiVersion: `${info.group}/${info.version}` };
 }

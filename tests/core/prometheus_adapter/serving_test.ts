@@ -12,11 +12,12 @@ import {
   couldNameMetric,
   customItems,
   customQuantity,
-  describedKindOf,
+  describedKind,
   externalItems,
   externalQuantity,
   parsePrometheusAdapterConfig,
   splitNamesForQuery,
+  staticResourceMapper,
   valuesByName,
 } from "../../../src/core/prometheus_adapter/mod.ts";
 
@@ -143,10 +144,11 @@ describe("prometheus-adapter serving: which rules could name a metric", () => {
   });
 });
 
-describe("describedKindOf", () => {
+describe("describedKind", () => {
   it("writes group/version as custom-metrics-apiserver's ReferenceFor does, /v1 for the core group", () => {
+    const mapper = staticResourceMapper(COMMON_KINDS);
     const of = (group: string, resource: string) =>
-      describedKindOf(COMMON_KINDS, { group, resource });
+      describedKind(mapper.kindOf({ group, resource }));
     assert.deepEqual(of("", "pods"), { kind: "Pod", apiVersion: "/v1" });
     assert.deepEqual(of("", "namespaces"), { kind: "Namespace", apiVersion: "/v1" });
     assert.deepEqual(of("", "endpoints"), { kind: "Endpoints", apiVersion: "/v1" });
