@@ -26,6 +26,11 @@ import { parseCertificateBundle } from "../api/pem.ts";
 import type { CollectorRegistry } from "../collectors/registry.ts";
 import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
 import type { MetricPlan } from "../core/types.ts";
+import {
+  type AdapterPlan,
+  type AdapterPlanContext,
+  adapterPlanOf,
+} from "../core/prometheus_adapter/plan.ts";
 import type { ClientTls } from "../runtime/tls_fetch.ts";
 import { UsageError } from "./command.ts";
 import { boolFlag, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
@@ -104,6 +109,22 @@ export function isOurs(
   return plan.collector !== null &&
     (check.enabledCollectors === undefined || check.enabledCollectors.has(plan.collector)) &&
     check.registry.lookup(plan.collector, plan.metricType) !== undefined;
+}
+
+/**
+ * How prometheus-adapter's rules (`--prometheus-adapter-config`, their `context`) serve `plan`,
+ * as a read goes: only a metric that no collector of ours takes (`check`; without it the caller
+ * knows so already), before the delegate; never a formula or a hidden formula input. Null when
+ * the rules do not take it (or there are none).
+ */
+export function servedByRules(
+  plan: MetricPlan,
+  context: AdapterPlanContext | undefined,
+  check?: { enabledCollectors?: ReadonlySet<string>; registry: CollectorRegistry },
+): AdapterPlan | null {
+  if (context === undefined || plan.hidden || plan.collector === FORMULA_TYPE) return null;
+  if (check !== undefined && isOurs(plan, check)) return null;
+  return adapterPlanOf(plan, context);
 }
 
 /** The delegates `serve` runs. */

@@ -20,8 +20,7 @@
  */
 import { EXPLAIN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
-import { delegateUrls, isOurs, servedByDelegate } from "./delegate_options.ts";
-import { adapterPlanOf } from "../core/prometheus_adapter/plan.ts";
+import { delegateUrls, servedByDelegate, servedByRules } from "./delegate_options.ts";
 import { planAdapterRulesFromFlags } from "./prometheus_adapter_plan.ts";
 import {
   COLLECTOR_SWITCH_FLAGS,
@@ -614,10 +613,7 @@ async function runOffline(
   });
   plans.forEach((plan, i) => {
     plan.error ??= collectorError(plan, check);
-    const adapter = rules && !plan.hidden && plan.collector !== FORMULA_TYPE &&
-        !isOurs(plan, delegation)
-      ? adapterPlanOf(plan, rules.context)
-      : null;
+    const adapter = servedByRules(plan, rules?.context, delegation);
     if (adapter !== null) plan.error = adapter.error ?? null;
     // no collector of ours takes it, and its API has a delegate (issue 26): not an error
     const delegate = adapter === null ? servedByDelegate(plan, delegation) : null;

@@ -8,11 +8,15 @@
  */
 import { PLAN_INFO } from "./command_info.ts";
 import { type Command, type CommandIO, UsageError } from "./command.ts";
-import { type DelegateCheck, delegateUrls, isOurs, servedByDelegate } from "./delegate_options.ts";
+import {
+  type DelegateCheck,
+  delegateUrls,
+  servedByDelegate,
+  servedByRules,
+} from "./delegate_options.ts";
 import {
   type AdapterPlan,
   type AdapterPlanContext,
-  adapterPlanOf,
   PLAN_POD_NAMES,
 } from "../core/prometheus_adapter/mod.ts";
 import { planAdapterRulesFromFlags } from "./prometheus_adapter_plan.ts";
@@ -531,10 +535,7 @@ export function planObjects(
     for (const plan of plans) {
       const row = planRow(plan);
       // as serve answers a read: ours, else prometheus-adapter's rules, else the delegate
-      const adapter = context && !plan.hidden && plan.collector !== FORMULA_TYPE &&
-          !isOurs(plan, delegation)
-        ? adapterPlanOf(plan, context)
-        : null;
+      const adapter = servedByRules(plan, context, delegation);
       if (adapter !== null) {
         Object.assign(row, {
           error: adapter.error ?? null,

@@ -21,8 +21,8 @@ import type { Engine } from "../engine/engine.ts";
 import type { MetricHistory } from "../engine/history.ts";
 import type { MetricStore } from "../store/store.ts";
 import type { MetricPlan } from "../core/types.ts";
-import { type AdapterPlanContext, adapterPlanOf } from "../core/prometheus_adapter/plan.ts";
-import { FORMULA_TYPE } from "../core/kube_metrics_adapter/configs/formula.ts";
+import type { AdapterPlanContext } from "../core/prometheus_adapter/plan.ts";
+import { servedByRules } from "./delegate_options.ts";
 import { boolFlag, enabledCollectors, type FlagValues, numberFlag, stringFlag } from "./flags.ts";
 
 /** What {@linkcode statusReporter} reads. */
@@ -99,16 +99,18 @@ export function statusReporter(
       ...(sources.replicaGuard ? { replicaGuard: sources.replicaGuard } : {}),
       ...(sources.scaledObject ? { scaledObject: sources.scaledObject } : {}),
       ...(sources.prometheusAdapter ? { prometheusAdapter: sources.prometheusAdapter } : {}),
-      ...(rules ? { servedByRules: (plan: MetricPlan) => servedByRules(plan, rules()) } : {}),
+      ...(rules ? { servedByRules: (plan: MetricPlan) => ruleText(plan, rules()) } : {}),
       ...(request.hpa ? { only: request.hpa } : {}),
       delegates,
     });
 }
 
-/** The rule that serves `plan`, as the status names it, or undefined. */
-function servedByRules(plan: MetricPlan, context: AdapterPlanContext): string | undefined {
-  if (plan.hidden || plan.collector === FORMULA_TYPE) return undefined;
-  const served = adapterPlanOf(plan, context);
+/**
+ * The rule that serves `plan`, as the status names it, or undefined (asked for metrics no
+ * collector here takes).
+ */
+function ruleText(plan: MetricPlan, context: AdapterPlanContext): string | undefined {
+  const served = servedByRules(plan, context);
   if (served === null || served.error !== undefined) return undefined;
   if (served.rule !== undefined) return `${RULES_PREFIX}${served.rule}`;
   // a series not discovered yet: its first read looks it up
