@@ -76,6 +76,25 @@ const SECRET: KubeObject = {
   ...({ data: { token: btoa("s3cret\n") } } as any),
 };
 
+/** The HPA of ScaledObject shop/web as keda-operator writes it: left to KEDA. */
+const KEDA_OPERATORS_HPA: KubeObject = {
+  apiVersion: "autoscaling/v2",
+  kind: "HorizontalPodAutoscaler",
+  metadata: {
+    name: "keda-hpa-web",
+    namespace: "shop",
+    labels: { "app.kubernetes.io/managed-by": "keda-operator" },
+    ownerReferences: [{
+      apiVersion: "keda.sh/v1alpha1",
+      kind: "ScaledObject",
+      name: "web",
+      uid: "uid-so",
+      controller: true,
+    }],
+  },
+  spec: { maxReplicas: 10, metrics: [] },
+};
+
 function setup(
   objects: [string, KubeObject][],
   options: { leader?: boolean; selector?: string } = {},
@@ -311,24 +330,7 @@ describe("KedaController", () => {
   });
 
   it("leaves a ScaledObject whose HPA keda-operator manages to KEDA, with a Warning", async () => {
-    const kedaHpa: KubeObject = {
-      apiVersion: "autoscaling/v2",
-      kind: "HorizontalPodAutoscaler",
-      metadata: {
-        name: "keda-hpa-web",
-        namespace: "shop",
-        labels: { "app.kubernetes.io/managed-by": "keda-operator" },
-        ownerReferences: [{
-          apiVersion: "keda.sh/v1alpha1",
-          kind: "ScaledObject",
-          name: "web",
-          uid: "uid-so",
-          controller: true,
-        }],
-      },
-      spec: { maxReplicas: 10, metrics: [] },
-    };
-    const s = setup([...ALL, ["HorizontalPodAutoscaler", kedaHpa]]);
+    const s = setup([...ALL, ["HorizontalPodAutoscaler", KEDA_OPERATORS_HPA]]);
     await s.controller.start();
     await s.run();
     assert.deepEqual(s.writer.creates, []);
@@ -344,8 +346,8 @@ describe("KedaController", () => {
     ]]);
     assert.deepEqual(s.controller.owned(), []);
     // its HPA gets no plans of ours (KEDA's metrics server, or the delegate, serves it)
-    assert.deepEqual(s.controller.plansFor(kedaHpa)?.plans, []);
-    assert.equal(s.controller.statusOf(kedaHpa)?.owner, "keda-operator");
+    assert.deepEqual(s.controller.plansFor(KEDA_OPERATORS_HPA)?.plans, []);
+    assert.equal(s.controller.statusOf(KEDA_OPERATORS_HPA)?.owner, "keda-operator");
   });
 
   it("sets Ready=False with KEDA's message and a Warning for a bad trigger; others go on", async () => {
@@ -456,21 +458,11 @@ describe("KedaController", () => {
   });
 
   it("plans nothing ahead for a ScaledObject whose target is missing or whose HPA is another's", async () => {
-    const other: KubeObject = {
-      apiVersion: "autoscaling/v2",
-      kind: "HorizontalPodAutoscaler",
-      metadata: {
-        name: "keda-hpa-web",
-        namespace: "shop",
-        labels: { "app.kubernetes.io/managed-by": "keda-operator" },
-      },
-      spec: {},
-    };
     const missing = setup([["ScaledObject", scaledObject()]]);
     await missing.controller.start();
     await missing.run();
     assert.deepEqual(missing.replans, []);
-    const kedas = setup([...ALL, ["HorizontalPodAutoscaler", other]]);
+    const kedas = setup([...ALL, ["HorizontalPodAutoscaler", KEDA_OPERATORS_HPA]]);
     await kedas.controller.start();
     await kedas.run();
     assert.deepEqual(kedas.replans, []);
