@@ -503,29 +503,7 @@ export class PrometheusClient {
     query: string,
     options: Omit<InstantQueryOptions, "time">,
   ): Promise<string> {
-    const headers: Record<string, string> = { accept: "application/json" };
-    const authorization = await this.#authorization();
-    if (authorization) headers.authorization = authorization;
-    const url = `${this.queryUrl}?query=${queryEscape(query)}`;
-    let res: CappedResponse;
-    try {
-      res = await fetchCapped(url, {
-        method: "GET",
-        headers,
-        fetch: options.fetch,
-        signal: options.signal,
-        timeoutSeconds: options.timeoutSeconds,
-        maxBytes: options.maxBytes,
-        skipBody: (status) => status >= 400 && this.chosenByHpa !== null,
-        linkLocal: this.chosenByHpa
-          ? { allow: this.chosenByHpa.allowLinkLocal, lookup: options.lookup }
-          : undefined,
-      });
-    } catch (e) {
-      throw new PrometheusQueryError((e as Error).message, {
-        status: e instanceof ResponseTooLargeError ? e.status : undefined,
-      });
-    }
+    const res = await this.#get(`${this.queryUrl}?query=${queryEscape(query)}`, options);
     if (res.status >= 400) {
       const errorType = knownErrorType(res.text);
       let why = "";
@@ -555,27 +533,45 @@ export class PrometheusClient {
    */
   async series(match: string, options: SeriesQueryOptions): Promise<Record<string, string>[]> {
     if (this.chosenByHpa) throw new PrometheusQueryError("series lookups are for operator servers");
+    const start = options.start === undefined ? "" : `&start=${seconds(options.start)}`;
+    const url = `${this.seriesUrl}?${queryEscape("match[]")}=${queryEscape(match)}${start}`;
+    const res = await this.#get(url, options);
+    return parseSeriesResponse(res.text, { url: this.seriesUrl, status: res.status });
+  }
+
+  /**
+   * A GET of `url` with the client's credentials, within the options' deadline and body cap
+   * (and, for a server an HPA named, its link-local check and no error body read); a request
+   * that fails rejects with a `PrometheusQueryError`.
+   */
+  async #get(
+    url: string,
+    options: Pick<
+      InstantQueryOptions,
+      "fetch" | "signal" | "timeoutSeconds" | "maxBytes" | "lookup"
+    >,
+  ): Promise<CappedResponse> {
     const headers: Record<string, string> = { accept: "application/json" };
     const authorization = await this.#authorization();
     if (authorization) headers.authorization = authorization;
-    const start = options.start === undefined ? "" : `&start=${seconds(options.start)}`;
-    const url = `${this.seriesUrl}?${queryEscape("match[]")}=${queryEscape(match)}${start}`;
-    let res: CappedResponse;
     try {
-      res = await fetchCapped(url, {
+      return await fetchCapped(url, {
         method: "GET",
         headers,
         fetch: options.fetch,
         signal: options.signal,
         timeoutSeconds: options.timeoutSeconds,
         maxBytes: options.maxBytes,
+        skipBody: (status) => status >= 400 && this.chosenByHpa !== null,
+        linkLocal: this.chosenByHpa
+          ? { allow: this.chosenByHpa.allowLinkLocal, lookup: options.lookup }
+          : undefined,
       });
     } catch (e) {
       throw new PrometheusQueryError((e as Error).message, {
         status: e instanceof ResponseTooLargeError ? e.status : undefined,
       });
     }
-    return parseSeriesResponse(res.text, { url: this.seriesUrl, status: res.status });
   }
 
   /**
