@@ -392,6 +392,16 @@ function startAdapter(who, ip, art, tag, extra = {}) {
   };
 }
 
+/** CPU seconds so far of kube-apiserver, etcd and kube-controller-manager together. */
+function controlPlaneCpu() {
+  let sum = 0;
+  for (const name of ["kube-apiserver", "etcd", "kube-controller-manager"]) {
+    const pid = harnessPid(name);
+    if (pid !== null && alive(pid)) sum += procStats(pid).cpuSeconds;
+  }
+  return sum;
+}
+
 /** The summed stats of every process tree of an adapter. */
 function adapterStats(a) {
   const sum = { rssMiB: 0, hwmMiB: 0, anonMiB: 0, fileMiB: 0, cpuSeconds: 0, processes: 0 };
@@ -454,6 +464,7 @@ async function session(who, art, lg, index) {
     await sleep(SETTLE_SECONDS * 1000);
     const from = Date.now();
     const s0 = adapterStats(a);
+    const cp0 = controlPlaneCpu();
     const q0 = await prometheusRequests(art.prometheusUrl);
     const rss = [];
     const anon = [];
@@ -468,6 +479,7 @@ async function session(who, art, lg, index) {
     }
     const q1 = await prometheusRequests(art.prometheusUrl);
     const s1 = adapterStats(a);
+    const cp1 = controlPlaneCpu();
     const to = Date.now();
     await sleep(1500); // the audit log's last events
     const seconds = (to - from) / 1000;
@@ -504,6 +516,9 @@ async function session(who, art, lg, index) {
       processes: s1.processes,
       restSeconds: round(seconds),
       cpuSecondsPerMinute: round(((s1.cpuSeconds - s0.cpuSeconds) * 60) / seconds, 3),
+      // what serving this adapter costs the control plane at rest (the aggregator's proxying of
+      // the HPA controller's reads, the adapter's own requests and watches, their SARs)
+      controlPlaneCpuSecondsPerMinute: round(((cp1 - cp0) * 60) / seconds, 3),
       apiRequestsPerMinute: round((audit.total * 60) / seconds),
       apiRequestsByVerbResource: perMinute(audit.byVerbResource, seconds),
       prometheusQueriesPerMinute: round((queriesTotal * 60) / seconds),
@@ -668,6 +683,14 @@ function renderTable(report) {
       : []),
     row("RSS peak, MiB (VmHWM, serving included)", (s) => s.peakMiB),
     row("CPU s per 60 s at rest", (s) => s.cpuSecondsPerMinute),
+    ...(ours.every((s) => s.controlPlaneCpuSecondsPerMinute !== undefined)
+      ? [
+        row(
+          "control plane CPU s per 60 s at rest (kube-apiserver, etcd, controller manager)",
+          (s) => s.controlPlaneCpuSecondsPerMinute,
+        ),
+      ]
+      : []),
     row("requests to kube-apiserver per 60 s at rest", (s) => s.apiRequestsPerMinute),
     row("queries to Prometheus per 60 s at rest", (s) => s.prometheusQueriesPerMinute),
     row("serving direct, req/s", (s) => s.servingDirect.rps),
