@@ -241,8 +241,8 @@ export const KEDA_FLEET = {
     };
   },
   describe: (s) =>
-    `${s.scaledObjects} ScaledObjects (a prometheus trigger each, on its own series of ` +
-    `${s.pods * QUEUES} from ${s.pods} exporter pods) and their StatefulSets in ` +
+    `${s.scaledObjects} ScaledObjects (a prometheus trigger each, on its own series: one of the ` +
+    `${s.pods * QUEUES} queue gauges of ${s.pods} exporter pods) and their StatefulSets in ` +
     `${s.namespaces} namespaces`,
   settings: (s) => ({ scaledObject: kedaScaledObject(0, s, "<prometheus>") }),
   async create(ctx, size) {
