@@ -723,8 +723,9 @@ function renderTable(report) {
       : ""),
   ];
   if (ours[0].writesSinceStart && theirs[0].writesSinceStart) {
+    // after the counts at rest, before the correctness paragraph
     lines.splice(
-      lines.length - 2,
+      lines.length - 1,
       0,
       `Writes to kube-apiserver from the start to the end of the window at rest (first ` +
         `session of each): ours ${countsText(ours[0].writesSinceStart)}; ${peer} ${
