@@ -119,11 +119,11 @@ export function servingNames(i) {
 }
 
 /**
- * Write the serving set for `hpas` HPAs into `dir`. The external endpoints are
- * `http://127.0.0.1:PORT/queue/I`; the 50 pods of "web" are at podAddress(i, podBase):PORT.
+ * The serving set's objects for `hpas` HPAs: { hpas, schedules, workloads, pods } (pods with
+ * their status). The external endpoints are `http://127.0.0.1:PORT/queue/I`; the 50 pods of
+ * "web" (the last HPA) are at podAddress(i, podBase):PORT.
  */
-export function writeServingManifests(dir, { hpas, port, podBase = 200, interval = "30s" }) {
-  mkdirSync(dir, { recursive: true });
+export function servingObjects({ hpas, port, podBase = 200, interval = "30s" }) {
   const hpaDocs = [];
   const schedules = [];
   for (let i = 0; i < hpas; i++) {
@@ -198,12 +198,27 @@ export function writeServingManifests(dir, { hpas, port, podBase = 200, interval
   for (let p = 0; p < SERVING_PODS; p++) {
     pods.push(pod(ns0, `web-${pad(p, 3)}`, labels, podAddress(p, podBase)));
   }
-  writeDocs(join(dir, "hpas.yaml"), hpaDocs);
-  writeDocs(join(dir, "schedules.yaml"), schedules);
-  writeDocs(join(dir, "workloads.yaml"), [deployment(ns0, "web", labels, SERVING_PODS)]);
-  writeDocs(join(dir, "pods.yaml"), pods);
   return {
-    podAddresses: pods.map((p) => p.status.podIP),
+    hpas: hpaDocs,
+    schedules,
+    workloads: [deployment(ns0, "web", labels, SERVING_PODS)],
+    pods,
+  };
+}
+
+/**
+ * Write the serving set for `hpas` HPAs into `dir` (servingObjects: the external endpoints are
+ * `http://127.0.0.1:PORT/queue/I`; the 50 pods of "web" are at podAddress(i, podBase):PORT).
+ */
+export function writeServingManifests(dir, opts) {
+  mkdirSync(dir, { recursive: true });
+  const o = servingObjects(opts);
+  writeDocs(join(dir, "hpas.yaml"), o.hpas);
+  writeDocs(join(dir, "schedules.yaml"), o.schedules);
+  writeDocs(join(dir, "workloads.yaml"), o.workloads);
+  writeDocs(join(dir, "pods.yaml"), o.pods);
+  return {
+    podAddresses: o.pods.map((p) => p.status.podIP),
   };
 }
 
@@ -221,16 +236,17 @@ export function servingPaths(i) {
   };
 }
 
-/** Write the fan-out set: `hpas` HPAs x `pods` pods, pod k of HPA h at podAddress(h*pods+k). */
-export function writeFanoutManifests(dir, { hpas, pods, port, interval }) {
-  mkdirSync(dir, { recursive: true });
+/**
+ * The fan-out set's objects: `hpas` HPAs x `pods` pods, pod k of HPA h at
+ * podAddress(h*pods+k): { hpas, workloads, pods, addresses }.
+ */
+export function fanoutObjects({ hpas, pods, port, interval }) {
   const hpaDocs = [];
   const workloads = [];
   const podDocs = [];
   const addresses = [];
   for (let h = 0; h < hpas; h++) {
-    const ns = `fan-${pad(h % 10, 2)}`;
-    const name = `svc-${pad(h)}`;
+    const { ns, hpa: name } = fanoutNames(h);
     const labels = { app: name };
     workloads.push(deployment(ns, name, labels, pods));
     hpaDocs.push(podsHpa(ns, name, name, { port, interval }));
@@ -240,10 +256,22 @@ export function writeFanoutManifests(dir, { hpas, pods, port, interval }) {
       podDocs.push(pod(ns, `${name}-${pad(k, 2)}`, labels, ip));
     }
   }
-  writeDocs(join(dir, "hpas.yaml"), hpaDocs);
-  writeDocs(join(dir, "workloads.yaml"), workloads);
-  writeDocs(join(dir, "pods.yaml"), podDocs);
-  return { addresses };
+  return { hpas: hpaDocs, workloads, pods: podDocs, addresses };
+}
+
+/** Where fan-out HPA number `h` is: its namespace and name (its Deployment's and pods' app). */
+export function fanoutNames(h) {
+  return { ns: `fan-${pad(h % 10, 2)}`, hpa: `svc-${pad(h)}` };
+}
+
+/** Write the fan-out set: `hpas` HPAs x `pods` pods, pod k of HPA h at podAddress(h*pods+k). */
+export function writeFanoutManifests(dir, opts) {
+  mkdirSync(dir, { recursive: true });
+  const o = fanoutObjects(opts);
+  writeDocs(join(dir, "hpas.yaml"), o.hpas);
+  writeDocs(join(dir, "workloads.yaml"), o.workloads);
+  writeDocs(join(dir, "pods.yaml"), o.pods);
+  return { addresses: o.addresses };
 }
 
 /**
@@ -271,10 +299,8 @@ export function writeFairShareManifests(dir, { noisy, port, interval }) {
 
 /** The pods wildcard path of fan-out HPA number `h`. */
 export function fanoutPath(h) {
-  const ns = `fan-${pad(h % 10, 2)}`;
-  return `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/pods/*/rps?labelSelector=app%3Dsvc-${
-    pad(h)
-  }`;
+  const { ns, hpa } = fanoutNames(h);
+  return `/apis/custom.metrics.k8s.io/v1beta2/namespaces/${ns}/pods/*/rps?labelSelector=app%3D${hpa}`;
 }
 
 /** Namespaces the formula set spreads its HPAs over. */

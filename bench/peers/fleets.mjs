@@ -34,7 +34,7 @@ const here = new URL(".", import.meta.url).pathname;
 const EXPORTER_PORT = 19100;
 
 /** Poll `f` every 100 ms until it returns a truthy value; throws `what` after `timeoutMs`. */
-async function until(f, what, timeoutMs = 120_000) {
+export async function until(f, what, timeoutMs = 120_000) {
   const end = performance.now() + timeoutMs;
   for (;;) {
     const v = await f();
@@ -45,7 +45,7 @@ async function until(f, what, timeoutMs = 120_000) {
 }
 
 /** Namespaces, created, with their default service account (pods need it). */
-async function namespaces(client, names) {
+export async function namespaces(client, names) {
   for (const name of names) {
     await client.request("POST", "/api/v1/namespaces", {
       body: { apiVersion: "v1", kind: "Namespace", metadata: { name } },

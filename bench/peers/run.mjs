@@ -4,9 +4,13 @@
 // one at a time behind the APIServices, then both at once for a correctness pass. Writes
 // bench/peers/results.json and the table between the peers markers of bench/README.md.
 //
-// usage: npm run bench:peers -- [--quick] [--peer prometheus-adapter] [--artifacts DIR]
-//          [--rest-seconds N] [--no-write]
-//        npm run bench:peers -- --render-only   (the table again from bench/peers/results.json)
+// usage: npm run bench:peers -- [--quick] [--peer prometheus-adapter] [--fleet NAME]
+//          [--artifacts DIR] [--rest-seconds N] [--no-write]
+//        npm run bench:peers -- --render-only [--peer P] [--fleet NAME]
+//          (the table again from bench/peers/results/)
+// --fleet: for a peer with several fleets (kube-metrics-adapter: serving, the default, and pods);
+// their results are bench/peers/results/PEER-FLEET.json, their tables between the markers
+// peers:PEER-FLEET of bench/README.md.
 //
 // Needs root (the harness's network namespace), Go (the harness builds kube-apiserver, the
 // peer and bench/loadgen from their modules), Debian's prometheus, kubectl. It takes the e2e
@@ -46,6 +50,7 @@ import {
 import { createKubeClient, loadKubeconfig } from "../../tests/e2e/kube_client.ts";
 import { CONFIG_YAML } from "./fleet.mjs";
 import { KEDA_FLEET, PROMETHEUS_ADAPTER_FLEET } from "./fleets.mjs";
+import { KMA_PODS_FLEET, KMA_SERVING_FLEET } from "./fleet_kma.mjs";
 import { oursCommand, peerProcesses, PEERS } from "./peers.mjs";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -99,6 +104,7 @@ function parseArgs(argv) {
   const o = {
     quick: false,
     peer: "prometheus-adapter",
+    fleet: null,
     artifacts: null,
     restSeconds: 60,
     write: true,
@@ -112,6 +118,7 @@ function parseArgs(argv) {
     };
     if (a === "--quick") o.quick = true;
     else if (a === "--peer") o.peer = val();
+    else if (a === "--fleet") o.fleet = val();
     else if (a === "--artifacts") o.artifacts = val();
     else if (a === "--rest-seconds") o.restSeconds = Number(val());
     else if (a === "--no-write") o.write = false;
@@ -121,14 +128,35 @@ function parseArgs(argv) {
   if (!PEERS[o.peer]) {
     throw new Error(`unknown peer "${o.peer}": want ${Object.keys(PEERS).join(", ")}`);
   }
+  const fleets = FLEETS[PEERS[o.peer].fleet];
+  if (fleets.default) {
+    if (o.fleet !== null) throw new Error(`peer "${o.peer}" has one fleet: no --fleet`);
+  } else {
+    o.fleet ??= Object.keys(fleets)[0];
+    if (!fleets[o.fleet]) {
+      throw new Error(
+        `unknown fleet "${o.fleet}" of ${o.peer}: want ${Object.keys(fleets).join(", ")}`,
+      );
+    }
+  }
   return o;
 }
 
+/**
+ * The fleets of each peer (bench/peers/fleets.mjs, fleet_kma.mjs): one (`default`), or several
+ * by name, the first the default of --fleet.
+ */
+const FLEETS = {
+  "prometheus-adapter": { default: PROMETHEUS_ADAPTER_FLEET },
+  keda: { default: KEDA_FLEET },
+  "kube-metrics-adapter": { serving: KMA_SERVING_FLEET, pods: KMA_PODS_FLEET },
+};
+
 const opts = parseArgs(process.argv.slice(2));
 const quick = opts.quick;
-/** The peer's fleet (bench/peers/fleets.mjs). */
-const FLEETS = { "prometheus-adapter": PROMETHEUS_ADAPTER_FLEET, keda: KEDA_FLEET };
-const fleet = FLEETS[PEERS[opts.peer].fleet];
+/** The peer's fleet, and the name of its results and table: PEER, or PEER-FLEET. */
+const fleet = FLEETS[PEERS[opts.peer].fleet][opts.fleet ?? "default"];
+const resultsName = opts.fleet ? `${opts.peer}-${opts.fleet}` : opts.peer;
 const size = fleet.size(quick);
 /** Sessions in turn: ours, peer, ours, peer (quick: one each). */
 const ORDER = quick ? ["ours", "peer"] : ["ours", "peer", "ours", "peer"];
@@ -269,6 +297,18 @@ function diffCounts(a, b) {
     if (d > 0) out[k] = d;
   }
   return Object.fromEntries(Object.entries(out).sort((x, y) => y[1] - x[1]));
+}
+
+/**
+ * The writes among audit counts ("verb resource" keys): creates, updates, patches and deletes,
+ * without the reviews (SubjectAccessReviews, TokenReviews: questions, not state).
+ */
+function writesOf(byVerbResource) {
+  return Object.fromEntries(
+    Object.entries(byVerbResource).filter(([k]) =>
+      /^(create|update|patch|delete|deletecollection) /.test(k) && !/reviews$/.test(k)
+    ),
+  );
 }
 
 /** The fleet's reads, as the HPA controller makes them. */
@@ -434,6 +474,7 @@ async function serve(lg, url, tls) {
 async function session(who, art, lg, index) {
   log(`session ${index + 1}/${ORDER.length}: ${who}`);
   await fleet.reset?.(art.ctx, size);
+  const startedAt = Date.now();
   const a = startAdapter(who, ADAPTER_IP, art, `s${index + 1}`);
   try {
     const reads = allReads();
@@ -466,6 +507,8 @@ async function session(who, art, lg, index) {
     const s0 = adapterStats(a);
     const cp0 = controlPlaneCpu();
     const q0 = await prometheusRequests(art.prometheusUrl);
+    // the fleet's own counts over the window (KMA's: the reads of its endpoints)
+    const rest = fleet.rest?.(art.ctx, size);
     const rss = [];
     const anon = [];
     const file = [];
@@ -481,6 +524,7 @@ async function session(who, art, lg, index) {
     const s1 = adapterStats(a);
     const cp1 = controlPlaneCpu();
     const to = Date.now();
+    const restCounts = rest?.end((to - from) / 1000) ?? {};
     await sleep(1500); // the audit log's last events
     const seconds = (to - from) / 1000;
     const audit = auditCounts(art.auditLog, from, to);
@@ -521,6 +565,12 @@ async function session(who, art, lg, index) {
       controlPlaneCpuSecondsPerMinute: round(((cp1 - cp0) * 60) / seconds, 3),
       apiRequestsPerMinute: round((audit.total * 60) / seconds),
       apiRequestsByVerbResource: perMinute(audit.byVerbResource, seconds),
+      subjectAccessReviewsPerMinute: round(
+        ((audit.byVerbResource["create subjectaccessreviews"] ?? 0) * 60) / seconds,
+      ),
+      ...restCounts,
+      // what it wrote from its start to the end of the rest window (leases, events, status)
+      writesSinceStart: writesOf(auditCounts(art.auditLog, startedAt, to).byVerbResource),
       prometheusQueriesPerMinute: round((queriesTotal * 60) / seconds),
       prometheusQueriesByHandler: perMinute(queries, seconds),
       servingPath: path,
@@ -556,6 +606,7 @@ function itemsOf(body) {
 async function correctness(art) {
   log("correctness: both at once");
   const c = await fleet.correctness(art.ctx, size);
+  const from = Date.now();
   const ours = startAdapter("ours", ADAPTER_IP, art, "both", c);
   const peer = startAdapter("peer", SECOND_IP, art, "both", c);
   try {
@@ -588,8 +639,13 @@ async function correctness(art) {
       }
       if (JSON.stringify(oi) === JSON.stringify(want)) expected++;
     });
+    const to = Date.now();
+    await sleep(1500); // the audit log's last events
     const out = {
       reads: reads.length,
+      seconds: round((to - from) / 1000),
+      // both adapters' writes (one service account) from their start to the last read
+      writes: writesOf(auditCounts(art.auditLog, from, to).byVerbResource),
       same,
       different: reads.length - same,
       oursAsFleet: expected,
@@ -604,10 +660,10 @@ async function correctness(art) {
 
 // -- the report --------------------------------------------------------------------------------
 
-/** The markers of a peer's table in bench/README.md. */
-const markers = (peer) => [`<!-- peers:${peer}:start -->`, `<!-- peers:${peer}:end -->`];
-/** Where a peer's last results are. */
-const resultsFile = (peer) => join(here, "results", `${peer}.json`);
+/** The markers of a peer's (or a peer's fleet's) table in bench/README.md. */
+const markers = (name) => [`<!-- peers:${name}:start -->`, `<!-- peers:${name}:end -->`];
+/** Where a peer's (or a peer's fleet's) last results are. */
+const resultsFile = (name) => join(here, "results", `${name}.json`);
 
 /** "median (min-max)" of a number over sessions, or the one value. */
 function spread(xs) {
@@ -654,6 +710,7 @@ function renderTable(report) {
     const ratio = a.includes(null) || b.includes(null) ? "-" : `${round(median(a) / median(b), 2)}`;
     return `| start to every HPA written, ms | ${cell(ours)} | ${cell(theirs)} | ${ratio} |`;
   };
+  const extra = report.fleet.rows ?? {};
   const lines = [
     `Last run: ${report.date} (${report.mode}, ${report.durationSeconds} s), commit ${report.commit}, ` +
     `${report.machine.cores} cores, load average ${report.machine.load1.join(", ")}. ` +
@@ -692,7 +749,14 @@ function renderTable(report) {
       ]
       : []),
     row("requests to kube-apiserver per 60 s at rest", (s) => s.apiRequestsPerMinute),
-    row("queries to Prometheus per 60 s at rest", (s) => s.prometheusQueriesPerMinute),
+    ...(extra.subjectAccessReviews
+      ? [row("SubjectAccessReviews per 60 s at rest", (s) => s.subjectAccessReviewsPerMinute)]
+      : []),
+    ...(extra.fleetReads ? [row(extra.fleetReads, (s) => s.fleetReadsPerMinute)] : []),
+    // (none when no HPA of the fleet reads Prometheus)
+    ...(report.sessions.some((s) => s.prometheusQueriesPerMinute > 0)
+      ? [row("queries to Prometheus per 60 s at rest", (s) => s.prometheusQueriesPerMinute)]
+      : []),
     row("serving direct, req/s", (s) => s.servingDirect.rps),
     row("serving direct, p50 ms", (s) => s.servingDirect.p50Ms),
     row("serving direct, p99 ms", (s) => s.servingDirect.p99Ms),
@@ -711,8 +775,25 @@ function renderTable(report) {
     `Correctness, both at once (ours at 10.213.0.2, ${peer} at 10.213.0.3, each read directly as ` +
     `the aggregator forwards the HPA controller's reads, the same read of both at the same moment): ` +
     `${c.same} of ${c.reads} reads the same (status, items, values), ${c.different} different; ` +
-    `ours equal to the fleet's numbers in ${c.oursAsFleet} of ${c.reads}.`,
+    `ours equal to the fleet's numbers in ${c.oursAsFleet} of ${c.reads}.` +
+    (c.writes
+      ? ` Writes to kube-apiserver of both in that pass (${c.seconds} s from their start): ${
+        countsText(c.writes)
+      }.`
+      : ""),
   ];
+  if (ours[0].writesSinceStart && theirs[0].writesSinceStart) {
+    // after the counts at rest, before the correctness paragraph
+    lines.splice(
+      lines.length - 1,
+      0,
+      `Writes to kube-apiserver from the start to the end of the window at rest (first ` +
+        `session of each): ours ${countsText(ours[0].writesSinceStart)}; ${peer} ${
+          countsText(theirs[0].writesSinceStart)
+        }.`,
+      "",
+    );
+  }
   return lines.join("\n") + "\n";
 }
 
@@ -720,7 +801,7 @@ function renderTable(report) {
 function writeReadme(report) {
   const file = join(root, "bench", "README.md");
   const text = readFileSync(file, "utf8");
-  const [start, end] = markers(report.peer.name);
+  const [start, end] = markers(report.name ?? report.peer.name);
   const a = text.indexOf(start);
   const b = text.indexOf(end);
   if (a < 0 || b < a || text.indexOf(start, a + 1) >= 0) {
@@ -777,8 +858,22 @@ async function main() {
       ours: opts.artifacts
         ? `the binary in ${opts.artifacts}`
         : "the binary built from the working tree",
+      name: resultsName,
       peer: { name: opts.peer, version: PEERS[opts.peer].version() },
-      fleet: { name: fleet.name, ...size, text: fleet.describe(size) },
+      fleet: {
+        name: fleet.name,
+        ...size,
+        text: fleet.describe(size),
+        // the fleet's extra rows of the table, with their labels
+        ...(fleet.rows
+          ? {
+            rows: {
+              subjectAccessReviews: fleet.rows.subjectAccessReviews ?? false,
+              ...(fleet.rows.fleetReads ? { fleetReads: fleet.rows.fleetReads(size) } : {}),
+            },
+          }
+          : {}),
+      },
       settings: {
         relistInterval: RELIST,
         hpaSyncPeriodSeconds: 15,
@@ -793,9 +888,9 @@ async function main() {
     };
     if (opts.write) {
       mkdirSync(join(here, "results"), { recursive: true });
-      writeFileSync(resultsFile(opts.peer), JSON.stringify(report, null, 2) + "\n");
+      writeFileSync(resultsFile(resultsName), JSON.stringify(report, null, 2) + "\n");
       writeReadme(report);
-      log(`wrote bench/peers/results/${opts.peer}.json and its table in bench/README.md`);
+      log(`wrote bench/peers/results/${resultsName}.json and its table in bench/README.md`);
     }
     console.log(renderTable(report));
   } finally {
@@ -823,8 +918,8 @@ function buildOurs() {
 
 try {
   if (opts.renderOnly) {
-    writeReadme(JSON.parse(readFileSync(resultsFile(opts.peer), "utf8")));
-    log(`wrote the table in bench/README.md from bench/peers/results/${opts.peer}.json`);
+    writeReadme(JSON.parse(readFileSync(resultsFile(resultsName), "utf8")));
+    log(`wrote the table in bench/README.md from bench/peers/results/${resultsName}.json`);
   } else await main();
 } catch (e) {
   console.error(`bench:peers: ${e.stack ?? e}`);
