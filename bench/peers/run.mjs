@@ -5,7 +5,8 @@
 // bench/peers/results.json and the table between the peers markers of bench/README.md.
 //
 // usage: npm run bench:peers -- [--quick] [--peer prometheus-adapter] [--fleet NAME]
-//          [--artifacts DIR] [--rest-seconds N] [--no-write]
+//          [--artifacts DIR] [--rest-seconds N] [--no-write] [--ours-flag FLAG]...
+//          (--ours-flag: a flag added to ours' command line, for experiments)
 //        npm run bench:peers -- --render-only [--peer P] [--fleet NAME]
 //          (the table again from bench/peers/results/)
 // --fleet: for a peer with several fleets (kube-metrics-adapter: serving, the default, and pods);
@@ -108,6 +109,7 @@ function parseArgs(argv) {
     artifacts: null,
     restSeconds: 60,
     write: true,
+    oursFlags: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -122,6 +124,7 @@ function parseArgs(argv) {
     else if (a === "--artifacts") o.artifacts = val();
     else if (a === "--rest-seconds") o.restSeconds = Number(val());
     else if (a === "--no-write") o.write = false;
+    else if (a === "--ours-flag") o.oursFlags.push(val());
     else if (a === "--render-only") o.renderOnly = true;
     else throw new Error(`unknown option ${a}`);
   }
@@ -410,7 +413,12 @@ function startAdapter(who, ip, art, tag, extra = {}) {
   const procs = who === "ours"
     ? [{
       name: "ours",
-      argv: [...oursCommand(art.ours, o), ...fleet.ours(o), ...(extra.ours ?? [])],
+      argv: [
+        ...oursCommand(art.ours, o),
+        ...fleet.ours(o),
+        ...(extra.ours ?? []),
+        ...opts.oursFlags,
+      ],
       env: {},
     }]
     : peerProcesses(opts.peer, art.peer, o);
