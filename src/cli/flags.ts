@@ -176,7 +176,7 @@ export const SERVE_FLAGS: readonly FlagDef[] = [
     "memory-release-interval",
     "duration",
     null,
-    `how often the binary (Bun) collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; default ${DEFAULT_MEMORY_RELEASE_SECONDS}s, or off with --shard-collection (a replica that collects a share runs its hot code that much less often, and compiling it again after each release took a sixth of its CPU); Node and Deno do this themselves`,
+    `how often the binary (Bun) looks whether its resident memory grew by 8 MiB since it last gave memory back, and if so collects garbage and returns freed memory and unused compiled code to the system, at a moment with no request for 250 ms, or after a whole interval without one (it blocks ~45 ms at 2,000 HPAs); 0 turns it off; default ${DEFAULT_MEMORY_RELEASE_SECONDS}s, or off with --shard-collection (a replica that collects a share runs its hot code that much less often, and compiling it again after each release took a sixth of its CPU); Node and Deno do this themselves`,
   ),
 
   def(

@@ -716,6 +716,7 @@ export async function startAdapter(flags: FlagValues, io: CommandIO): Promise<Ru
         closers.push(startMemoryRelease({
           intervalMs: releaseSeconds * 1000,
           requests: () => served,
+          rss: () => process.memoryUsage.rss(),
         }));
       }
     });

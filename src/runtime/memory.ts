@@ -70,12 +70,31 @@ export interface MemoryReleaseOptions {
   quietMs?: number;
   /** How long to wait before looking for a quiet moment again, ms (default 1000). */
   retryMs?: number;
+  /**
+   * The process's resident memory, bytes: with it, an interval releases only when it grew by
+   * `minGrowthBytes` since the last release (or the start), and otherwise does nothing.
+   */
+  rss?: () => number;
+  /** How much `rss` must grow for a release (default {@linkcode MEMORY_RELEASE_GROWTH_BYTES}). */
+  minGrowthBytes?: number;
   setTimeout?: (fn: () => void, ms: number) => unknown;
   clearTimeout?: (handle: unknown) => void;
 }
 
 /**
- * Release unused memory every `intervalMs`, at a quiet moment: a full collection blocks the
+ * How much resident memory must have grown since the last release for the next one: 8 MiB.
+ * A release costs CPU (a full collection, and compiling the hot code again after
+ * `Bun.shrink()`), and at rest the memory grows back by less than this and stays there.
+ * Measured next to prometheus-adapter (bench/peers, 50 pods, 20 HPAs, one session each): a
+ * release every 30 s took CPU at rest from 0.32 to 0.46 s a minute (the peer's 0.36) for
+ * 4 MiB less RSS (70.7 against 74.5, the peer's 69.2); after a burst (the serving runs: a
+ * peak of 92 MiB) the memory grows by more, and is released.
+ */
+export const MEMORY_RELEASE_GROWTH_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Release unused memory every `intervalMs` (when `rss` grew by `minGrowthBytes` since the last
+ * release, if given), at a quiet moment: a full collection blocks the
  * event loop (~45 ms at 2,000 HPAs) and `Bun.shrink()` drops compiled code, which the hot paths
  * compile again. So it waits until no request came for `quietMs`, looking again every
  * `retryMs`; when the server is busy for a whole interval it releases all the same (at 2,000
@@ -106,10 +125,18 @@ export function startMemoryRelease(options: MemoryReleaseOptions): () => void {
   let stopped = false;
   let waited = 0;
   let seen = 0;
+  const minGrowth = options.minGrowthBytes ?? MEMORY_RELEASE_GROWTH_BYTES;
+  let baseline = options.rss?.() ?? 0;
+  /** Whether memory grew enough for a release (always, without `rss`). */
+  const grown = () => options.rss === undefined || options.rss() - baseline >= minGrowth;
   const schedule = (fn: () => void, ms: number) => {
     if (!stopped) timer = set(fn, ms);
   };
   const look = () => {
+    if (!grown()) {
+      schedule(look, options.intervalMs);
+      return;
+    }
     seen = options.requests();
     schedule(check, quietMs);
   };
@@ -119,6 +146,7 @@ export function startMemoryRelease(options: MemoryReleaseOptions): () => void {
     // time is: release now, at one pause a round, rather than never
     if (options.requests() === seen || waited >= options.intervalMs) {
       release();
+      baseline = options.rss?.() ?? 0;
       waited = 0;
       schedule(look, options.intervalMs);
     } else {

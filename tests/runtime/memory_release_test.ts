@@ -83,6 +83,39 @@ describe("startMemoryRelease", () => {
     assert.deepEqual(at, [12_750, 31_750, 50_750, 61_000]);
   });
 
+  it("with the resident memory, releases only after it grew by 8 MiB since the last release", () => {
+    const t = fakeTimers();
+    const MiB = 1024 * 1024;
+    let rss = 70 * MiB;
+    const at: number[] = [];
+    startMemoryRelease({
+      intervalMs: 30_000,
+      requests: () => 0,
+      rss: () => rss,
+      release: () => {
+        at.push(t.now);
+        rss = 70 * MiB;
+        return true;
+      },
+      setTimeout: t.setTimeout,
+      clearTimeout: t.clearTimeout,
+    });
+    // at rest, grown back by less than 8 MiB: no release, round after round
+    rss = 77.9 * MiB;
+    t.advance(120_000);
+    assert.deepEqual(at, []);
+    // a burst: released at the next round's quiet moment, and measured again from there
+    rss = 92 * MiB;
+    t.advance(30_250);
+    assert.deepEqual(at, [150_250]);
+    rss = 75 * MiB;
+    t.advance(90_000);
+    assert.deepEqual(at, [150_250]);
+    rss = 78 * MiB;
+    t.advance(30_250);
+    assert.deepEqual(at, [150_250, 270_500]);
+  });
+
   it("stops", () => {
     const t = fakeTimers();
     let released = 0;
