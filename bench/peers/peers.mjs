@@ -22,6 +22,25 @@ import { ensureKeda, kedaCerts, kedaVersion } from "../../tests/e2e/keda_tool.ts
  * kube-metrics-adapter reads neither `o.config` nor `o.relist`: its HPAs say what to collect
  * (their `metric-config.*` annotations), and it lists the HPAs every 30 s.
  */
+/**
+ * The serving and delegated authentication flags of custom-metrics-apiserver, which all three
+ * peers' metrics servers are built on: address, port, the harness's serving certificate, a
+ * scratch certificate folder, and the adapter service account's kubeconfig for the lister,
+ * authentication and authorization.
+ */
+function apiserverFlags(o) {
+  return [
+    `--bind-address=${o.ip}`,
+    `--secure-port=${o.port}`,
+    `--tls-cert-file=${o.servingCert}`,
+    `--tls-private-key-file=${o.servingKey}`,
+    `--cert-dir=${o.dir}`,
+    `--lister-kubeconfig=${o.kubeconfig}`,
+    `--authentication-kubeconfig=${o.kubeconfig}`,
+    `--authorization-kubeconfig=${o.kubeconfig}`,
+  ];
+}
+
 export const PEERS = {
   "prometheus-adapter": {
     fleet: "prometheus-adapter",
@@ -29,14 +48,7 @@ export const PEERS = {
     ensure: () => ensurePrometheusAdapter(),
     command: (bin, o) => [
       bin,
-      `--bind-address=${o.ip}`,
-      `--secure-port=${o.port}`,
-      `--tls-cert-file=${o.servingCert}`,
-      `--tls-private-key-file=${o.servingKey}`,
-      `--cert-dir=${o.dir}`,
-      `--lister-kubeconfig=${o.kubeconfig}`,
-      `--authentication-kubeconfig=${o.kubeconfig}`,
-      `--authorization-kubeconfig=${o.kubeconfig}`,
+      ...apiserverFlags(o),
       `--prometheus-url=${o.prometheusUrl}`,
       `--metrics-relist-interval=${o.relist}`,
       `--config=${o.config}`,
@@ -83,14 +95,7 @@ export const PEERS = {
           env,
           argv: [
             bins.adapter,
-            `--bind-address=${o.ip}`,
-            `--secure-port=${o.port}`,
-            `--cert-dir=${o.dir}`,
-            `--tls-cert-file=${o.servingCert}`,
-            `--tls-private-key-file=${o.servingKey}`,
-            `--lister-kubeconfig=${o.kubeconfig}`,
-            `--authentication-kubeconfig=${o.kubeconfig}`,
-            `--authorization-kubeconfig=${o.kubeconfig}`,
+            ...apiserverFlags(o),
             "--metrics-service-address=127.0.0.1:19666",
             "--port=18082",
             "--zap-log-level=info",
@@ -110,15 +115,9 @@ export const PEERS = {
     ensure: () => kubeMetricsAdapterBinary(),
     command: (bin, o) => [
       bin,
-      `--bind-address=${o.ip}`,
-      `--secure-port=${o.port}`,
-      `--tls-cert-file=${o.servingCert}`,
-      `--tls-private-key-file=${o.servingKey}`,
-      `--cert-dir=${o.dir}`,
-      // its client for everything (collectors, HPA lists, schedules): without it, in-cluster config
-      `--lister-kubeconfig=${o.kubeconfig}`,
-      `--authentication-kubeconfig=${o.kubeconfig}`,
-      `--authorization-kubeconfig=${o.kubeconfig}`,
+      // --lister-kubeconfig is its client for everything (collectors, HPA lists, schedules):
+      // without it, in-cluster config
+      ...apiserverFlags(o),
       // its Prometheus metrics (and net/http/pprof): ":7979", every address, by default
       `--metrics-address=${o.ip}:7979`,
       "--enable-custom-metrics-api=true",
