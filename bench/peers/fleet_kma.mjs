@@ -22,7 +22,7 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { mapLimit, startReadyLine } from "../lib.mjs";
+import { mapLimit } from "../lib.mjs";
 import {
   fakePodRps,
   fakeQueueLength,
@@ -36,7 +36,7 @@ import {
   servingPaths,
 } from "../manifests.mjs";
 import { FLEET_NODE } from "./fleet.mjs";
-import { namespaces } from "./fleets.mjs";
+import { namespaces, nodeInNamespace } from "./fleets.mjs";
 
 const benchDir = fileURLToPath(new URL("..", import.meta.url));
 /** The fake fleet's port inside the namespace (queues on 127.0.0.1, pods on their address). */
@@ -47,14 +47,12 @@ const PODS_INTERVAL_SECONDS = 15;
 
 /** The fake fleet (bench/fleet.mjs) in the namespace; every listener must be up. */
 async function fakeFleet(ctx, cfg) {
-  const p = await startReadyLine("ip", [
-    "netns",
-    "exec",
-    ctx.netns,
-    process.execPath,
+  const p = await nodeInNamespace(
+    ctx,
     join(benchDir, "fleet.mjs"),
-    JSON.stringify({ port: FAKE_PORT, from: 0, keepAliveMs: 5000, ...cfg }),
-  ], { logFile: join(ctx.work, "kma-fleet.log") });
+    { port: FAKE_PORT, from: 0, keepAliveMs: 5000, ...cfg },
+    "kma-fleet.log",
+  );
   if (p.info.failed) {
     await p.stop();
     throw new Error(`fake fleet: ${p.info.failed} listeners failed: ${p.info.firstError}`);

@@ -91,19 +91,29 @@ async function grant(client, name, rules, clusterRole = null) {
 }
 
 /**
+ * A node script in the harness's network namespace, its one argument `cfg` as JSON, its output
+ * in `logName` of the work folder; resolves once it printed its ready line.
+ */
+export function nodeInNamespace(ctx, script, cfg, logName) {
+  return startReadyLine(
+    "ip",
+    ["netns", "exec", ctx.netns, process.execPath, script, JSON.stringify(cfg)],
+    { logFile: join(ctx.work, logName) },
+  );
+}
+
+/**
  * The exporter (fleet.mjs as a script, in the harness's network namespace) with `pods` pods'
  * series, its file_sd targets for the harness's Prometheus, and a wait until Prometheus holds
  * every series and a few samples of the counters. Returns the exporter's process.
  */
 async function exporter(ctx, size) {
-  const p = await startReadyLine("ip", [
-    "netns",
-    "exec",
-    ctx.netns,
-    process.execPath,
+  const p = await nodeInNamespace(
+    ctx,
     join(here, "fleet.mjs"),
-    JSON.stringify({ port: EXPORTER_PORT, pods: size.pods }),
-  ], { logFile: join(ctx.work, "exporter.log") });
+    { port: EXPORTER_PORT, pods: size.pods },
+    "exporter.log",
+  );
   writeFileSync(
     join(ctx.state.prometheus.targetsDir, "bench-peers.json"),
     JSON.stringify(fleetTargets(size, EXPORTER_PORT)),
