@@ -149,6 +149,9 @@ interface Loop {
   waiting: boolean;
 }
 
+/** A ScaledObject's trigger parameters resolved: its HPA and plans (KedaController's #resolve). */
+type Resolved = Pick<Entry, "triggers" | "hpaName" | "digest"> & { result: KedaHpaResult };
+
 /** What is known of one owned ScaledObject. */
 interface Entry {
   so: ScaledObject;
@@ -226,6 +229,14 @@ export class KedaController implements KedaTriggerSource {
   /** A key of this process for digests of parameters (secrets are never hashed bare). */
   readonly #digestKey = randomBytes(32);
   readonly #entries = new Map<string, Entry>();
+  /**
+   * What the start's planning resolved, by ScaledObject, with the resourceVersion it resolved:
+   * its first reconcile takes it instead of reading the Secrets again (one use each).
+   */
+  readonly #startResolved = new Map<
+    string,
+    { resourceVersion: string | undefined; resolved: Resolved }
+  >();
   readonly #queue = new Set<string>();
   /** The last event message per ScaledObject and reason, so each is said once per change. */
   readonly #said = new Map<string, string>();
@@ -298,6 +309,10 @@ export class KedaController implements KedaTriggerSource {
           !(await this.#target(kind, ns, so.spec.scaleTargetRef.name))
         ) continue;
         const r = await this.#resolve(so);
+        this.#startResolved.set(key, {
+          resourceVersion: obj.metadata.resourceVersion,
+          resolved: r,
+        });
         if ("error" in r.result || r.hpaName === null) continue;
         if (this.#cluster.get("HorizontalPodAutoscaler", ns, r.hpaName)) continue;
         this.#entries.set(key, { so, ...r });
@@ -315,9 +330,7 @@ export class KedaController implements KedaTriggerSource {
    * The trigger parameters of a ScaledObject resolved (Secrets, env), the HPA and metrics KEDA
    * would make of them, the triggers as the collectors take them, and their digest.
    */
-  async #resolve(so: ScaledObject): Promise<
-    Pick<Entry, "triggers" | "hpaName" | "digest"> & { result: KedaHpaResult }
-  > {
+  async #resolve(so: ScaledObject): Promise<Resolved> {
     const resolved = await resolveKedaParams(so, (k, n, m) => this.#read(k, n, m), this.#clusterNs);
     let result: KedaHpaResult = kedaHpaFor(so, {
       version: this.#version,
@@ -545,6 +558,7 @@ export class KedaController implements KedaTriggerSource {
 
   /** Drop an entry (and, unless `keepSaid`, what was said about it: it is gone). */
   #forget(key: string, keepSaid = false): void {
+    this.#startResolved.delete(key);
     const e = this.#entries.get(key);
     this.#entries.delete(key);
     if (e?.hpaName) this.#byHpa.delete(`${e.so.metadata.namespace ?? "default"}/${e.hpaName}`);
@@ -670,7 +684,13 @@ export class KedaController implements KedaTriggerSource {
       await this.#setStatus(obj, { error: targetPrefix + errorText(e), metrics: [] }, so, null);
       return;
     }
-    const { result, triggers, hpaName, digest } = await this.#resolve(so);
+    // the start's planning resolved it as it is now: its Secrets are not read twice
+    const start = this.#startResolved.get(key);
+    this.#startResolved.delete(key);
+    const { result, triggers, hpaName, digest } =
+      start && start.resourceVersion === obj.metadata.resourceVersion
+        ? start.resolved
+        : await this.#resolve(so);
     // the HPA of that name: KEDA's operator's, or another's, is left alone
     if (hpaName !== null) {
       const found = this.#cluster.get("HorizontalPodAutoscaler", ns, hpaName);
