@@ -300,9 +300,15 @@ export const KEDA_FLEET = {
     return [`s0-prometheus [] ${queueDepth(i, k) * 1000}m`];
   },
   ours: () => ["--keda-scaled-objects"],
-  /** How many ScaledObjects have their HPA (whoever wrote it). */
+  /**
+   * How many ScaledObjects have their HPA (whoever wrote it): a list from kube-apiserver's watch
+   * cache (resourceVersion=0), not from etcd, as it runs every second during a session.
+   */
   async written(ctx, size) {
-    const l = await ctx.client.request("GET", "/apis/autoscaling/v2/horizontalpodautoscalers");
+    const l = await ctx.client.request(
+      "GET",
+      "/apis/autoscaling/v2/horizontalpodautoscalers?resourceVersion=0",
+    );
     const count = l.items.filter((h) => h.metadata.namespace.startsWith("keda-peers-")).length;
     return { done: count === size.scaledObjects, count, of: size.scaledObjects };
   },

@@ -1,17 +1,20 @@
 #!/usr/bin/env node
-// Side by side with a peer (issue 51): this adapter and a real peer (prometheus-adapter v0.12.0)
-// on the same e2e control plane (tests/e2e/harness.ts), the same fleet and the same Prometheus,
-// one at a time behind the APIServices, then both at once for a correctness pass. Writes
-// bench/peers/results.json and the table between the peers markers of bench/README.md.
+// Side by side with the peers (issue 51): this adapter and a real peer (prometheus-adapter
+// v0.12.0, KEDA v2.20.2, kube-metrics-adapter) on the same e2e control plane
+// (tests/e2e/harness.ts), the same fleet and the same sources, one at a time behind the
+// APIServices, then both at once for a correctness pass. Writes bench/peers/results/NAME.json
+// and the table between the markers peers:NAME of bench/README.md.
 //
-// usage: npm run bench:peers -- [--quick] [--peer prometheus-adapter] [--fleet NAME]
-//          [--artifacts DIR] [--rest-seconds N] [--no-write] [--ours-flag FLAG]...
+// usage: npm run bench:peers -- [--quick] [--peer all|prometheus-adapter|keda|
+//          kube-metrics-adapter] [--fleet NAME] [--artifacts DIR] [--rest-seconds N]
+//          [--no-write] [--ours-flag FLAG]...
 //          (--ours-flag: a flag added to ours' command line, for experiments)
 //        npm run bench:peers -- --render-only [--peer P] [--fleet NAME]
-//          (the table again from bench/peers/results/)
+//          (the tables again from bench/peers/results/)
+// --peer all, the default: every peer's every fleet in turn, one build of ours for all.
 // --fleet: for a peer with several fleets (kube-metrics-adapter: serving, the default, and pods);
 // their results are bench/peers/results/PEER-FLEET.json, their tables between the markers
-// peers:PEER-FLEET of bench/README.md.
+// peers:PEER-FLEET of bench/README.md. Importing this file runs nothing.
 //
 // Needs root (the harness's network namespace), Go (the harness builds kube-apiserver, the
 // peer and bench/loadgen from their modules), Debian's prometheus, kubectl. It takes the e2e
@@ -27,11 +30,12 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   auditCounts,
@@ -57,23 +61,6 @@ import { oursCommand, peerProcesses, PEERS } from "./peers.mjs";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const here = fileURLToPath(new URL(".", import.meta.url));
 const LOCK = "/tmp/hpa-e2e.lock";
-
-// The whole run holds the e2e lock: run again under flock (it waits for the lock, never breaks it).
-if (process.env.BENCH_PEERS_LOCKED !== "1" && !process.argv.includes("--render-only")) {
-  const r = spawnSync(
-    "flock",
-    [
-      LOCK,
-      process.execPath,
-      "--import",
-      "tsx",
-      fileURLToPath(import.meta.url),
-      ...process.argv.slice(2),
-    ],
-    { stdio: "inherit", env: { ...process.env, BENCH_PEERS_LOCKED: "1" }, cwd: root },
-  );
-  process.exit(r.status ?? 1);
-}
 
 /** The harness's fixed addresses (tests/e2e/harness.ts E2E). */
 const NETNS = "hpa-e2e";
@@ -104,7 +91,7 @@ const RELIST = "1m";
 function parseArgs(argv) {
   const o = {
     quick: false,
-    peer: "prometheus-adapter",
+    peer: "all",
     fleet: null,
     artifacts: null,
     restSeconds: 60,
@@ -128,8 +115,12 @@ function parseArgs(argv) {
     else if (a === "--render-only") o.renderOnly = true;
     else throw new Error(`unknown option ${a}`);
   }
+  if (o.peer === "all") {
+    if (o.fleet !== null) throw new Error("--fleet needs --peer");
+    return o;
+  }
   if (!PEERS[o.peer]) {
-    throw new Error(`unknown peer "${o.peer}": want ${Object.keys(PEERS).join(", ")}`);
+    throw new Error(`unknown peer "${o.peer}": want all, ${Object.keys(PEERS).join(", ")}`);
   }
   const fleets = FLEETS[PEERS[o.peer].fleet];
   if (fleets.default) {
@@ -155,20 +146,29 @@ const FLEETS = {
   "kube-metrics-adapter": { serving: KMA_SERVING_FLEET, pods: KMA_PODS_FLEET },
 };
 
-const opts = parseArgs(process.argv.slice(2));
-const quick = opts.quick;
-/** The peer's fleet, and the name of its results and table: PEER, or PEER-FLEET. */
-const fleet = FLEETS[PEERS[opts.peer].fleet][opts.fleet ?? "default"];
-const resultsName = opts.fleet ? `${opts.peer}-${opts.fleet}` : opts.peer;
-const size = fleet.size(quick);
-/** Sessions in turn: ours, peer, ours, peer (quick: one each). */
-const ORDER = quick ? ["ours", "peer"] : ["ours", "peer", "ours", "peer"];
-const SETTLE_SECONDS = quick ? 20 : 45;
+/** Whether this file is the script node runs (importing it runs nothing). */
+const isMain = process.argv[1] !== undefined &&
+  realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+
+// What one run of one peer's fleet is (set by configure() before main() runs it).
+let opts, quick, fleet, resultsName, size, ORDER, SETTLE_SECONDS, SERVE, work;
 /** How long a session waits for the fleet's objects the adapter writes (KEDA's HPAs). */
 const WRITTEN_LIMIT_SECONDS = 300;
-const SERVE = { warmSeconds: 2, seconds: quick ? 5 : 10, connections: 8 };
 
-const work = mkdtempSync(join(tmpdir(), "hma-peers-"));
+/** The run of one peer's fleet that `o` (parseArgs) names. */
+function configure(o) {
+  opts = o;
+  quick = o.quick;
+  /** The peer's fleet, and the name of its results and table: PEER, or PEER-FLEET. */
+  fleet = FLEETS[PEERS[o.peer].fleet][o.fleet ?? "default"];
+  resultsName = o.fleet ? `${o.peer}-${o.fleet}` : o.peer;
+  size = fleet.size(quick);
+  /** Sessions in turn: ours, peer, ours, peer (quick: one each). */
+  ORDER = quick ? ["ours", "peer"] : ["ours", "peer", "ours", "peer"];
+  SETTLE_SECONDS = quick ? 20 : 45;
+  SERVE = { warmSeconds: 2, seconds: quick ? 5 : 10, connections: 8 };
+}
+
 const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
@@ -378,7 +378,9 @@ async function untilEveryValue(reads, read, t0, { timeoutMs = 240_000, exited } 
       if (a.status === 200 && hasValue(a.body)) firstAt.set(i, performance.now() - t0);
       else last = a;
     });
-    if (firstAt.size < reads.length) await sleep(100);
+    // a short pause between rounds: the first value's resolution is one round (a round of
+    // 50 failing reads through kube-apiserver takes ~20 ms; 100 ms pauses made it ~150 ms)
+    if (firstAt.size < reads.length) await sleep(25);
   }
   const times = [...firstAt.values()];
   return {
@@ -429,6 +431,9 @@ function startAdapter(who, ip, art, tag, extra = {}) {
     // `ip netns exec` and `env` exec the command in place: the PID is the adapter's own
     return startProcess("ip", ["netns", "exec", NETNS, "env", ...env, ...p.argv], {
       logFile,
+      // relative paths a process writes (a metrics server's self-signed --cert-dir,
+      // apiserver.local.config/) go to the work folder, not the checkout
+      cwd: work,
       onLine: (l) => writeFileSync(logFile, l + "\n", { flag: "a" }),
     });
   });
@@ -863,7 +868,7 @@ async function main() {
       durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
       mode: quick ? "quick" : "full",
       ...machineAndCommit(root, load),
-      ours: opts.artifacts
+      ours: opts.artifacts && process.env.BENCH_PEERS_OURS_BUILT !== "1"
         ? `the binary in ${opts.artifacts}`
         : "the binary built from the working tree",
       name: resultsName,
@@ -924,16 +929,110 @@ function buildOurs() {
   return join(out, "hpa-metrics-adapter");
 }
 
-try {
-  if (opts.renderOnly) {
-    writeReadme(JSON.parse(readFileSync(resultsFile(resultsName), "utf8")));
-    log(`wrote the table in bench/README.md from bench/peers/results/${resultsName}.json`);
-  } else await main();
-} catch (e) {
-  console.error(`bench:peers: ${e.stack ?? e}`);
-  process.exitCode = 1;
-} finally {
-  killAll();
-  if (process.exitCode !== 1) rmSync(work, { recursive: true, force: true });
-  else console.error(`logs kept in ${work}`);
+/** Every peer's fleets, in the order `--peer all` runs them: [peer, fleet or null]. */
+const ALL = Object.entries(FLEETS).flatMap(([peer, fleets]) =>
+  fleets.default ? [[peer, null]] : Object.keys(fleets).map((f) => [peer, f])
+);
+
+/**
+ * `--peer all`: each peer's fleets in turn, each run by this script as its own process (under
+ * the lock this one holds), all with one build of ours. A fleet that fails does not stop the
+ * others; the run fails when one did.
+ */
+function runAll(o) {
+  const built = o.artifacts === null;
+  const artifacts = o.artifacts ?? dirname(buildOurs());
+  const args = [
+    ...(o.quick ? ["--quick"] : []),
+    "--rest-seconds",
+    String(o.restSeconds),
+    ...(o.write ? [] : ["--no-write"]),
+    ...o.oursFlags.flatMap((f) => ["--ours-flag", f]),
+    "--artifacts",
+    artifacts,
+  ];
+  const failed = [];
+  for (const [peer, f] of ALL) {
+    const name = f ? `${peer}-${f}` : peer;
+    log(`=== ${name}`);
+    const r = spawnSync(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        fileURLToPath(import.meta.url),
+        ...args,
+        "--peer",
+        peer,
+        ...(f ? ["--fleet", f] : []),
+      ],
+      {
+        stdio: "inherit",
+        cwd: root,
+        env: {
+          ...process.env,
+          BENCH_PEERS_LOCKED: "1",
+          ...(built ? { BENCH_PEERS_OURS_BUILT: "1" } : {}),
+        },
+      },
+    );
+    if (r.status !== 0) failed.push(name);
+  }
+  if (failed.length > 0) throw new Error(`failed: ${failed.join(", ")} (see above)`);
+  log(`every peer's fleet ran: ${ALL.map(([p, f]) => (f ? `${p}-${f}` : p)).join(", ")}`);
+}
+
+/** The table of `name` again, from its results. */
+function renderOnly(name) {
+  writeReadme(JSON.parse(readFileSync(resultsFile(name), "utf8")));
+  log(`wrote the table in bench/README.md from bench/peers/results/${name}.json`);
+}
+
+if (isMain) {
+  let o;
+  try {
+    o = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    console.error(`bench:peers: ${e.message}`);
+    process.exit(2);
+  }
+  // The whole run holds the e2e lock: run again under flock (it waits for the lock, never breaks
+  // it).
+  if (process.env.BENCH_PEERS_LOCKED !== "1" && !o.renderOnly) {
+    const r = spawnSync(
+      "flock",
+      [
+        LOCK,
+        process.execPath,
+        "--import",
+        "tsx",
+        fileURLToPath(import.meta.url),
+        ...process.argv.slice(2),
+      ],
+      { stdio: "inherit", env: { ...process.env, BENCH_PEERS_LOCKED: "1" }, cwd: root },
+    );
+    process.exit(r.status ?? 1);
+  }
+  work = mkdtempSync(join(tmpdir(), "hma-peers-"));
+  try {
+    if (o.peer === "all") {
+      if (o.renderOnly) {
+        for (const [p, f] of ALL) {
+          const name = f ? `${p}-${f}` : p;
+          if (existsSync(resultsFile(name))) renderOnly(name);
+        }
+      } else runAll(o);
+    } else {
+      configure(o);
+      if (o.renderOnly) renderOnly(resultsName);
+      else await main();
+    }
+  } catch (e) {
+    console.error(`bench:peers: ${e.stack ?? e}`);
+    process.exitCode = 1;
+  } finally {
+    killAll();
+    if (process.exitCode !== 1) rmSync(work, { recursive: true, force: true });
+    else console.error(`logs kept in ${work}`);
+  }
 }
