@@ -345,13 +345,20 @@ export function quantityMilli(q) {
   return m[1] === "-" ? -n : n;
 }
 
+/** The HPA controller's user (tests/e2e/harness.ts HPA_CONTROLLER_USER), whose metric reads
+ * the audit log also holds. */
+const HPA_CONTROLLER_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
+
 /**
  * The adapter's requests to kube-apiserver that the audit log (harness, HPA_E2E_AUDIT_LOG=1)
  * shows received in [fromMs, toMs): how many, and how many by "verb resource[/subresource]".
+ * `{ hpaController: true }`: the HPA controller's reads of the metrics APIs instead, with how
+ * many were answered (`answered`: status 200).
  */
-export function auditCounts(file, fromMs, toMs) {
+export function auditCounts(file, fromMs, toMs, { hpaController = false } = {}) {
   const seen = new Set();
   const byVerbResource = {};
+  let answered = 0;
   for (const line of readFileSync(file, "utf8").split("\n")) {
     if (!line) continue;
     let e;
@@ -360,10 +367,12 @@ export function auditCounts(file, fromMs, toMs) {
     } catch {
       continue;
     }
+    if ((e.user?.username === HPA_CONTROLLER_USER) !== hpaController) continue;
     if (seen.has(e.auditID)) continue; // a watch has two stages
     const t = Date.parse(e.requestReceivedTimestamp);
     if (!(t >= fromMs && t < toMs)) continue;
     seen.add(e.auditID);
+    if (e.responseStatus?.code === 200) answered++;
     const o = e.objectRef;
     const what = o?.resource
       ? `${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}`
@@ -371,7 +380,7 @@ export function auditCounts(file, fromMs, toMs) {
     byVerbResource[what] = (byVerbResource[what] ?? 0) + 1;
   }
   const sorted = Object.fromEntries(Object.entries(byVerbResource).sort((a, b) => b[1] - a[1]));
-  return { total: seen.size, byVerbResource: sorted };
+  return { total: seen.size, answered, byVerbResource: sorted };
 }
 
 /** Counts of a window scaled to a minute, rounded to 0.1. */

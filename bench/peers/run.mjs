@@ -541,6 +541,9 @@ async function session(who, art, lg, index) {
     await sleep(1500); // the audit log's last events
     const seconds = (to - from) / 1000;
     const audit = auditCounts(art.auditLog, from, to);
+    // the HPA controller's reads of the metrics APIs (the aggregator proxies each to the
+    // adapter): what the control plane did for it, and how many it answered
+    const hpaReads = auditCounts(art.auditLog, from, to, { hpaController: true });
     const queries = diffCounts(q0, q1);
     const queriesTotal = Object.values(queries).reduce((x, y) => x + y, 0);
     const path = reads[0].path;
@@ -578,6 +581,8 @@ async function session(who, art, lg, index) {
       controlPlaneCpuSecondsPerMinute: round(((cp1 - cp0) * 60) / seconds, 3),
       apiRequestsPerMinute: round((audit.total * 60) / seconds),
       apiRequestsByVerbResource: perMinute(audit.byVerbResource, seconds),
+      hpaMetricReadsPerMinute: round((hpaReads.total * 60) / seconds),
+      hpaMetricReadsAnsweredPerMinute: round((hpaReads.answered * 60) / seconds),
       subjectAccessReviewsPerMinute: round(
         ((audit.byVerbResource["create subjectaccessreviews"] ?? 0) * 60) / seconds,
       ),
@@ -762,6 +767,17 @@ function renderTable(report) {
       ]
       : []),
     row("requests to kube-apiserver per 60 s at rest", (s) => s.apiRequestsPerMinute),
+    ...(ours.every((s) => s.hpaMetricReadsPerMinute !== undefined)
+      ? [
+        row(
+          `the HPA controller's metric reads per 60 s at rest (${
+            report.fleet.hpaReadsDue ?? "?"
+          } due), made`,
+          (s) => s.hpaMetricReadsPerMinute,
+        ),
+        row("- of them answered (200)", (s) => s.hpaMetricReadsAnsweredPerMinute),
+      ]
+      : []),
     ...(extra.subjectAccessReviews
       ? [row("SubjectAccessReviews per 60 s at rest", (s) => s.subjectAccessReviewsPerMinute)]
       : []),
@@ -877,6 +893,8 @@ async function main() {
         name: fleet.name,
         ...size,
         text: fleet.describe(size),
+        // the HPA controller reads each HPA's metrics every sync (15 s)
+        hpaReadsDue: allReads().length * 4,
         // the fleet's extra rows of the table, with their labels
         ...(fleet.rows
           ? {

@@ -540,10 +540,14 @@ function startEtcd(bin: string): void {
 
 /**
  * Where kube-apiserver writes its audit log with HPA_E2E_AUDIT_LOG=1: the requests of the
- * adapter's service account only, at Metadata level (verb, resource, user agent, status), the
- * ResponseStarted (watches) and ResponseComplete stages, one JSON event a line.
+ * adapter's service account, and the HPA controller's reads of the metrics APIs (how many it
+ * made, and how many were answered), at Metadata level (verb, resource, user agent, status),
+ * the ResponseStarted (watches) and ResponseComplete stages, one JSON event a line.
  */
 export const AUDIT_LOG: string = join(STATE_DIR, "logs", "audit.log");
+
+/** The user the HPA controller reads metrics as (kube-controller-manager's own credentials). */
+export const HPA_CONTROLLER_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
 
 /** The apiserver flags of the audit log (HPA_E2E_AUDIT_LOG=1), after writing its policy. */
 function auditFlags(): string[] {
@@ -556,7 +560,15 @@ function auditFlags(): string[] {
       apiVersion: "audit.k8s.io/v1",
       kind: "Policy",
       omitStages: ["RequestReceived"],
-      rules: [{ level: "Metadata", users: [user] }, { level: "None" }],
+      rules: [
+        { level: "Metadata", users: [user] },
+        {
+          level: "Metadata",
+          users: [HPA_CONTROLLER_USER],
+          resources: [{ group: "custom.metrics.k8s.io" }, { group: "external.metrics.k8s.io" }],
+        },
+        { level: "None" },
+      ],
     }) + "\n",
   );
   return [
