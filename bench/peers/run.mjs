@@ -7,7 +7,9 @@
 //
 // usage: npm run bench:peers -- [--quick] [--peer all|prometheus-adapter|keda|
 //          kube-metrics-adapter] [--fleet NAME] [--artifacts DIR] [--rest-seconds N]
-//          [--no-write] [--ours-flag FLAG]...
+//          [--no-write] [--keep] [--ours-flag FLAG]...
+//          (--keep: the work folder, with every process's log, is kept; it is kept anyway when
+//          the run fails)
 //          (--ours-flag: a flag added to ours' command line, for experiments)
 //        npm run bench:peers -- --render-only [--peer P] [--fleet NAME]
 //          (the tables again from bench/peers/results/)
@@ -111,6 +113,7 @@ function parseArgs(argv) {
     else if (a === "--artifacts") o.artifacts = val();
     else if (a === "--rest-seconds") o.restSeconds = Number(val());
     else if (a === "--no-write") o.write = false;
+    else if (a === "--keep") o.keep = true;
     else if (a === "--ours-flag") o.oursFlags.push(val());
     else if (a === "--render-only") o.renderOnly = true;
     else throw new Error(`unknown option ${a}`);
@@ -965,6 +968,7 @@ function runAll(o) {
     "--rest-seconds",
     String(o.restSeconds),
     ...(o.write ? [] : ["--no-write"]),
+    ...(o.keep ? ["--keep"] : []),
     ...o.oursFlags.flatMap((f) => ["--ours-flag", f]),
     "--artifacts",
     artifacts,
@@ -1050,7 +1054,7 @@ if (isMain) {
     process.exitCode = 1;
   } finally {
     killAll();
-    if (process.exitCode !== 1) rmSync(work, { recursive: true, force: true });
+    if (process.exitCode !== 1 && !o.keep) rmSync(work, { recursive: true, force: true });
     else console.error(`logs kept in ${work}`);
   }
 }
