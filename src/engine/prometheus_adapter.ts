@@ -60,6 +60,7 @@ import {
   type ResourceQueries,
   type ResourceSample,
   type SeriesLabels,
+  seriesShapes,
   splitNamesForQuery,
   staticResourceMapper,
   valuesByName,
@@ -342,7 +343,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
   #lastDiscovery: { at: number; error: string | null } | null = null;
   /** The file could not be read (logged once). */
   #unreadable = false;
-  /** What each series query answered last. */
+  /** What each series query answered last, as discovery reads it (its shapes: seriesShapes). */
   #series = new Map<string, readonly SeriesLabels[]>();
   #discovered: Discovered;
   #version = 0;
@@ -699,6 +700,8 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
       ];
       const asked = queries ?? all;
       const start = this.#o.now() - this.#o.maxAgeSeconds * 1000;
+      // each answer reduced to its shapes as it comes (seriesShapes): the label sets parsed
+      // are garbage at once, and only the shapes are kept until the next relist
       const answers = await Promise.allSettled(asked.map((q) =>
         this.#o.client.series(q, {
           fetch: this.#o.fetch,
@@ -706,7 +709,7 @@ export class PrometheusAdapterServing implements PrometheusAdapterSource, Resour
           start,
           timeoutSeconds: this.#o.queryTimeoutSeconds,
           maxBytes: this.#o.maxBytes,
-        })
+        }).then(seriesShapes)
       ));
       if (this.#stopped) return;
       const failed = answers.findIndex((a) => a.status === "rejected");
