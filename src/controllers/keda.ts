@@ -143,8 +143,12 @@ export interface KedaPlanReading {
 interface Loop {
   timer: unknown;
   seconds: number;
-  /** When it last ticked (ms since the epoch). */
-  lastTick: number;
+  /**
+   * When its next tick is due (ms since the epoch): one polling interval after the last one's
+   * due time, on the loop's own grid, so that a tick early or late (a collection's timing)
+   * does not move the ones after it.
+   */
+  due: number;
   /** Its last tick found a trigger not collected yet. */
   waiting: boolean;
 }
@@ -846,7 +850,7 @@ export class KedaController implements KedaTriggerSource {
       have.timer = this.#setTimer(() => this.#fire(key), seconds * 1500);
       return;
     }
-    this.#loops.set(key, { timer: null, seconds, lastTick: 0, waiting: false });
+    this.#loops.set(key, { timer: null, seconds, due: 0, waiting: false });
     this.#fire(key);
   }
 
@@ -856,15 +860,23 @@ export class KedaController implements KedaTriggerSource {
     if (this.#stopped || !loop) return;
     if (loop.timer !== null) this.#clearTimer(loop.timer);
     loop.timer = this.#setTimer(() => this.#fire(key), loop.seconds * 1500);
-    loop.lastTick = this.#now();
+    // the next tick one interval after this one's due time; after a first tick, a wait for a
+    // first value, or a stall past it: one interval from now
+    const now = this.#now();
+    const step = loop.seconds * 1000;
+    loop.due = !loop.waiting && loop.due > 0 && loop.due + step > now
+      ? loop.due + step
+      : now + step;
     this.#queue.add(LOOP + key);
     this.#drain();
   }
 
   /**
    * The engine collected plans (`namespace/hpa/...` keys, its collection report): the loop of
-   * each owned ScaledObject among them ticks when three quarters of its polling interval have
-   * passed since its last tick, or when its last tick waited for a first value.
+   * each owned ScaledObject among them ticks when its next tick is due in a quarter of its
+   * polling interval or less (due one interval after the last one's due time: one tick an
+   * interval, as KEDA's loop, however the collections fall), or when its last tick waited for
+   * a first value.
    */
   collected(planKeys: readonly string[]): void {
     const now = this.#now();
@@ -874,7 +886,7 @@ export class KedaController implements KedaTriggerSource {
       const key = this.#byHpa.get(hpa < 0 ? pk : pk.slice(0, hpa));
       const loop = key === undefined ? undefined : this.#loops.get(key);
       if (!loop) continue;
-      if (loop.waiting || now - loop.lastTick >= loop.seconds * 750) this.#fire(key!);
+      if (loop.waiting || now >= loop.due - loop.seconds * 250) this.#fire(key!);
     }
   }
 

@@ -811,6 +811,27 @@ describe("KedaController: the scale loop (issue 48)", () => {
     // 3.8 s after the last tick: a tick, from zero to one
     await collected();
     assert.deepEqual(s.writer.scales.at(-1), { kind: "Deployment", name: "shop/web", replicas: 1 });
+    // that tick was due at 5 s: the next is due at 10 s, on the loop's own grid, not 5 s after
+    // the tick (issue 51: under load, late collections made more ticks than intervals). A
+    // collection 3.8 s after the tick (7.6 s) is more than a quarter interval early: no tick
+    const ticks = () => s.writer.statusUpdates.length + s.writer.scales.length;
+    readings.set("s0-prometheus", { value: 0, failures: 0, fallback: false });
+    s.advance(3_800);
+    const before = ticks();
+    await collected();
+    const status = () => s.cluster.get("ScaledObject", "shop", "web")!.status;
+    assert.equal(
+      status().conditions.find((c: Obj) => c.type === "Active").status,
+      "True",
+    );
+    assert.equal(ticks(), before);
+    // 8.8 s: within a quarter interval of 10 s: a tick (inactive now: cooling down)
+    s.advance(1_200);
+    await collected();
+    assert.equal(
+      status().conditions.find((c: Obj) => c.type === "Active").reason,
+      "ScalerCooldown",
+    );
     await s.controller.stop();
   });
 
