@@ -19,20 +19,10 @@ import {
   renderCustomQuery,
   renderExternalQuery,
   type SeriesLabels,
-  staticResourceMapper,
 } from "../../../src/core/prometheus_adapter/mod.ts";
-import { DEFAULT_CONFIG_1M_KUBE } from "./fixtures.ts";
+import { DEFAULT_CONFIG_1M_KUBE, REGISTRY_TEST_MAPPER } from "./fixtures.ts";
 
-/** series_registry_test.go's restMapper. */
-const MAPPER = staticResourceMapper([
-  { group: "", kind: "Pod" },
-  { group: "", kind: "Service" },
-  { group: "extensions", kind: "Ingress" },
-  { group: "extensions", kind: "Deployment" },
-  { group: "", kind: "Node" },
-  { group: "", kind: "PersistentVolume" },
-  { group: "", kind: "Namespace" },
-]);
+const MAPPER = REGISTRY_TEST_MAPPER;
 
 const CONTAINERS = '{__name__=~"^container_.*",container!="POD",namespace!="",pod!=""}';
 const OTHERS = '{kube_namespace!="",__name__!~"^container_.*"}';

@@ -223,3 +223,14 @@ export const TEST_KINDS: readonly KindInfo[] = [
 
 /** A RESTMapper over {@linkcode TEST_KINDS}. */
 export const TEST_MAPPER = staticResourceMapper(TEST_KINDS);
+
+/** series_registry_test.go's restMapper (upstream's discovery tests). */
+export const REGISTRY_TEST_MAPPER = staticResourceMapper([
+  { group: "", kind: "Pod" },
+  { group: "", kind: "Service" },
+  { group: "extensions", kind: "Ingress" },
+  { group: "extensions", kind: "Deployment" },
+  { group: "", kind: "Node" },
+  { group: "", kind: "PersistentVolume" },
+  { group: "", kind: "Namespace" },
+]);

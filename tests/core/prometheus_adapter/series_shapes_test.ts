@@ -16,19 +16,11 @@ import {
   parsePrometheusAdapterConfig,
   type SeriesLabels,
   seriesShapes,
-  staticResourceMapper,
 } from "../../../src/core/prometheus_adapter/mod.ts";
-import { DEFAULT_CONFIG_1M_KUBE } from "./fixtures.ts";
+import { DEFAULT_CONFIG_1M_KUBE, REGISTRY_TEST_MAPPER } from "./fixtures.ts";
+import { prng } from "../../support/prng.ts";
 
-const MAPPER = staticResourceMapper([
-  { group: "", kind: "Pod" },
-  { group: "", kind: "Service" },
-  { group: "extensions", kind: "Ingress" },
-  { group: "extensions", kind: "Deployment" },
-  { group: "", kind: "Node" },
-  { group: "", kind: "PersistentVolume" },
-  { group: "", kind: "Namespace" },
-]);
+const MAPPER = REGISTRY_TEST_MAPPER;
 
 function namersOf(yaml: string, external = false) {
   const config = parsePrometheusAdapterConfig(load(yaml));
@@ -69,18 +61,6 @@ function externalView(registry: ExternalMetricRegistry) {
       query: registry.queryFor(m, { namespace: "ns-a", selector: parseSelector("queue=q1") }),
     };
   });
-}
-
-/** A small deterministic PRNG (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const NAMES = ["a_total", "a_count", "b_total", "b", "queue_depth", "queue_jobs_depth", "c_x"];
@@ -190,7 +170,7 @@ describe("seriesShapes", () => {
     const custom = namersOf(RULES);
     const external = namersOf(RULES, true);
     for (let seed = 1; seed <= 200; seed++) {
-      const rand = random(seed);
+      const rand = prng(seed);
       const answer = randomSeries(rand, 1 + Math.floor(rand() * 60));
       const whole = new Map([["q", answer]]);
       const shapes = new Map([["q", seriesShapes(answer)]]);
