@@ -347,7 +347,7 @@ export function quantityMilli(q) {
 
 /** The HPA controller's user (tests/e2e/harness.ts HPA_CONTROLLER_USER), whose metric reads
  * the audit log also holds. */
-const HPA_CONTROLLER_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
+export const HPA_CONTROLLER_USER = "system:serviceaccount:kube-system:horizontal-pod-autoscaler";
 
 /**
  * The adapter's requests to kube-apiserver that the audit log (harness, HPA_E2E_AUDIT_LOG=1)

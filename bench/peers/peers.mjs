@@ -10,19 +10,6 @@ import {
 import { ensureKeda, kedaCerts, kedaVersion } from "../../tests/e2e/keda_tool.ts";
 
 /**
- * Each peer: `fleet` (its fleet in bench/peers/fleets.mjs), `version()`, `ensure()` (its
- * binaries, built if needed: may take minutes) and either `command(bin, o)`, its command line,
- * or `processes(bins, o)`, its processes ([{ name, argv, env }]), on address `o.ip`, port
- * `o.port`, with the harness's PKI (`o.servingCert`, `o.servingKey`), the adapter service
- * account's kubeconfig `o.kubeconfig` (so that the audit log, which records that user only,
- * counts its requests as it counts ours), the Prometheus server `o.prometheusUrl`,
- * prometheus-adapter's config file `o.config`, its relist interval `o.relist` ("1m"), a
- * scratch folder `o.dir` and what the fleet's correctness pass adds (KEDA:
- * `o.watchNamespaces`).
- * kube-metrics-adapter reads neither `o.config` nor `o.relist`: its HPAs say what to collect
- * (their `metric-config.*` annotations), and it lists the HPAs every 30 s.
- */
-/**
  * The serving and delegated authentication flags of custom-metrics-apiserver, which all three
  * peers' metrics servers are built on: address, port, the harness's serving certificate, a
  * scratch certificate folder, and the adapter service account's kubeconfig for the lister,
@@ -41,6 +28,19 @@ function apiserverFlags(o) {
   ];
 }
 
+/**
+ * Each peer: `fleet` (its fleet in bench/peers/fleets.mjs), `version()`, `ensure()` (its
+ * binaries, built if needed: may take minutes) and either `command(bin, o)`, its command line,
+ * or `processes(bins, o)`, its processes ([{ name, argv, env }]), on address `o.ip`, port
+ * `o.port`, with the harness's PKI (`o.servingCert`, `o.servingKey`), the adapter service
+ * account's kubeconfig `o.kubeconfig` (so that the audit log, which records that user's requests,
+ * counts its requests as it counts ours), the Prometheus server `o.prometheusUrl`,
+ * prometheus-adapter's config file `o.config`, its relist interval `o.relist` ("1m"), a
+ * scratch folder `o.dir` and what the fleet's correctness pass adds (KEDA:
+ * `o.watchNamespaces`).
+ * kube-metrics-adapter reads neither `o.config` nor `o.relist`: its HPAs say what to collect
+ * (their `metric-config.*` annotations), and it lists the HPAs every 30 s.
+ */
 export const PEERS = {
   "prometheus-adapter": {
     fleet: "prometheus-adapter",

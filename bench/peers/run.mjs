@@ -43,6 +43,7 @@ import {
   auditCounts,
   buildLoadgen,
   get,
+  HPA_CONTROLLER_USER,
   killAll,
   loadgen,
   machineAndCommit,
@@ -79,7 +80,7 @@ const PKI = (f) => join(HARNESS, "pki", f);
  * section): the direct reads present the front proxy's certificate and these headers.
  */
 const HPA_CONTROLLER_HEADERS = {
-  "X-Remote-User": "system:serviceaccount:kube-system:horizontal-pod-autoscaler",
+  "X-Remote-User": HPA_CONTROLLER_USER,
   "X-Remote-Group": [
     "system:serviceaccounts",
     "system:serviceaccounts:kube-system",
@@ -158,13 +159,16 @@ let opts, quick, fleet, resultsName, size, ORDER, SETTLE_SECONDS, SERVE, work;
 /** How long a session waits for the fleet's objects the adapter writes (KEDA's HPAs). */
 const WRITTEN_LIMIT_SECONDS = 300;
 
+/** The name of a peer's fleet's results and table: PEER, or PEER-FLEET (several fleets). */
+const fleetName = (peer, f) => (f ? `${peer}-${f}` : peer);
+
 /** The run of one peer's fleet that `o` (parseArgs) names. */
 function configure(o) {
   opts = o;
   quick = o.quick;
   /** The peer's fleet, and the name of its results and table: PEER, or PEER-FLEET. */
   fleet = FLEETS[PEERS[o.peer].fleet][o.fleet ?? "default"];
-  resultsName = o.fleet ? `${o.peer}-${o.fleet}` : o.peer;
+  resultsName = fleetName(o.peer, o.fleet);
   size = fleet.size(quick);
   /** Sessions in turn: ours, peer, ours, peer (quick: one each). */
   ORDER = quick ? ["ours", "peer"] : ["ours", "peer", "ours", "peer"];
@@ -975,7 +979,7 @@ function runAll(o) {
   ];
   const failed = [];
   for (const [peer, f] of ALL) {
-    const name = f ? `${peer}-${f}` : peer;
+    const name = fleetName(peer, f);
     log(`=== ${name}`);
     const r = spawnSync(
       process.execPath,
@@ -1001,7 +1005,7 @@ function runAll(o) {
     if (r.status !== 0) failed.push(name);
   }
   if (failed.length > 0) throw new Error(`failed: ${failed.join(", ")} (see above)`);
-  log(`every peer's fleet ran: ${ALL.map(([p, f]) => (f ? `${p}-${f}` : p)).join(", ")}`);
+  log(`every peer's fleet ran: ${ALL.map(([p, f]) => fleetName(p, f)).join(", ")}`);
 }
 
 /** The table of `name` again, from its results. */
@@ -1040,7 +1044,7 @@ if (isMain) {
     if (o.peer === "all") {
       if (o.renderOnly) {
         for (const [p, f] of ALL) {
-          const name = f ? `${p}-${f}` : p;
+          const name = fleetName(p, f);
           if (existsSync(resultsFile(name))) renderOnly(name);
         }
       } else runAll(o);
