@@ -4,7 +4,7 @@
 //
 // A fleet is { name, size(quick), describe(size), create(ctx, size), reads(size),
 // wanted(read, size), ours(o), correctness(ctx, size)?, reset(ctx, size)?, written(ctx, size)?,
-// settings(size) }:
+// dueWrites(size)?, settings(size) }:
 // - create(ctx, size) makes the objects and starts the exporter; returns { stop() };
 // - reads(size): [{ h, kind, path }], the reads the HPA controller makes, through kube-apiserver;
 // - wanted(read, size): the items (itemsOf's strings) the read must answer, from the numbers;
@@ -12,6 +12,8 @@
 // - reset(ctx, size): before each session, what the last adapter wrote is removed (KEDA's HPAs);
 // - written(ctx, size): { done, count, of }: how many of the objects the adapter under test
 //   writes are there (done: all of them);
+// - dueWrites(size): { what, perMinute }: the writes due at rest ("verb resource" as the audit
+//   counts name them); the window at rest waits for the start's writes to settle to it;
 // - correctness(ctx, size): before the both-at-once pass; returns { reads: [{ h, kind, ours,
 //   peer, want }], ours: extra flags, peer: extra fields of the peer's `o` }.
 import { writeFileSync } from "node:fs";
@@ -300,6 +302,8 @@ export const KEDA_FLEET = {
     return [`s0-prometheus [] ${queueDepth(i, k) * 1000}m`];
   },
   ours: () => ["--keda-scaled-objects"],
+  /** At rest, each ScaledObject's loop patches its status (lastActiveTime) every 30 s. */
+  dueWrites: (size) => ({ what: "patch scaledobjects/status", perMinute: size.scaledObjects * 2 }),
   /**
    * How many ScaledObjects have their HPA (whoever wrote it): a list from kube-apiserver's watch
    * cache (resourceVersion=0), not from etcd, as it runs every second during a session.
