@@ -628,9 +628,9 @@ async function session(who, art, lg, index) {
  * a minute until about 130 s from its start, then 2,000). A window at rest starting before
  * counts the start's writes. The fleet's `dueWrites(size)` ({ what, perMinute }): the window
  * starts once the adapter's `what` requests in the last 10 s are at most 1.1 times the due
- * rate (a peer held back by its own limit, below it from the start: at once), or
- * WRITES_SETTLE_LIMIT_SECONDS after the adapter's start (an adapter whose limit is below the
- * due rate never gets there: ours at 3,000 ScaledObjects). Returns ms from the adapter's start
+ * rate (an adapter whose client's limit is below the due rate, from the start: at once; KEDA
+ * at 1,000 ScaledObjects, and ours at 3,000, whose window at rest is then at its limit), or
+ * WRITES_SETTLE_LIMIT_SECONDS after the adapter's start. Returns ms from the adapter's start
  * (null: not settled).
  */
 async function untilWritesSettled(art, t0, auditFrom) {
