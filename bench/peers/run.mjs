@@ -637,7 +637,7 @@ async function untilWritesSettled(art, t0, auditFrom) {
   const due = fleet.dueWrites?.(size);
   if (!due) return undefined;
   const limit = t0 + WRITES_SETTLE_LIMIT_SECONDS * 1000;
-  // the log's new lines only (it holds every session's requests): the times of `what`'s
+  // this session's part of the log (it holds every session's requests), read as it grows
   const tail = auditTail(art.auditLog, auditFrom, due.what);
   for (;;) {
     // the audit log's events come a second or so after their request
