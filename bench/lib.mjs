@@ -1,7 +1,7 @@
 // Helpers of the benchmark: child processes (every one is stopped by its PID), loopback HTTPS
 // requests, /proc readings, wrk.
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
@@ -359,28 +359,70 @@ export function auditCounts(file, fromMs, toMs, { hpaController = false } = {}) 
   const seen = new Set();
   const byVerbResource = {};
   let answered = 0;
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line) continue;
-    let e;
-    try {
-      e = JSON.parse(line);
-    } catch {
-      continue;
-    }
+  for (const e of auditEvents(readFileSync(file, "utf8").split("\n"))) {
     if ((e.user?.username === HPA_CONTROLLER_USER) !== hpaController) continue;
     if (seen.has(e.auditID)) continue; // a watch has two stages
     const t = Date.parse(e.requestReceivedTimestamp);
     if (!(t >= fromMs && t < toMs)) continue;
     seen.add(e.auditID);
     if (e.responseStatus?.code === 200) answered++;
-    const o = e.objectRef;
-    const what = o?.resource
-      ? `${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}`
-      : `${e.verb} ${String(e.requestURI).split("?")[0]}`;
+    const what = auditRequestName(e);
     byVerbResource[what] = (byVerbResource[what] ?? 0) + 1;
   }
   const sorted = Object.fromEntries(Object.entries(byVerbResource).sort((a, b) => b[1] - a[1]));
   return { total: seen.size, answered, byVerbResource: sorted };
+}
+
+/**
+ * A reader of the audit log from byte `offset` on: each call returns the request times (ms) of
+ * the adapter's requests so far whose {@link auditRequestName} is `what`, reading only what was
+ * added since the last call (a session's part of a log that holds every session's requests).
+ */
+export function auditTail(file, offset, what) {
+  let rest = "";
+  const seen = new Set();
+  const times = [];
+  return () => {
+    const size = statSync(file).size;
+    if (size <= offset) return times;
+    const fd = openSync(file, "r");
+    const buf = Buffer.alloc(size - offset);
+    try {
+      readSync(fd, buf, 0, buf.length, offset);
+    } finally {
+      closeSync(fd);
+    }
+    offset = size;
+    const lines = (rest + buf.toString("utf8")).split("\n");
+    rest = lines.pop() ?? "";
+    for (const e of auditEvents(lines)) {
+      if (e.user?.username === HPA_CONTROLLER_USER || seen.has(e.auditID)) continue;
+      if (auditRequestName(e) !== what) continue;
+      seen.add(e.auditID);
+      times.push(Date.parse(e.requestReceivedTimestamp));
+    }
+    return times;
+  };
+}
+
+/** The audit events of `lines` (JSON lines; a line cut short or empty is left out). */
+function* auditEvents(lines) {
+  for (const line of lines) {
+    if (!line) continue;
+    try {
+      yield JSON.parse(line);
+    } catch {
+      // a line being written
+    }
+  }
+}
+
+/** A request's name in the counts: "verb resource[/subresource]", else "verb path". */
+function auditRequestName(e) {
+  const o = e.objectRef;
+  return o?.resource
+    ? `${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}`
+    : `${e.verb} ${String(e.requestURI).split("?")[0]}`;
 }
 
 /** Counts of a window scaled to a minute, rounded to 0.1. */

@@ -27,14 +27,11 @@
 // harness is brought down at the end, whatever happens.
 import { spawnSync } from "node:child_process";
 import {
-  closeSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
-  openSync,
   readdirSync,
   readFileSync,
-  readSync,
   realpathSync,
   rmSync,
   statSync,
@@ -45,6 +42,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   auditCounts,
+  auditTail,
   buildLoadgen,
   get,
   HPA_CONTROLLER_USER,
@@ -656,48 +654,6 @@ async function untilWritesSettled(art, t0, auditFrom) {
     }
     await sleep(5000);
   }
-}
-
-/**
- * A reader of the audit log from byte `offset` on (its size when the session started): each
- * call returns the request times (ms) of the events so far whose "verb resource[/subresource]"
- * (auditCounts' names) is `what`, reading only what was added since the last call.
- */
-function auditTail(file, offset, what) {
-  let rest = "";
-  const seen = new Set();
-  const times = [];
-  return () => {
-    const size = statSync(file).size;
-    if (size > offset) {
-      const fd = openSync(file, "r");
-      try {
-        const buf = Buffer.alloc(size - offset);
-        readSync(fd, buf, 0, buf.length, offset);
-        offset = size;
-        const lines = (rest + buf.toString("utf8")).split("\n");
-        rest = lines.pop() ?? "";
-        for (const line of lines) {
-          let e;
-          try {
-            e = JSON.parse(line);
-          } catch {
-            continue;
-          }
-          const o = e.objectRef;
-          if (!o?.resource || seen.has(e.auditID)) continue;
-          if (`${e.verb} ${o.resource}${o.subresource ? `/${o.subresource}` : ""}` !== what) {
-            continue;
-          }
-          seen.add(e.auditID);
-          times.push(Date.parse(e.requestReceivedTimestamp));
-        }
-      } finally {
-        closeSync(fd);
-      }
-    }
-    return times;
-  };
 }
 
 /** Items of a read, for comparison: object or labels, and the value in milli (timestamps out). */

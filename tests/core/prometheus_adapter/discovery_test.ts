@@ -20,9 +20,7 @@ import {
   renderExternalQuery,
   type SeriesLabels,
 } from "../../../src/core/prometheus_adapter/mod.ts";
-import { DEFAULT_CONFIG_1M_KUBE, REGISTRY_TEST_MAPPER } from "./fixtures.ts";
-
-const MAPPER = REGISTRY_TEST_MAPPER;
+import { DEFAULT_CONFIG_1M_KUBE, REGISTRY_TEST_MAPPER as MAPPER } from "./fixtures.ts";
 
 const CONTAINERS = '{__name__=~"^container_.*",container!="POD",namespace!="",pod!=""}';
 const OTHERS = '{kube_namespace!="",__name__!~"^container_.*"}';

@@ -17,10 +17,8 @@ import {
   type SeriesLabels,
   seriesShapes,
 } from "../../../src/core/prometheus_adapter/mod.ts";
-import { DEFAULT_CONFIG_1M_KUBE, REGISTRY_TEST_MAPPER } from "./fixtures.ts";
+import { DEFAULT_CONFIG_1M_KUBE, REGISTRY_TEST_MAPPER as MAPPER } from "./fixtures.ts";
 import { prng } from "../../support/prng.ts";
-
-const MAPPER = REGISTRY_TEST_MAPPER;
 
 function namersOf(yaml: string, external = false) {
   const config = parsePrometheusAdapterConfig(load(yaml));
